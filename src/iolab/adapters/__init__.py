@@ -1,0 +1,68 @@
+"""One adapter per benchmark: typed case parameters -> command line, input files, parser."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import IolabError
+
+
+@dataclass
+class RunSpec:
+    """Everything needed to run one case, independent of ReFrame."""
+
+    executable: str
+    args: list[str]
+    env: dict[str, str] = field(default_factory=dict)     # variables iolab sets for the benchmark
+    files: dict[str, str] = field(default_factory=dict)   # stage-relative name -> rendered content
+    outputs: list[str] = field(default_factory=list)      # stage-relative files kept with results
+    mpi: bool = True                                      # launched with the MPI launcher
+
+    @property
+    def command(self) -> str:
+        return " ".join(shlex.quote(a) for a in [self.executable, *self.args])
+
+
+class Adapter:
+    name = ""
+    executable = ""
+    formats: tuple[str, ...] = ()
+
+    def check(self, case) -> str | None:
+        """A reason this case cannot run, found before anything is submitted."""
+        return None
+
+    def bytes_written(self, case) -> int:
+        raise NotImplementedError
+
+    def run_spec(self, case, case_dir: str) -> RunSpec:
+        raise NotImplementedError
+
+    def parse_outputs(self, stage: Path, spec: RunSpec):
+        raise NotImplementedError
+
+    def parse_files(self, paths: list[Path]):
+        """`iolab parse` and `iolab import`: auto-detect the format of each file."""
+        raise NotImplementedError
+
+
+def get_adapter(name: str) -> Adapter:
+    from . import fio, ior
+
+    adapters = {"ior": ior.IorAdapter(), "fio": fio.FioAdapter()}
+    try:
+        return adapters[name]
+    except KeyError:
+        raise IolabError(f"unknown benchmark {name!r}",
+                         hint=f"allowed: {', '.join(adapters)}") from None
+
+
+def read_output(path: Path, what: str) -> str:
+    from ..errors import ParseError
+
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        raise ParseError(f"{what} {path.name} is missing: the benchmark did not write it") from None

@@ -1,0 +1,47 @@
+"""fio, for node-local and burst-buffer style tests. The job file is rendered from a template."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..parsers import fio_json
+from . import Adapter, RunSpec, read_output
+
+OUTPUT = "fio.json"
+JOBFILE = "fio-job.fio"
+_OWNED = ("--output", "--output-format", "--directory", "--filename", "--name", "--rw",
+          "--bs", "--size", "--numjobs", "--direct", "--ioengine", "--iodepth")
+
+
+class FioAdapter(Adapter):
+    name = "fio"
+    executable = "fio"
+    formats = ("fio-json",)
+
+    def check(self, case) -> str | None:
+        if case.nodes != 1 or case.tasks_per_node != 1:
+            return "fio runs as one process on one node: set scale to 1 node, 1 task, and use numjobs"
+        if case.params["size"] < case.params["bs"]:
+            return "size must be at least bs"
+        for arg in case.params["extra_args"]:
+            if arg.split("=", 1)[0] in _OWNED:
+                return f"extra_args {arg!r}: iolab sets this from the typed parameters"
+        return None
+
+    def bytes_written(self, case) -> int:
+        # fio lays out its files before a read test, so every pattern writes them once.
+        return case.params["size"] * case.params["numjobs"]
+
+    def run_spec(self, case, case_dir: str) -> RunSpec:
+        from ..render import render_template
+
+        jobfile = render_template("fio/job.fio.j2", case=case, params=case.params, directory=case_dir)
+        args = ["--output-format=json", f"--output={OUTPUT}", *case.params["extra_args"], JOBFILE]
+        return RunSpec(self.executable, args, files={JOBFILE: jobfile}, outputs=[OUTPUT, JOBFILE],
+                       mpi=False)
+
+    def parse_outputs(self, stage: Path, spec: RunSpec):
+        return fio_json.parse(read_output(stage / OUTPUT, "fio JSON output"), OUTPUT)
+
+    def parse_files(self, paths):
+        return [fio_json.parse(read_output(Path(p), "fio output"), Path(p).name) for p in paths]

@@ -1,0 +1,113 @@
+"""IOR 4.0.0. Results always go to a JSON summary file; stdout and stderr are kept beside it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import ParseError
+from ..parsers import ior_json, ior_text
+from ..units import ior_size_arg
+from . import Adapter, RunSpec, read_output
+
+SUMMARY = "ior-summary.json"
+
+# Flags that a typed parameter owns, or that break iolab's output handling.
+_OWNED = {
+    "-a": "api", "-b": "block_size", "-t": "transfer_size", "-s": "segments",
+    "-F": "file_per_process", "-c": "collective", "--collective": "collective",
+    "-C": "reorder_tasks", "-e": "fsync", "-i": "iterations", "-w": "write", "-r": "read",
+    "-k": "keep_file", "-z": "random_offsets", "-o": "the case directory (iolab sets it)",
+}
+_REJECTED = {
+    "-U": "IOR 4 removed -U: give hints as mpiio.<hint> parameters",
+    "-H": "IOR 4 removed -H: effective hints are collected by iolab",
+    "-v": "-v makes IOR 4.0.0 write invalid JSON",
+    "-f": "script files run several tests; iolab runs one per case",
+}
+
+
+def _flag(arg: str) -> str:
+    return arg.split("=", 1)[0] if arg.startswith("--") else arg[:2]
+
+
+class IorAdapter(Adapter):
+    name = "ior"
+    executable = "ior"
+    formats = ("ior-json", "ior-text")
+
+    def check(self, case) -> str | None:
+        p = case.params
+        block, xfer = p["block_size"], p["transfer_size"]
+        if xfer == 0 or block == 0:
+            return "block_size and transfer_size must be positive"
+        if block % xfer:
+            return f"block_size ({block}) must be a multiple of transfer_size ({xfer})"
+        if not p["write"] and not p["read"]:
+            return "neither write nor read is enabled"
+        if p["read"] and not p["write"]:
+            return "read without write needs an existing file, but every case starts in a fresh directory"
+        if p["collective"] and p["api"] == "POSIX":
+            return "collective I/O needs api MPIIO, HDF5 or NCMPI"
+        if p["random_offsets"] and (p["api"] in ("HDF5", "NCMPI") or
+                                    (p["api"] == "MPIIO" and p["collective"])):
+            return "IOR rejects random_offsets with HDF5, NCMPI and collective MPIIO"
+        if p["api"] == "NCMPI" and p["file_per_process"]:
+            return "IOR's NCMPI backend rejects file_per_process"
+        args = p["extra_args"]
+        for i, arg in enumerate(args):
+            flag = _flag(arg)
+            if flag in _REJECTED:
+                return f"extra_args {arg!r}: {_REJECTED[flag]}"
+            if flag in _OWNED:
+                return f"extra_args {arg!r}: use the parameter {_OWNED[flag]!r} instead"
+            if arg == "-O" and i + 1 < len(args) and args[i + 1].split("=")[0].lower() in (
+                    "summaryfile", "summaryformat"):
+                return f"extra_args {args[i + 1]!r}: iolab owns the summary file"
+        return None
+
+    def bytes_written(self, case) -> int:
+        p = case.params
+        if not p["write"]:
+            return 0
+        return p["block_size"] * p["segments"] * case.num_tasks * p["iterations"]
+
+    def run_spec(self, case, case_dir: str) -> RunSpec:
+        p = case.params
+        args = ["-a", p["api"], "-b", ior_size_arg(p["block_size"]),
+                "-t", ior_size_arg(p["transfer_size"]), "-s", str(p["segments"]),
+                "-i", str(p["iterations"])]
+        for key, flag in (("file_per_process", "-F"), ("collective", "-c"), ("reorder_tasks", "-C"),
+                          ("fsync", "-e"), ("write", "-w"), ("read", "-r"), ("keep_file", "-k"),
+                          ("random_offsets", "-z")):
+            if p[key]:
+                args.append(flag)
+        args += ["-o", f"{case_dir}/testfile",
+                 "-O", "summaryFormat=JSON", "-O", f"summaryFile={SUMMARY}"]
+        args += list(p["extra_args"])
+        return RunSpec(self.executable, args, outputs=[SUMMARY], mpi=True)
+
+    def parse_outputs(self, stage: Path, spec: RunSpec):
+        stdout = read_output(stage / "rfm_job.out", "stdout")
+        stderr = read_output(stage / "rfm_job.err", "stderr")
+        bad = ior_text.errors(stdout) + ior_text.errors(stderr)
+        if bad:
+            raise ParseError("IOR reported an error: " + " | ".join(bad[:3]))
+        return ior_json.parse(read_output(stage / SUMMARY, "IOR summary"), SUMMARY)
+
+    def parse_files(self, paths):
+        return [parse_any(Path(p)) for p in paths]
+
+
+def parse_any(path: Path):
+    text = read_output(path, "IOR output")
+    if text.lstrip().startswith("{"):
+        return ior_json.parse(text, path.name)
+    return ior_text.parse(text, path.name)
+
+
+def version_of(summary_path: Path) -> str | None:
+    try:
+        return json.loads(summary_path.read_text()).get("Version")
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,306 @@
+"""The only YAML reader: validate an experiment against the schema, then build typed objects.
+
+Every error names the file, the line and the key path, and exits 2 without a traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import schema as schemas
+from .errors import IolabError
+from .units import SIZE_HELP, parse_size
+from .yamlpos import Located, dotted, load_yaml
+
+PARAM_SECTIONS = ("fixed", "matrix", "zip", "exclude")
+
+
+@dataclass(frozen=True)
+class Job:
+    time_limit: str = "10m"
+    exclusive: bool = False
+
+
+@dataclass
+class Part:
+    """One benchmark's slice of an experiment. Flat experiments have one part, named 'main'."""
+
+    name: str
+    benchmark: str
+    job: Job
+    fixed: dict[str, Any]
+    matrix: dict[str, list]
+    zips: list[dict[str, list]]
+    exclude: list[dict[str, Any]]
+
+
+@dataclass
+class Experiment:
+    id: str
+    description: str
+    source: str | None
+    path: Path
+    sha256: str
+    text: str
+    profile: str | None
+    profiles: list[str]
+    repetitions: int
+    keep_data: bool
+    tags: list[str]
+    parts: list[Part]
+    raw: dict = field(repr=False, default_factory=dict)
+
+    @property
+    def benchmarks(self) -> list[str]:
+        return sorted({p.benchmark for p in self.parts})
+
+    @property
+    def root(self) -> Path:
+        """The project directory: experiments/<id>.yaml lives in it."""
+        return self.path.resolve().parent.parent
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def load_experiment(path, profile: str | None = None) -> Experiment:
+    path = Path(path)
+    shown = _shown(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise IolabError("no such experiment file", file=shown) from None
+    except OSError as exc:
+        raise IolabError(f"cannot read: {exc.strerror}", file=shown) from None
+    doc = load_yaml(text, shown)
+    if not isinstance(doc.data, dict):
+        raise doc.error((), "an experiment must be a mapping of keys (id, description, benchmark, ...)")
+    _check_structure(doc)
+    data = doc.data
+
+    if data["id"] != path.stem:
+        raise doc.error(("id",), f"id {data['id']!r} differs from the file name",
+                        hint=f"rename the file to {data['id']}.yaml or set id: {path.stem}")
+    has_parts = "parts" in data
+    if has_parts == ("benchmark" in data):
+        raise doc.error((), "give either 'benchmark' (one benchmark) or 'parts' (several), not "
+                        + ("both" if has_parts else "neither"),
+                        hint=f"benchmarks: {', '.join(schemas.benchmarks())}")
+    if has_parts:
+        for key in ("scale", "job") + PARAM_SECTIONS:
+            if key in data:
+                raise doc.error((key,), f"with 'parts', put '{key}' inside each part")
+
+    # Part name -> (benchmark, path of its section in the document)
+    parts_at = ({name: (p["benchmark"], ("parts", name)) for name, p in data["parts"].items()}
+                if has_parts else {"main": (data["benchmark"], ())})
+
+    # Type every parameter where it is written, so errors point at the right line,
+    # and bring each section to one canonical form (scale folded into fixed/matrix).
+    base = {name: _canonical(doc, bench, at, _get(data, at)) for name, (bench, at) in parts_at.items()}
+    overrides: dict[str, dict[str, dict]] = {}
+    for pname, prof in data.get("profiles", {}).items():
+        if "parts" in prof and not has_parts:
+            raise doc.error(("profiles", pname, "parts"), "this experiment has no 'parts'")
+        for name in prof.get("parts", {}):
+            if name not in parts_at:
+                raise doc.error(("profiles", pname, "parts", name), f"no part named {name!r}",
+                                hint=_suggest(name, parts_at))
+        overrides[pname] = {}
+        for name, (bench, _at) in parts_at.items():
+            ppath = ("profiles", pname, "parts", name) if has_parts else ("profiles", pname)
+            try:
+                section = _get(data, ppath)
+            except KeyError:
+                continue
+            overrides[pname][name] = _canonical(doc, bench, ppath, section)
+
+    if profile is not None and profile not in overrides:
+        known = ", ".join(overrides) or "none"
+        raise IolabError(f"no profile {profile!r} in this experiment (profiles: {known})", file=shown)
+    prof = data["profiles"][profile] if profile else {}
+
+    parts = []
+    for name, (bench, _at) in parts_at.items():
+        section = base[name]
+        if profile and name in overrides[profile]:
+            section = _apply_profile(section, overrides[profile][name])
+        parts.append(Part(name=name, benchmark=bench, job=Job(**section["job"]),
+                          fixed=section["fixed"], matrix=section["matrix"],
+                          zips=section["zips"], exclude=section["exclude"]))
+
+    return Experiment(
+        id=data["id"], description=data["description"], source=data.get("source"),
+        path=path, sha256=sha256_text(text), text=text, profile=profile,
+        profiles=list(data.get("profiles", {})),
+        repetitions=prof.get("repetitions", data.get("repetitions", 1)),
+        keep_data=prof.get("keep_data", data.get("keep_data", False)),
+        tags=list(data.get("tags", [])), parts=parts, raw=data,
+    )
+
+
+def _shown(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def _get(data, path):
+    for p in path:
+        data = data[p]
+    return data
+
+
+def _suggest(word, choices) -> str | None:
+    choices = [str(c) for c in choices]
+    close = difflib.get_close_matches(str(word), choices, n=1, cutoff=0.6)
+    allowed = ", ".join(choices)
+    if close:
+        return f"did you mean {close[0]!r}? allowed: {allowed}"
+    return f"allowed: {allowed}"
+
+
+def _check_structure(doc: Located) -> None:
+    """Validate against the JSON Schema and turn the first error into a readable message."""
+    errors = sorted(schemas.validator().iter_errors(doc.data),
+                    key=lambda e: (doc.line(e.absolute_path) or 0, len(e.absolute_path)))
+    if not errors:
+        return
+    raise _explain(doc, errors[0], ())
+
+
+def _explain(doc: Located, err, base) -> IolabError:
+    path = tuple(base) + tuple(err.absolute_path)
+    v = err.validator
+    if v == "oneOf" and err.context:
+        # Prefer the branch whose error is deepest: it is the one the user meant.
+        best = max(err.context, key=lambda e: len(e.absolute_path))
+        return _explain(doc, best, base)
+    if v == "additionalProperties":
+        allowed = list(err.schema.get("properties", {}))
+        extra = [k for k in err.instance if k not in allowed]
+        key = extra[0] if extra else "?"
+        return doc.error(path + (key,), f"unknown key {key!r}", hint=_suggest(key, allowed))
+    if v == "required":
+        missing = err.message.split("'")[1] if "'" in err.message else err.message
+        return doc.error(path, f"missing required key {missing!r}")
+    if v == "enum":
+        allowed = ", ".join(str(x) for x in err.validator_value)
+        return doc.error(path, f"{err.instance!r} is not allowed", hint=f"allowed: {allowed}")
+    if v == "type":
+        want = err.validator_value
+        want = " or ".join(want) if isinstance(want, list) else want
+        return doc.error(path, f"expected {want}, got {_describe(err.instance)}")
+    if v == "format" and err.validator_value == "size":
+        return doc.error(path, f"{err.instance!r} is not a size", hint=f"use {SIZE_HELP}")
+    if v in ("minProperties", "minItems"):
+        what = "mapping" if v == "minProperties" else "list"
+        return doc.error(path, f"empty {what}: give at least one entry, or remove the key")
+    if v == "pattern":
+        return doc.error(path, f"{err.instance!r} does not match {err.validator_value}")
+    if v in ("minimum", "maximum"):
+        return doc.error(path, f"{err.instance!r} is out of range ({v} {err.validator_value})")
+    return doc.error(path, err.message)
+
+
+def _describe(value) -> str:
+    kind = {bool: "boolean", int: "integer", float: "number", str: "string",
+            list: "list", dict: "mapping", type(None): "nothing"}.get(type(value), type(value).__name__)
+    return f"{kind} {value!r}" if not isinstance(value, (list, dict)) else kind
+
+
+def _param(doc: Located, bench: str, path: tuple, key, value):
+    """Check one parameter value against its schema and return it typed."""
+    specs = schemas.param_specs(bench)
+    if key not in specs:
+        raise doc.error(path, f"unknown parameter {key!r} for {bench}", hint=_suggest(key, specs))
+    spec = specs[key]
+    errors = list(schemas.validator(spec).iter_errors(value))
+    if errors:
+        raise _explain(doc, errors[0], path)
+    return parse_size(value) if schemas.is_size_param(spec) else value
+
+
+def _canonical(doc: Located, bench: str, at: tuple, section: dict) -> dict:
+    """Typed {fixed, matrix, zips, exclude, job} for one part or one profile override."""
+    fixed: dict[str, Any] = {}
+    matrix: dict[str, list] = {}
+    zips: list[dict[str, list]] = []
+    seen: dict[str, tuple] = {}
+
+    def claim(key, path):
+        if key in seen:
+            raise doc.error(path, f"{key!r} is set twice (also at {dotted(seen[key])})")
+        seen[key] = path
+
+    for k, v in section.get("scale", {}).items():
+        key = f"scale.{k}"
+        claim(key, at + ("scale", k))
+        if isinstance(v, list):
+            matrix[key] = v
+        else:
+            fixed[key] = v
+    for k, v in section.get("fixed", {}).items():
+        claim(k, at + ("fixed", k))
+        fixed[k] = _param(doc, bench, at + ("fixed", k), k, v)
+    for k, values in section.get("matrix", {}).items():
+        _param_key(doc, bench, at + ("matrix", k), k)
+        claim(k, at + ("matrix", k))
+        matrix[k] = [_param(doc, bench, at + ("matrix", k, i), k, v) for i, v in enumerate(values)]
+    raw_zip = section.get("zip", [])
+    listed = isinstance(raw_zip, list)
+    for gi, group in enumerate(raw_zip if listed else [raw_zip]):
+        gpath = at + (("zip", gi) if listed else ("zip",))
+        lengths = {k: len(v) for k, v in group.items()}
+        if len(set(lengths.values())) > 1:
+            detail = ", ".join(f"{k}: {n}" for k, n in lengths.items())
+            raise doc.error(gpath, f"zip lists must have equal lengths ({detail})")
+        typed = {}
+        for k, values in group.items():
+            _param_key(doc, bench, gpath + (k,), k)
+            claim(k, gpath + (k,))
+            typed[k] = [_param(doc, bench, gpath + (k, i), k, v) for i, v in enumerate(values)]
+        zips.append(typed)
+    exclude = []
+    for i, entry in enumerate(section.get("exclude", [])):
+        exclude.append({k: _param(doc, bench, at + ("exclude", i, k), k, v) for k, v in entry.items()})
+    out = {"fixed": fixed, "matrix": matrix, "zips": zips, "job": dict(section.get("job", {}))}
+    if "exclude" in section:
+        out["exclude"] = exclude
+    else:
+        out["exclude"] = []
+        out["_no_exclude"] = True
+    return out
+
+
+def _param_key(doc, bench, path, key):
+    specs = schemas.param_specs(bench)
+    if key not in specs:
+        raise doc.error(path, f"unknown parameter {key!r} for {bench}", hint=_suggest(key, specs))
+
+
+def _apply_profile(base: dict, override: dict) -> dict:
+    """A key the profile sets (fixed, matrix or zip) replaces the base's setting of it."""
+    keys = set(override["fixed"]) | set(override["matrix"])
+    for group in override["zips"]:
+        keys |= set(group)
+    fixed = {k: v for k, v in base["fixed"].items() if k not in keys}
+    matrix = {k: v for k, v in base["matrix"].items() if k not in keys}
+    zips = []
+    for group in base["zips"]:
+        kept = {k: v for k, v in group.items() if k not in keys}
+        if kept:
+            zips.append(kept)
+    fixed.update(override["fixed"])
+    matrix.update(override["matrix"])
+    zips += override["zips"]
+    exclude = base["exclude"] if override.get("_no_exclude") else override["exclude"]
+    return {"fixed": fixed, "matrix": matrix, "zips": zips, "exclude": exclude,
+            "job": {**base["job"], **override["job"]}}

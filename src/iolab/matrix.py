@@ -1,0 +1,130 @@
+"""Expand an experiment into typed cases with stable ids.
+
+A case id is a hash of the benchmark and of every parameter that differs from its default, so it
+survives renaming the file, adding new defaulted parameters, or running on another system.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import schema as schemas
+from .errors import IolabError
+from .load import Experiment, Job, Part
+
+
+@dataclass(frozen=True)
+class Case:
+    experiment: str
+    part: str
+    benchmark: str
+    case_id: str
+    params: dict[str, Any]            # every parameter, defaults included, typed
+    job: Job = field(default_factory=Job)
+
+    @property
+    def nodes(self) -> int:
+        return self.params["scale.nodes"]
+
+    @property
+    def tasks_per_node(self) -> int:
+        return self.params["scale.tasks_per_node"]
+
+    @property
+    def num_tasks(self) -> int:
+        return self.nodes * self.tasks_per_node
+
+    def get(self, key, default=None):
+        return self.params.get(key, default)
+
+
+def defaults(benchmark: str) -> dict[str, Any]:
+    out = {}
+    for name, spec in schemas.param_specs(benchmark).items():
+        if "default" in spec:
+            out[name] = spec["default"]
+    return out
+
+
+def case_id(benchmark: str, params: dict[str, Any]) -> str:
+    base = defaults(benchmark)
+    identity = {k: v for k, v in params.items() if k not in base or base[k] != v}
+    blob = json.dumps({"benchmark": benchmark, "params": identity}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:8]
+
+
+def _dimensions(part: Part) -> list[list[dict[str, Any]]]:
+    dims = [[{key: v} for v in values] for key, values in part.matrix.items()]
+    for group in part.zips:
+        keys = list(group)
+        length = len(group[keys[0]])
+        dims.append([{k: group[k][i] for k in keys} for i in range(length)])
+    return dims
+
+
+def _excluded(params: dict[str, Any], exclude: list[dict[str, Any]]) -> bool:
+    return any(all(params.get(k) == v for k, v in entry.items()) for entry in exclude)
+
+
+def expand(exp: Experiment) -> list[Case]:
+    """Deterministic: parts in file order, then the cross product in key order."""
+    from .adapters import get_adapter
+
+    cases: list[Case] = []
+    seen: dict[str, Case] = {}
+    for part in exp.parts:
+        adapter = get_adapter(part.benchmark)
+        base = defaults(part.benchmark)
+        base.update(part.fixed)
+        for combo in itertools.product(*_dimensions(part)):
+            params = dict(base)
+            for piece in combo:
+                params.update(piece)
+            if _excluded(params, part.exclude):
+                continue
+            cid = case_id(part.benchmark, params)
+            case = Case(exp.id, part.name, part.benchmark, cid, dict(sorted(params.items())), part.job)
+            if cid in seen:
+                continue  # the same case reached twice (e.g. through two zips): run it once
+            problem = adapter.check(case)
+            if problem:
+                raise IolabError(f"case {cid} ({describe(case, varied_keys_of(exp, part))}): {problem}",
+                                 file=str(exp.path))
+            seen[cid] = case
+            cases.append(case)
+    if not cases:
+        raise IolabError("the matrix expands to no cases (everything was excluded)", file=str(exp.path))
+    return cases
+
+
+def varied_keys_of(exp: Experiment, part: Part | None = None) -> list[str]:
+    parts = [part] if part else exp.parts
+    keys: list[str] = []
+    for p in parts:
+        for k in list(p.matrix) + [k for g in p.zips for k in g]:
+            if k not in keys:
+                keys.append(k)
+    return keys
+
+
+def varied_keys(cases: list[Case]) -> list[str]:
+    """Parameters whose value differs between cases, in first-seen order."""
+    keys: list[str] = []
+    for case in cases:
+        for k in case.params:
+            if k not in keys:
+                keys.append(k)
+    out = []
+    for k in keys:
+        values = {json.dumps(c.params.get(k), sort_keys=True) for c in cases}
+        if len(values) > 1:
+            out.append(k)
+    return out
+
+
+def describe(case: Case, keys: list[str]) -> str:
+    return ", ".join(f"{k}={case.params.get(k)}" for k in keys) or case.case_id

@@ -1,0 +1,56 @@
+"""One parser per output format: text -> metrics. A failed or truncated output raises ParseError."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from ..errors import ParseError
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    value: float
+    unit: str
+    source: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Parsed:
+    metrics: list[Metric]
+    version: str | None = None
+    details: dict = field(default_factory=dict)
+
+    def by_name(self) -> dict[str, Metric]:
+        return {m.name: m for m in self.metrics}
+
+
+def number(value, what: str, source: str) -> float:
+    """A metric value must be a finite number: a missing or 'inf' value fails the case."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ParseError(f"{source}: {what} is {value!r}, not a number")
+    if not math.isfinite(value):
+        raise ParseError(f"{source}: {what} is not finite ({value})")
+    return float(value)
+
+
+def mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+FORMATS = {
+    "ior-json": "iolab.parsers.ior_json",
+    "ior-text": "iolab.parsers.ior_text",
+    "fio-json": "iolab.parsers.fio_json",
+}
+
+
+def parse(fmt: str, text: str, source: str = "") -> Parsed:
+    import importlib
+
+    module = importlib.import_module(FORMATS[fmt])
+    return module.parse(text, source or fmt)

@@ -1,0 +1,51 @@
+"""fio --output-format=json."""
+
+from __future__ import annotations
+
+import json
+
+from ..errors import ParseError
+from . import Metric, Parsed, number
+
+SOURCE = "fio-json"
+MIB = 1024 * 1024
+
+
+def parse(text: str, source: str = SOURCE) -> Parsed:
+    start = text.find("{")
+    if start < 0:
+        raise ParseError(f"{source}: no fio JSON output")
+    try:
+        doc = json.loads(text[start:])
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"{source}: fio output is not valid JSON, truncated or corrupt "
+                         f"({exc.msg} at line {exc.lineno})") from None
+    jobs = doc.get("jobs") if isinstance(doc, dict) else None
+    if not jobs:
+        raise ParseError(f"{source}: fio output has no jobs")
+    failed = [j.get("jobname") for j in jobs if j.get("error")]
+    if failed:
+        raise ParseError(f"{source}: fio job(s) failed: {', '.join(map(str, failed))}")
+    metrics: list[Metric] = []
+    for direction in ("write", "read"):
+        stats = [j.get(direction) for j in jobs]
+        if any(not isinstance(s, dict) for s in stats):
+            raise ParseError(f"{source}: fio job lacks '{direction}' statistics")
+        io_bytes = sum(number(s.get("io_bytes"), f"{direction} io_bytes", source) for s in stats)
+        if io_bytes == 0:
+            continue
+        bw = sum(number(s.get("bw_bytes"), f"{direction} bw_bytes", source) for s in stats) / MIB
+        iops = sum(number(s.get("iops"), f"{direction} iops", source) for s in stats)
+        if bw <= 0:
+            raise ParseError(f"{source}: {direction} bandwidth is 0 although {io_bytes:.0f} bytes moved")
+        lat = [s.get("clat_ns", {}).get("mean") for s in stats]
+        metrics += [Metric(f"{direction}_bw", bw, "MiB/s", SOURCE),
+                    Metric(f"{direction}_iops", iops, "ops/s", SOURCE),
+                    Metric(f"{direction}_bytes", io_bytes, "B", SOURCE)]
+        if all(isinstance(v, (int, float)) for v in lat):
+            metrics.append(Metric(f"{direction}_clat_mean", sum(lat) / len(lat) / 1000, "us", SOURCE))
+    if not metrics:
+        raise ParseError(f"{source}: fio moved no data in either direction")
+    version = doc.get("fio version")
+    return Parsed(metrics, version=version.removeprefix("fio-") if version else None,
+                  details={"jobs": len(jobs)})

@@ -1,0 +1,68 @@
+"""IOR 4 JSON summary (-O summaryFormat=JSON -O summaryFile=F)."""
+
+from __future__ import annotations
+
+import json
+
+from ..errors import ParseError
+from . import Metric, Parsed, mean, number
+
+SOURCE = "ior-json"
+_SUMMARY_METRICS = (
+    ("bw", "bwMeanMIB", "MiB/s"), ("bw_max", "bwMaxMIB", "MiB/s"), ("bw_min", "bwMinMIB", "MiB/s"),
+    ("bw_stddev", "bwStdMIB", "MiB/s"), ("ops", "OPsMean", "ops/s"), ("ops_max", "OPsMax", "ops/s"),
+    ("ops_min", "OPsMin", "ops/s"), ("ops_stddev", "OPsSD", "ops/s"),
+)
+
+
+def parse(text: str, source: str = SOURCE) -> Parsed:
+    if not text.strip():
+        raise ParseError(f"{source}: the IOR summary is empty (IOR did not finish?)")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"{source}: the IOR summary is not valid JSON, truncated or corrupt "
+                         f"({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(doc, dict):
+        raise ParseError(f"{source}: not an IOR JSON summary")
+    if "Finished" not in doc:
+        raise ParseError(f"{source}: the IOR summary has no 'Finished' entry: the run did not complete")
+    summary = doc.get("summary")
+    tests = doc.get("tests")
+    if not summary or not tests:
+        raise ParseError(f"{source}: the IOR summary has no results (no 'summary' or 'tests')")
+    if len(tests) != 1:
+        raise ParseError(f"{source}: {len(tests)} IOR tests in one summary; iolab runs one per case")
+    results = tests[0].get("Results") or []
+    params = tests[0].get("Parameters", {})
+
+    metrics: list[Metric] = []
+    for entry in summary:
+        op = entry.get("operation")
+        if op not in ("write", "read"):
+            continue
+        reps = int(number(entry.get("repetitions"), f"{op} repetitions", source))
+        runs = [r for r in results if r.get("access") == op]
+        if len(runs) != reps:
+            raise ParseError(f"{source}: {len(runs)} of {reps} {op} iterations reported")
+        bw = number(entry.get("bwMeanMIB"), f"{op} bwMeanMIB", source)
+        if bw <= 0:
+            raise ParseError(f"{source}: {op} bandwidth is {bw} MiB/s")
+
+        for name, key, unit in _SUMMARY_METRICS:
+            metrics.append(Metric(f"{op}_{name}", number(entry.get(key), f"{op} {key}", source),
+                                  unit, SOURCE))
+        for name, key in (("open_time", "openTime"), ("io_time", "wrRdTime"),
+                          ("close_time", "closeTime"), ("total_time", "totalTime")):
+            values = [number(r.get(key), f"{op} {key}", source) for r in runs]
+            metrics.append(Metric(f"{op}_{name}", mean(values), "s", SOURCE))
+    if not metrics:
+        raise ParseError(f"{source}: the IOR summary has neither a write nor a read result")
+    details = {
+        "api": params.get("api"),
+        "tasks": summary[0].get("numTasks"),
+        "iterations": summary[0].get("repetitions"),
+        "command_line": doc.get("Command line"),
+        "path": tests[0].get("Path"),
+    }
+    return Parsed(metrics, version=doc.get("Version"), details=details)

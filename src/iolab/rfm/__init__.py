@@ -1,0 +1,1 @@
+"""ReFrame integration: base classes and the registration used by generated shims."""

@@ -1,0 +1,104 @@
+"""Turn experiment YAMLs into ReFrame tests at load time.
+
+Both the stable loader (reframe/experiments.py) and each generated shim call in here; whichever
+module ReFrame imports first registers an experiment, so each is registered exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import reframe as rfm
+from reframe.core import builtins
+from reframe.core.logging import getlogger
+from reframe.core.meta import make_test
+
+from ..errors import IolabError
+from ..load import load_experiment
+from ..matrix import expand, varied_keys
+from ..render import class_name, render_shim, shim_path, sync_shims, write_atomic
+from .base import IolabTest
+
+_REGISTERED: dict[str, str] = {}
+
+
+def selected_profile(exp_profiles: list[str]) -> str | None:
+    """IOLAB_PROFILE wins; else the system config's extras['iolab']['profile']; else none."""
+    wanted = os.environ.get("IOLAB_PROFILE")
+    if wanted:
+        return wanted
+    try:
+        from reframe.core.runtime import runtime
+
+        profiles = {p.extras.get("iolab", {}).get("profile") for p in runtime().system.partitions}
+    except Exception:  # noqa: BLE001 - outside a ReFrame session
+        return None
+    profiles.discard(None)
+    if len(profiles) == 1:
+        profile = profiles.pop()
+        return profile if profile in exp_profiles else None
+    return None
+
+
+def _register(module_name: str, yaml_path: Path) -> None:
+    probe = load_experiment(yaml_path)
+    if probe.id in _REGISTERED:
+        return
+    exp = load_experiment(yaml_path, profile=selected_profile(probe.profiles))
+    cases = expand(exp)
+    body = {
+        "case": builtins.parameter([c.case_id for c in cases], loggable=True),
+        "repetition": builtins.parameter(list(range(1, exp.repetitions + 1)), type=int, loggable=True),
+        "iolab_experiment": builtins.variable(str, value=exp.id, loggable=True),
+        "iolab_profile": builtins.variable(str, value=exp.profile or "", loggable=True),
+        "_iolab_exp": exp,
+        "_iolab_cases": {c.case_id: c for c in cases},
+        "_iolab_varied": {part: varied_keys([c for c in cases if c.part == part])
+                          for part in dict.fromkeys(c.part for c in cases)},
+    }
+    cls = make_test(class_name(exp.id), (IolabTest,), body, module=module_name)
+    rfm.simple_test(cls)
+    _REGISTERED[exp.id] = module_name
+
+
+def _warn(exc: IolabError) -> None:
+    getlogger().warning(f"iolab: skipping experiment: {exc}")
+
+
+def register_experiment(module_name: str, module_file: str, yaml_relpath: str, sha256: str) -> None:
+    """Called by a generated shim. A stale shim is rewritten before its tests are registered."""
+    shim = Path(module_file)
+    yaml_path = (shim.parent / yaml_relpath).resolve()
+    if not yaml_path.is_file():
+        getlogger().warning(f"iolab: {shim} is an orphan: {yaml_relpath} is gone; `iolab render` removes it")
+        return
+    try:
+        exp = load_experiment(yaml_path)
+        if exp.sha256 != sha256:
+            write_atomic(shim, render_shim(yaml_path, exp.id, exp.sha256, shim.parent))
+            getlogger().info(f"iolab: regenerated {shim.name}: {yaml_path.name} changed")
+        _register(module_name, yaml_path)
+    except IolabError as exc:
+        _warn(exc)
+
+
+def register_all(module_name: str, module_file: str) -> None:
+    """Called by reframe/experiments.py: new or stale shims are regenerated, and every experiment
+    is registered, so adding an experiment needs only its YAML."""
+    root = Path(module_file).resolve().parent.parent
+    experiments, generated = root / "experiments", root / "reframe" / "generated"
+    for yaml_path in sorted(experiments.glob("*.yaml")):
+        try:
+            exp = load_experiment(yaml_path)
+            target = shim_path(generated, exp.id)
+            if not target.is_file() or exp.sha256 not in target.read_text():
+                generated.mkdir(parents=True, exist_ok=True)
+                write_atomic(target, render_shim(yaml_path, exp.id, exp.sha256, generated))
+                getlogger().info(f"iolab: wrote {target.relative_to(root)} for {yaml_path.name}")
+            _register(module_name, yaml_path)
+        except IolabError as exc:
+            _warn(exc)
+
+
+__all__ = ["register_all", "register_experiment", "sync_shims"]

@@ -1,0 +1,111 @@
+"""Per-process state of a ReFrame session: one results run per experiment, created lazily."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import reframe
+
+from ..load import Experiment
+from ..lustre import observed as lustre_observed
+from ..lustre import requested as lustre_requested
+from ..render import shim_path
+from ..results import RECORD_SCHEMA, RunDir, base_manifest, git_state, new_run_id, results_root, utcnow
+
+
+class _Run:
+    def __init__(self, exp: Experiment):
+        self.exp = exp
+        self.run_id = new_run_id(exp.sha256)
+        self.dir: RunDir | None = None
+        self.git = git_state(exp.root)
+
+    def open(self, system: str) -> RunDir:
+        if self.dir is None:
+            shim = shim_path(self.exp.root / "reframe" / "generated", self.exp.id)
+            manifest = base_manifest(self.exp, origin="reframe", system=system,
+                                     shim_text=shim.read_text() if shim.is_file() else None,
+                                     extra={"run_id": self.run_id, "reframe": reframe.VERSION})
+            self.dir = RunDir.create(results_root(self.exp.root), self.exp.id, self.run_id, manifest)
+        return self.dir
+
+
+_RUNS: dict[str, _Run] = {}
+
+
+def for_experiment(exp: Experiment) -> _Run:
+    run = _RUNS.get(exp.id)
+    if run is None or run.exp.sha256 != exp.sha256:
+        run = _RUNS[exp.id] = _Run(exp)
+    return run
+
+
+def record(test, *, status: str, error: str | None, parsed, stage: Path | None) -> dict:
+    exp, case = test._iolab_exp, test._iolab_case
+    run = for_experiment(exp)
+    system = test.current_partition.fullname
+    rundir = run.open(system)
+    spec = getattr(test, "_iolab_spec", None)
+
+    raw = {}
+    if stage is not None and stage.is_dir():
+        names = ["rfm_job.sh", "rfm_job.out", "rfm_job.err", *(spec.outputs if spec else []),
+                 *sorted(p.name for p in stage.glob("iolab-*.txt"))]
+        raw = rundir.store_raw(case.case_id, test.repetition, [stage / n for n in dict.fromkeys(names)])
+
+    job = test.job
+    launcher = " ".join(job.launcher.run_command(job).split()) if job is not None and spec else ""
+    binary_path = _read(stage / "iolab-binary.txt") if stage else None
+    observed = {}
+    if stage is not None and status != "skipped":
+        observed["lustre"] = lustre_observed(stage, lustre_requested(case.params))
+    rec = {
+        "schema": RECORD_SCHEMA,
+        "experiment": exp.id,
+        "experiment_sha256": exp.sha256,
+        "profile": exp.profile,
+        "run_id": run.run_id,
+        "case_id": case.case_id,
+        "part": case.part,
+        "benchmark": case.benchmark,
+        "repetition": test.repetition,
+        "params": case.params,
+        "varied": list(test._iolab_varied[case.part]),
+        "observed": observed,
+        "metrics": [m.as_dict() for m in parsed.metrics] if parsed else [],
+        "status": status,
+        "error": error,
+        "raw": raw,
+        "recorded": utcnow(),
+        "provenance": {
+            "origin": "reframe",
+            **run.git,
+            "reframe": reframe.VERSION,
+            "system": system,
+            "environ": test.current_environ.name if test.current_environ else None,
+            "jobid": str(job.jobid) if job is not None and job.jobid is not None else None,
+            "nodelist": list(job.nodelist or []) if job is not None else [],
+            "binary": {"name": spec.executable if spec else None, "path": binary_path,
+                       "version": parsed.version if parsed else None},
+            "command": (f"{launcher} {spec.command}".strip() if spec else None),
+            "env": {**_partition_env(test), **dict(test.env_vars)},
+            "case_dir": getattr(test, "_iolab_case_dir", None),
+            "stagedir": str(stage) if stage else None,
+        },
+    }
+    rundir.append(rec)
+    return rec
+
+
+def _partition_env(test) -> dict:
+    env = test.current_partition.env_vars if test.current_partition else {}
+    return dict(env.items() if hasattr(env, "items") else env)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return text or None
+

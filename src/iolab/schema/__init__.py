@@ -1,0 +1,70 @@
+"""The experiment JSON Schema, shipped with the package, and lookups into its parameter definitions."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+from importlib import resources
+
+import jsonschema
+
+from ..units import is_size
+
+SCHEMA_VERSION = 1
+_FORMATS = jsonschema.FormatChecker()
+
+
+@_FORMATS.checks("size", raises=ValueError)
+def _check_size(value) -> bool:
+    if isinstance(value, bool):
+        return False
+    return is_size(value)
+
+
+@functools.cache
+def experiment_schema() -> dict:
+    text = resources.files(__package__).joinpath("experiment.v1.json").read_text()
+    return json.loads(text)
+
+
+def validator(schema: dict | None = None) -> jsonschema.Draft202012Validator:
+    root = experiment_schema()
+    if schema is None:
+        schema = root
+    else:
+        schema = dict(schema)
+        schema.setdefault("$defs", root["$defs"])
+    return jsonschema.Draft202012Validator(schema, format_checker=_FORMATS)
+
+
+def resolve(schema: dict) -> dict:
+    """Follow one level of local $ref, keeping sibling keywords (title, default...)."""
+    ref = schema.get("$ref")
+    if not ref:
+        return schema
+    node = experiment_schema()
+    for part in ref.lstrip("#/").split("/"):
+        node = node[part]
+    merged = copy.deepcopy(node)
+    merged.update({k: v for k, v in schema.items() if k != "$ref"})
+    return merged
+
+
+@functools.cache
+def param_specs(benchmark: str) -> dict[str, dict]:
+    """name -> resolved schema for every parameter valid with this benchmark."""
+    params = experiment_schema()["$defs"]["params"]
+    specs = {}
+    for group in ("common", "scale", benchmark):
+        for name, spec in params[group]["properties"].items():
+            specs[name] = resolve(spec)
+    return specs
+
+
+def benchmarks() -> list[str]:
+    return list(experiment_schema()["$defs"]["benchmark"]["enum"])
+
+
+def is_size_param(spec: dict) -> bool:
+    return spec.get("format") == "size"
