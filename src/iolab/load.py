@@ -108,6 +108,13 @@ def load_experiment(path, profile: str | None = None) -> Experiment:
     for pname, prof in data.get("profiles", {}).items():
         if "parts" in prof and not has_parts:
             raise doc.error(("profiles", pname, "parts"), "this experiment has no 'parts'")
+        if has_parts:
+            # Otherwise these would be silently ignored: overrides are per part.
+            for key in ("scale", "job") + PARAM_SECTIONS:
+                if key in prof:
+                    raise doc.error(("profiles", pname, key), f"with 'parts', put '{key}' inside "
+                                    f"profiles.{pname}.parts.<part name>",
+                                    hint=f"parts: {', '.join(parts_at)}")
         for name in prof.get("parts", {}):
             if name not in parts_at:
                 raise doc.error(("profiles", pname, "parts", name), f"no part named {name!r}",
@@ -196,7 +203,8 @@ def _explain(doc: Located, err, base) -> IolabError:
         return doc.error(path, f"{err.instance!r} is not allowed", hint=f"allowed: {allowed}")
     if v == "type":
         want = err.validator_value
-        want = " or ".join(want) if isinstance(want, list) else want
+        want = [_TYPE_WORDS.get(w, w) for w in (want if isinstance(want, list) else [want])]
+        want = " or ".join(want)
         return doc.error(path, f"expected {want}, got {_describe(err.instance)}")
     if v == "format" and err.validator_value == "size":
         return doc.error(path, f"{err.instance!r} is not a size", hint=f"use {SIZE_HELP}")
@@ -208,6 +216,10 @@ def _explain(doc: Located, err, base) -> IolabError:
     if v in ("minimum", "maximum"):
         return doc.error(path, f"{err.instance!r} is out of range ({v} {err.validator_value})")
     return doc.error(path, err.message)
+
+
+# JSON Schema type names in the words _describe uses for YAML values
+_TYPE_WORDS = {"array": "list", "object": "mapping"}
 
 
 def _describe(value) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 _POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
 # Binary multiples only, as IOR, fio and lfs read them: 4m == 4MiB == 4194304.
@@ -23,10 +24,11 @@ def parse_size(value) -> int:
         m = _SIZE_RE.match(value)
         if m:
             number, prefix, suffix = m.groups()
-            # "4b" alone is not allowed ("b" without a prefix is ambiguous with hex-like typos)
+            # "512B" is bytes; "4iB" (binary marker without a prefix) is not a size
             if suffix.lower() in ("", "b", "ib") and not (suffix.lower() == "ib" and not prefix):
-                nbytes = float(number) * (1024 ** _POWERS[prefix.lower()])
-                if nbytes == int(nbytes):
+                # Exact arithmetic: a float would silently round sizes above 2**53 bytes
+                nbytes = Fraction(number) * (1024 ** _POWERS[prefix.lower()])
+                if nbytes.denominator == 1:
                     return int(nbytes)
                 raise ValueError(f"{value!r} is not a whole number of bytes")
     raise ValueError(f"{value!r} is not a size; use {SIZE_HELP}")

@@ -16,6 +16,7 @@ import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
 from reframe.core.builtins import run_after, run_before, sanity_function
 from reframe.core.exceptions import SanityError
+from reframe.core.logging import getlogger
 
 from .. import lustre
 from ..adapters import get_adapter
@@ -123,7 +124,11 @@ class IolabTest(rfm.RunOnlyRegressionTest):
             return
         self._iolab_recorded = True
         stage = Path(self.stagedir) if self.stagedir else None
-        session.record(self, status=status, error=error, parsed=parsed, stage=stage)
+        try:
+            session.record(self, status=status, error=error, parsed=parsed, stage=stage)
+        except Exception as exc:  # noqa: BLE001 - a bug here must not lose the case silently
+            getlogger().error(f"iolab: could not record {self.case} rep {self.repetition}: {exc!r}")
+            raise SanityError(f"iolab could not store this case's record: {exc!r}") from exc
 
 
 def _const(value):

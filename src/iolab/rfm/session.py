@@ -98,8 +98,12 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None) 
 
 
 def _partition_env(test) -> dict:
-    env = test.current_partition.env_vars if test.current_partition else {}
-    return dict(env.items() if hasattr(env, "items") else env)
+    """Variables the shipped system config exports (e.g. Open MPI's run-as-root pair)."""
+    env = {}
+    for source in (test.current_partition, test.current_environ):
+        local = getattr(source, "local_env", source)
+        env.update(getattr(local, "env_vars", {}) or {})
+    return env
 
 
 def _read(path: Path) -> str | None:

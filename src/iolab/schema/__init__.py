@@ -14,6 +14,12 @@ from ..units import is_size
 SCHEMA_VERSION = 1
 _FORMATS = jsonschema.FormatChecker()
 
+# JSON Schema counts 3.0 as an integer; iolab must not (IOR would get "-i 3.0", and the case id
+# of iterations 3.0 would differ from that of 3). YAML gives a float only when one was written.
+_STRICT_TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+    "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool))
+_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=_STRICT_TYPES)
+
 
 @_FORMATS.checks("size", raises=ValueError)
 def _check_size(value) -> bool:
@@ -28,14 +34,14 @@ def experiment_schema() -> dict:
     return json.loads(text)
 
 
-def validator(schema: dict | None = None) -> jsonschema.Draft202012Validator:
+def validator(schema: dict | None = None) -> jsonschema.protocols.Validator:
     root = experiment_schema()
     if schema is None:
         schema = root
     else:
         schema = dict(schema)
         schema.setdefault("$defs", root["$defs"])
-    return jsonschema.Draft202012Validator(schema, format_checker=_FORMATS)
+    return _Validator(schema, format_checker=_FORMATS)
 
 
 def resolve(schema: dict) -> dict:

@@ -1,0 +1,65 @@
+"""`iolab import`: file outputs of runs made outside iolab as a new results run, marked imported."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+import yaml
+
+from . import schema as schemas
+from .adapters import get_adapter
+from .errors import IolabError
+from .matrix import case_id, defaults
+from .render import project_root
+from .results import RECORD_SCHEMA, RunDir, host_info, new_run_id, results_root, sha256_file, utcnow
+from .units import parse_size
+
+
+def type_params(benchmark: str, pairs: list[str]) -> dict:
+    specs = schemas.param_specs(benchmark)
+    out = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep:
+            raise IolabError(f"--param {pair!r}: expected KEY=VALUE")
+        if key not in specs:
+            close = difflib.get_close_matches(key, list(specs), n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"allowed: {', '.join(specs)}"
+            raise IolabError(f"--param {key!r}: unknown parameter for {benchmark}", hint=hint)
+        value = yaml.safe_load(raw)
+        errors = list(schemas.validator(specs[key]).iter_errors(value))
+        if errors:
+            raise IolabError(f"--param {key}: {errors[0].message}")
+        out[key] = parse_size(value) if schemas.is_size_param(specs[key]) else value
+    return out
+
+
+def import_files(benchmark: str, files: list[Path], into: str, params: list[str],
+                 label: str | None = None) -> RunDir:
+    adapter = get_adapter(benchmark)
+    given = type_params(benchmark, params)
+    # Parse everything first: a bad file fails the import before anything is written.
+    parsed = adapter.parse_files(files)
+    full = {**defaults(benchmark), **given}
+    cid = case_id(benchmark, full)
+    run_id = new_run_id(str(files))
+    manifest = {
+        "schema": RECORD_SCHEMA, "experiment": into, "origin": "imported", "created": utcnow(),
+        "run_id": run_id, "label": label, "host": host_info(), "system": None,
+        "imported_files": {str(f): sha256_file(f) for f in files},
+    }
+    run = RunDir.create(results_root(project_root()), into, run_id, manifest)
+    for rep, (path, result) in enumerate(zip(files, parsed), 1):
+        raw = run.store_raw(cid, rep, [path])
+        run.append({
+            "schema": RECORD_SCHEMA, "experiment": into, "experiment_sha256": None, "profile": None,
+            "run_id": run_id, "case_id": cid, "part": benchmark, "benchmark": benchmark,
+            "repetition": rep, "params": dict(sorted(full.items())), "varied": sorted(given),
+            "observed": {}, "metrics": [m.as_dict() for m in result.metrics], "status": "ok",
+            "error": None, "raw": raw, "recorded": utcnow(),
+            "provenance": {"origin": "imported", "file": str(path), "label": label,
+                           "binary": {"name": adapter.executable, "path": None,
+                                      "version": result.version}},
+        })
+    return run
