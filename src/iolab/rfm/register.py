@@ -24,10 +24,14 @@ _REGISTERED: dict[str, str] = {}
 
 
 def selected_profile(exp_profiles: list[str]) -> str | None:
-    """IOLAB_PROFILE wins; else the system config's extras['iolab']['profile']; else none."""
+    """IOLAB_PROFILE wins; else the system config's extras['iolab']['profile']; else none.
+
+    An experiment without profiles runs as written whatever is chosen; one that has profiles
+    but not the one named in IOLAB_PROFILE is an error (a typo must not run the wrong sizes).
+    """
     wanted = os.environ.get("IOLAB_PROFILE")
     if wanted:
-        return wanted
+        return wanted if exp_profiles else None
     try:
         from reframe.core.runtime import runtime
 

@@ -1,0 +1,71 @@
+"""Helpers for end-to-end tests that run ReFrame for real on the `local` system."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+STANDIN_BIN = REPO / "tests" / "bin"
+# The console script installed beside this interpreter (the venv's), else the one on PATH.
+REFRAME = str(Path(sys.executable).with_name("reframe")) if Path(sys.executable).with_name(
+    "reframe").exists() else (shutil.which("reframe") or "reframe")
+
+
+def have(binary: str) -> bool:
+    return shutil.which(binary) is not None
+
+
+@pytest.fixture
+def rfm_env(tmp_path):
+    """Environment for a ReFrame run whose results, stage and scratch live in tmp_path.
+
+    Where the real IOR is absent, tests/bin (a stand-in replaying recorded IOR output) goes on
+    PATH, so the IOR path of the pipeline still runs for real around it.
+    """
+    env = dict(os.environ)
+    env.update(IOLAB_RESULTS=str(tmp_path / "results"), IOLAB_RFM_OUTPUT=str(tmp_path / "rfm"),
+               IOLAB_SCRATCH=str(tmp_path / "scratch"), IOR_STANDIN_LOG=str(tmp_path / "ior-args.log"),
+               IOLAB_PROFILE="local")
+    env.pop("IOLAB_ROOT", None)
+    if not have("ior"):
+        env["PATH"] = f"{STANDIN_BIN}{os.pathsep}{env['PATH']}"
+    return env
+
+
+def reframe(args: list[str], env: dict, cwd: Path = REPO, config: str = "reframe/config/local.py"):
+    cmd = [REFRAME, "-C", str(REPO / config), "-c", "reframe/", "-R", *args]
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+
+
+def iolab(args: list[str], env: dict, cwd: Path = REPO):
+    return subprocess.run([sys.executable, "-m", "iolab.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def only_run(results: Path, experiment: str) -> Path:
+    runs = [p for p in (results / experiment).iterdir() if p.is_dir()]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def records(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "records.jsonl").read_text().splitlines() if line]
+
+
+def make_project(tmp_path: Path, experiments: dict[str, str]) -> Path:
+    """A throwaway iolab checkout: the loader, the configs and the given experiment YAMLs."""
+    root = tmp_path / "project"
+    (root / "reframe").mkdir(parents=True)
+    shutil.copy(REPO / "reframe" / "experiments.py", root / "reframe" / "experiments.py")
+    shutil.copytree(REPO / "reframe" / "config", root / "reframe" / "config")
+    (root / "experiments").mkdir()
+    for name, text in experiments.items():
+        (root / "experiments" / f"{name}.yaml").write_text(text)
+    return root

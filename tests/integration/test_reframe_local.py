@@ -1,0 +1,139 @@
+"""End to end: experiment YAML -> ReFrame on the local system -> results -> table."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from iolab.load import load_experiment
+from iolab.matrix import expand
+
+from .conftest import REPO, have, iolab, make_project, only_run, records, reframe
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(not have("mpirun"), reason="mpirun (Open MPI) is not installed"),
+              pytest.mark.skipif(not have("fio"), reason="fio is not installed")]
+
+
+def test_quickstart_runs_and_publishes_a_table(rfm_env, tmp_path):
+    out = reframe(["-r", "-n", "quickstart"], rfm_env)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    run = only_run(tmp_path / "results", "quickstart")
+    recs = records(run)
+    exp = load_experiment(REPO / "experiments" / "quickstart.yaml")
+    assert not exp.profiles, "quickstart runs as written on every system"
+    cases = expand(exp)
+    assert len(recs) == len(cases) * exp.repetitions
+    assert {r["case_id"] for r in recs} == {c.case_id for c in cases}
+    assert all(r["status"] == "ok" for r in recs), [r["error"] for r in recs]
+
+    for rec in recs:
+        bw = {m["name"]: m for m in rec["metrics"]}["write_bw"]
+        assert bw["value"] > 0 and bw["unit"] == "MiB/s"
+        prov = rec["provenance"]
+        assert prov["system"] == "local:default" and prov["jobid"] and prov["nodelist"]
+        assert prov["binary"]["path"].endswith(rec["benchmark"])
+        assert prov["binary"]["version"]
+        # every raw output is stored with its checksum
+        for name in ("rfm_job.sh", "rfm_job.out"):
+            assert (run / rec["raw"]["dir"] / name).is_file()
+        assert rec["observed"]["lustre"]["fs_type"]
+        if rec["benchmark"] == "ior":
+            assert prov["command"].startswith("mpirun -np 2 ior -a ")
+            assert "-O summaryFormat=JSON -O summaryFile=ior-summary.json" in prov["command"]
+            assert {m["source"] for m in rec["metrics"]} == {"ior-json"}
+        else:
+            assert "fio --output-format=json" in prov["command"]
+            assert (run / rec["raw"]["dir"] / "fio.json").is_file()
+
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["experiment_yaml"] == (REPO / "experiments" / "quickstart.yaml").read_text()
+    assert manifest["profile"] is None and manifest["origin"] == "reframe"
+    assert "IOLAB_YAML_SHA256" in manifest["shim"]
+
+    # data files were removed from scratch after each case
+    scratch = tmp_path / "scratch" / "quickstart" / run.name
+    assert not any(p.is_file() for p in scratch.rglob("*"))
+
+    if not have("ior") or os.path.dirname(shutil.which("ior")) == str(REPO / "tests" / "bin"):
+        logged = [json.loads(line) for line in (tmp_path / "ior-args.log").read_text().splitlines()]
+        assert logged and all("-U" not in a and "-v" not in a for a in logged)
+
+    table = iolab(["table", "quickstart"], rfm_env)
+    assert table.returncode == 0, table.stderr
+    assert "Mean Write Bandwidth (MiB/s)" in table.stdout
+    assert "| POSIX |" in table.stdout and "| MPIIO |" in table.stdout
+
+
+def test_missing_benchmark_is_skipped_with_its_name(rfm_env, tmp_path):
+    rfm_env["PATH"] = os.pathsep.join(p for p in rfm_env["PATH"].split(os.pathsep)
+                                      if not (p and os.path.exists(os.path.join(p, "ior"))))
+    exp = load_experiment(REPO / "experiments" / "quickstart.yaml")
+    names = [f"quickstart%case={c.case_id}" for c in expand(exp) if c.benchmark == "ior"]
+    out = reframe(["-r", *[a for n in names for a in ("-n", n)]], rfm_env)
+    assert out.returncode == 0, out.stdout[-3000:]
+    assert "not found on PATH" in out.stdout
+    recs = records(only_run(tmp_path / "results", "quickstart"))
+    assert recs and all(r["status"] == "skipped" for r in recs)
+    assert all("'ior'" in r["error"] for r in recs)
+
+
+def test_archer_dry_run_shows_exact_command_lines(rfm_env, tmp_path):
+    out = reframe(["--dry-run", "-n", "archer"], rfm_env)
+    assert out.returncode == 0, out.stdout[-3000:]
+    scripts = [p.read_text() for p in (tmp_path / "rfm").rglob("rfm_job.sh")]
+    exp = load_experiment(REPO / "experiments" / "archer-fpp-vs-ssf.yaml", "local")
+    assert len(scripts) == len(expand(exp)) * exp.repetitions
+    text = "\n".join(scripts)
+    assert "ior -a POSIX -b 16m -t 1m -s 1 -i 1 -F -e -w -o " in text
+    assert "ior -a MPIIO -b 4m -t 1m -s 1 -i 1 -c -e -w -o " in text
+    assert "lfs setstripe -c -1 -S 8388608 " in text
+    assert "mpirun -np 4 --oversubscribe ior" in text or os.cpu_count() >= 4
+    assert not (tmp_path / "results").exists(), "a dry run must not write results"
+
+
+FIO_OK_AND_BROKEN = """\
+id: fio-fail
+description: one good case and one whose I/O engine does not exist
+benchmark: fio
+fixed: {size: 8MiB, bs: 1MiB}
+matrix:
+  ioengine: [psync, no_such_engine]
+"""
+
+
+def test_failed_case_is_recorded_and_others_kept(rfm_env, tmp_path):
+    root = make_project(tmp_path, {"fio-fail": FIO_OK_AND_BROKEN})
+    out = reframe(["-r", "-n", "fio_fail"], rfm_env, cwd=root,
+                  config=str(root / "reframe" / "config" / "local.py"))
+    assert out.returncode != 0
+    recs = records(only_run(tmp_path / "results", "fio-fail"))
+    by_engine = {r["params"]["ioengine"]: r for r in recs}
+    assert by_engine["psync"]["status"] == "ok"
+    bad = by_engine["no_such_engine"]
+    assert bad["status"] == "failed" and "fio exited with status" in bad["error"]
+    assert bad["metrics"] == []
+    table = iolab(["table", "fio-fail"], rfm_env)
+    assert "1 failed" in table.stdout
+
+
+def test_new_yaml_and_changed_yaml_regenerate_shims(rfm_env, tmp_path):
+    text = FIO_OK_AND_BROKEN.replace("fio-fail", "shim-demo").replace(", no_such_engine", "")
+    root = make_project(tmp_path, {"shim-demo": text})
+    listed = reframe(["-l"], rfm_env, cwd=root, config=str(root / "reframe" / "config" / "local.py"))
+    assert "shim_demo %case=" in listed.stdout, listed.stdout[-2000:]
+    shim = root / "reframe" / "generated" / "shim_demo.py"
+    first = shim.read_text()
+    assert load_experiment(root / "experiments" / "shim-demo.yaml").sha256 in first
+
+    (root / "experiments" / "shim-demo.yaml").write_text(text.replace("[psync]", "[psync, sync]"))
+    env = dict(rfm_env, IOLAB_ROOT=str(root))
+    check = iolab(["render", "--check"], env)
+    assert check.returncode == 1 and "stale" in check.stdout
+    listed = reframe(["-l"], rfm_env, cwd=root, config=str(root / "reframe" / "config" / "local.py"))
+    assert listed.stdout.count("shim_demo %case=") == 2
+    assert shim.read_text() != first
+    assert iolab(["render", "--check"], env).returncode == 0
