@@ -105,11 +105,24 @@ matrix:
 """
 
 
+FIO_TOO_SLOW = """\
+id: fio-slow
+description: throttled to 1 MiB/s, so it cannot finish within its time limit
+benchmark: fio
+job: {time_limit: 3s}
+fixed: {size: 64MiB, bs: 1MiB, extra_args: ["--rate=1m"]}
+"""
+
+
 def test_failed_case_is_recorded_and_others_kept(rfm_env, tmp_path):
-    root = make_project(tmp_path, {"fio-fail": FIO_OK_AND_BROKEN})
-    out = reframe(["-r", "-n", "fio_fail"], rfm_env, cwd=root,
+    root = make_project(tmp_path, {"fio-fail": FIO_OK_AND_BROKEN, "fio-slow": FIO_TOO_SLOW})
+    out = reframe(["-r", "-n", "fio_fail", "-n", "fio_slow"], rfm_env, cwd=root,
                   config=str(root / "reframe" / "config" / "local.py"))
     assert out.returncode != 0
+    (slow,) = records(only_run(tmp_path / "results", "fio-slow"))
+    assert slow["status"] == "failed" and "timed out" in slow["error"]
+    assert (only_run(tmp_path / "results", "fio-slow") / slow["raw"]["dir"] / "rfm_job.sh").is_file()
+    assert not any(p.is_file() for p in (tmp_path / "scratch").rglob("*"))
     recs = records(only_run(tmp_path / "results", "fio-fail"))
     by_engine = {r["params"]["ioengine"]: r for r in recs}
     assert by_engine["psync"]["status"] == "ok"

@@ -29,8 +29,12 @@ BINARY_FILE = "iolab-binary.txt"
 MPI_LAUNCHERS = ("mpirun", "mpiexec", "mpirun-openmpi")
 
 
-class IolabTest(rfm.RunOnlyRegressionTest):
-    """A case of an experiment, run once per repetition."""
+class IolabTest(rfm.RunOnlyRegressionTest, special=True):
+    """A case of an experiment, run once per repetition.
+
+    `special=True` lets this class wrap the run stages: ReFrame has no hook after a failure, and a
+    job that dies before sanity (time limit, launch error) must still leave a failed record.
+    """
 
     valid_systems = ["+iolab"]
     valid_prog_environs = ["+iolab"]
@@ -83,7 +87,7 @@ class IolabTest(rfm.RunOnlyRegressionTest):
                             f"command -v {shlex.quote(spec.executable)} > {BINARY_FILE}"]
         # $? of the benchmark must be read first, before any other command runs.
         self.postrun_cmds = [f"echo $? > {EXIT_FILE}"]
-        if not (exp.keep_data or os.environ.get("IOLAB_KEEP_DATA") == "1"):
+        if not self._iolab_keep_data():
             self.postrun_cmds.append(f"rm -rf {d}")
         if not spec.mpi:
             self.job.launcher = getlauncher("local")()
@@ -91,6 +95,30 @@ class IolabTest(rfm.RunOnlyRegressionTest):
             cores = extras.get("cores_per_node")
             if cores and case.tasks_per_node > int(cores):
                 self.job.launcher.options += ["--oversubscribe"]
+
+    # Failures of the job itself (submission, time limit, a node failure) surface in these stages.
+    def run(self):
+        return self._iolab_guard(super().run, "job submission failed")
+
+    def run_complete(self):
+        return self._iolab_guard(super().run_complete, "job failed")
+
+    def run_wait(self):
+        return self._iolab_guard(super().run_wait, "job failed")
+
+    def _iolab_guard(self, stage, what):
+        try:
+            return stage()
+        except Exception as exc:
+            self._iolab_record(status="failed", error=f"{what}: {_one_line(exc)}")
+            # The job's own cleanup never ran; remove the data it left where we can reach it.
+            case_dir = getattr(self, "_iolab_case_dir", None)
+            if case_dir and not self._iolab_keep_data():
+                shutil.rmtree(case_dir, ignore_errors=True)
+            raise
+
+    def _iolab_keep_data(self) -> bool:
+        return self._iolab_exp.keep_data or os.environ.get("IOLAB_KEEP_DATA") == "1"
 
     @sanity_function
     def _iolab_sanity(self):
@@ -129,6 +157,11 @@ class IolabTest(rfm.RunOnlyRegressionTest):
         except Exception as exc:  # noqa: BLE001 - a bug here must not lose the case silently
             getlogger().error(f"iolab: could not record {self.case} rep {self.repetition}: {exc!r}")
             raise SanityError(f"iolab could not store this case's record: {exc!r}") from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:500]
 
 
 def _const(value):
