@@ -16,6 +16,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 from . import __version__
@@ -98,6 +99,7 @@ class RunDir:
         except FileExistsError:
             raise IolabError(f"results run {path} already exists; runs are never overwritten") from None
         run = cls(path)
+        manifest = {**manifest, "created_unix": time.time()}
         _write_new(path / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         (path / RECORDS).touch()
         return run
@@ -160,10 +162,17 @@ def load_records(run_path: Path) -> list[dict]:
 
 
 def list_runs(root: Path, experiment_id: str) -> list[Path]:
+    """Oldest first. Run ids sort by second; the manifest's clock orders runs within a second."""
     base = root / experiment_id
     if not base.is_dir():
         return []
-    return sorted(p for p in base.iterdir() if (p / MANIFEST).is_file())
+
+    def when(path: Path):
+        try:
+            return (json.loads((path / MANIFEST).read_text()).get("created_unix", 0), path.name)
+        except (OSError, ValueError):
+            return (0, path.name)
+    return sorted((p for p in base.iterdir() if (p / MANIFEST).is_file()), key=when)
 
 
 def find_run(root: Path, experiment_id: str, run: str | None) -> Path:
