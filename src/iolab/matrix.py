@@ -92,8 +92,9 @@ def expand(exp: Experiment) -> list[Case]:
                 continue  # the same case reached twice (e.g. through two zips): run it once
             problem = adapter.check(case)
             if problem:
-                raise IolabError(f"case {cid} ({describe(case, varied_keys_of(exp, part))}): {problem}",
-                                 file=str(exp.path))
+                varied = varied_keys_of(exp, part)
+                what = f"case {cid} ({describe(case, varied)})" if varied else f"case {cid}"
+                raise IolabError(f"{what}: {problem}", file=str(exp.path))
             seen[cid] = case
             cases.append(case)
     if not cases:

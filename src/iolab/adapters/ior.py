@@ -41,6 +41,8 @@ class IorAdapter(Adapter):
         block, xfer = p["block_size"], p["transfer_size"]
         if xfer == 0 or block == 0:
             return "block_size and transfer_size must be positive"
+        if xfer % 8:
+            return f"transfer_size ({xfer}) must be a multiple of 8 bytes (IOR's access size)"
         if block % xfer:
             return f"block_size ({block}) must be a multiple of transfer_size ({xfer})"
         if not p["write"] and not p["read"]:

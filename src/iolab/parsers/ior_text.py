@@ -31,6 +31,8 @@ def _float(token: str, what: str, source: str) -> float:
 
 
 def parse(text: str, source: str = SOURCE) -> Parsed:
+    if not text.strip():
+        raise ParseError(f"{source}: the IOR output is empty (IOR did not run?)")
     bad = errors(text)
     if bad:
         raise ParseError(f"{source}: IOR reported an error: " + " | ".join(bad[:3]))

@@ -1,0 +1,336 @@
+"""The experiment loader: typed values on success, and on failure an error naming file:line, key path
+and what to do about it. Bad samples live in tests/data/experiments/bad (id == file stem)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+
+from iolab.errors import IolabError, ParseError
+from iolab.load import Job, load_experiment
+from iolab.matrix import expand
+from iolab.yamlpos import load_yaml
+
+MIB, GIB = 1024**2, 1024**3
+
+# file stem -> (line, key path or None, fragments the message must contain)
+LOAD_ERRORS = {
+    "typo-top-key": (4, "repetiton", ["unknown key 'repetiton'", "did you mean 'repetitions'?"]),
+    "typo-matrix-param": (8, "matrix.lustre.stripe_cont",
+                          ["unknown parameter 'lustre.stripe_cont' for ior",
+                           "did you mean 'lustre.stripe_count'?"]),
+    "wrong-type-repetitions": (4, "repetitions", ["expected integer, got string 'three'"]),
+    "wrong-type-fixed": (6, "fixed.iterations", ["expected integer, got string 'x'"]),
+    "float-for-integer": (6, "fixed.iterations", ["expected integer, got number 3.0"]),
+    "bad-size-fixed": (6, "fixed.block_size", ["'4XB' is not a size", "4MiB, 4m, 1g or 1048576"]),
+    "bad-size-matrix-item": (8, "matrix.block_size[2]", ["'4XB' is not a size", "4MiB, 4m"]),
+    "unknown-benchmark": (3, "benchmark", ["'iozone' is not allowed", "allowed: ior, fio"]),
+    "no-benchmark": (1, None, ["give either 'benchmark'", "or 'parts'", "ior, fio"]),
+    "empty-matrix": (6, "matrix", ["empty mapping", "remove the key"]),
+    "empty-matrix-list": (6, "matrix.block_size", ["empty list", "remove the key"]),
+    "id-mismatch": (1, "id", ["'some-other-name' differs from the file name",
+                              "rename the file to some-other-name.yaml or set id: id-mismatch"]),
+    "zip-unequal": (4, "zip", ["zip lists must have equal lengths", "api: 3, collective: 2"]),
+    "set-twice": (9, "matrix.transfer_size", ["'transfer_size' is set twice",
+                                              "also at fixed.transfer_size"]),
+    "duplicate-key": (7, "fixed.block_size", ["duplicate key 'block_size'"]),
+    "merge-duplicate": (12, "profiles.small.fixed.collective", ["duplicate key 'collective'"]),
+    "invalid-syntax": (7, None, ["not valid YAML", "expected ',' or ']'",
+                                 "flow sequence that started at line 6"]),
+    "unknown-profile-part": (12, "profiles.small.parts.share", ["no part named 'share'",
+                                                                "did you mean 'shared'?"]),
+    "profile-section-with-parts": (11, "profiles.small.fixed", [
+        "put 'fixed' inside profiles.small.parts.<part name>", "parts: shared, local"]),
+}
+
+# file stem -> fragments of the error matrix.expand raises (the YAML itself is well formed)
+CASE_ERRORS = {
+    "impossible-block-size": ["block_size=8388608", "block_size (8388608) must be a multiple of "
+                              "transfer_size (3145728)"],
+    "impossible-collective-posix": ["api=POSIX", "collective I/O needs api MPIIO, HDF5 or NCMPI"],
+    "impossible-extra-hints-u": ["extra_args '-U'", "IOR 4 removed -U"],
+    "impossible-extra-verbose": ["extra_args '-v'", "invalid JSON"],
+    "impossible-extra-block": ["extra_args '-b'", "use the parameter 'block_size'"],
+    "impossible-transfer-size": ["transfer_size (1100) must be a multiple of 8 bytes"],
+}
+
+
+def test_every_bad_sample_is_tested_and_named_after_its_id(bad_dir):
+    stems = {p.stem for p in bad_dir.glob("*.yaml")}
+    assert stems == set(LOAD_ERRORS) | set(CASE_ERRORS)
+    for path in bad_dir.glob("*.yaml"):
+        if path.stem != "invalid-syntax":
+            first = path.read_text().splitlines()[0]
+            if path.stem == "id-mismatch":
+                assert first == "id: some-other-name"
+            else:
+                assert first == f"id: {path.stem}"
+
+
+@pytest.mark.parametrize("stem", sorted(LOAD_ERRORS))
+def test_load_error(bad_dir, stem):
+    line, key, fragments = LOAD_ERRORS[stem]
+    with pytest.raises(IolabError) as info:
+        load_experiment(bad_dir / f"{stem}.yaml")
+    err = info.value
+    message = str(err)
+    assert not isinstance(err, ParseError)
+    assert err.exit_code == 2
+    assert f"{stem}.yaml:{line}: " in message, message
+    assert err.line == line
+    if key:
+        assert f"{stem}.yaml:{line}: {key}: " in message, message
+        assert err.key == key
+    else:
+        assert err.key is None
+    for fragment in fragments:
+        assert fragment in message, message
+    assert "Traceback" not in message
+
+
+@pytest.mark.parametrize("stem", sorted(CASE_ERRORS))
+def test_impossible_case_is_refused_by_expand(bad_dir, stem):
+    exp = load_experiment(bad_dir / f"{stem}.yaml")      # the YAML is well formed
+    with pytest.raises(IolabError) as info:
+        expand(exp)
+    message = str(info.value)
+    assert f"{stem}.yaml: case " in message, message
+    assert not re.search(r"case (\w+) \(\1\)", message), message   # no "case X (X)" when nothing varies
+    for fragment in CASE_ERRORS[stem]:
+        assert fragment in message, message
+
+
+def test_error_names_the_file_relative_to_the_working_directory(bad_dir, monkeypatch):
+    monkeypatch.chdir(bad_dir)
+    with pytest.raises(IolabError) as info:
+        load_experiment(Path("typo-top-key.yaml"))
+    assert str(info.value).startswith("typo-top-key.yaml:4: repetiton: unknown key 'repetiton'")
+
+
+MORE_ERRORS = [
+    ("empty", "# only a comment\n", "empty.yaml:1: the file is empty"),
+    ("a-list", "- id: a-list\n", "a-list.yaml:1: an experiment must be a mapping"),
+    ("no-description", "id: no-description\nbenchmark: ior\n",
+     "no-description.yaml:1: missing required key 'description'"),
+    ("nested", """
+        id: nested
+        description: parts and a top-level fixed
+        parts:
+          a: {benchmark: ior}
+        fixed: {api: POSIX}
+        """, "nested.yaml:5: fixed: with 'parts', put 'fixed' inside each part"),
+    ("flat", """
+        id: flat
+        description: a flat experiment with a parts profile
+        benchmark: fio
+        profiles:
+          small:
+            parts: {main: {fixed: {size: 1m}}}
+        """, "flat.yaml:6: profiles.small.parts: this experiment has no 'parts'"),
+    ("scale-zero", """
+        id: scale-zero
+        description: zero nodes
+        benchmark: ior
+        scale: {nodes: [1, 0]}
+        """, "scale-zero.yaml:4: scale.nodes[1]: 0 is out of range"),
+    ("listless", """
+        id: listless
+        description: a matrix value that is not a list
+        benchmark: ior
+        matrix:
+          api: POSIX
+        """, "listless.yaml:5: matrix.api: expected list, got string 'POSIX'"),
+    ("fio-param", """
+        id: fio-param
+        description: an IOR parameter in a fio experiment
+        benchmark: fio
+        fixed:
+          size: 1g
+          api: POSIX
+        """, "fio-param.yaml:6: fixed.api: unknown parameter 'api' for fio"),
+    ("bad-exclude", """
+        id: bad-exclude
+        description: a bad size in an exclude entry
+        benchmark: ior
+        matrix: {block_size: [1m, 2m]}
+        exclude:
+          - {block_size: 2 megs}
+        """, "bad-exclude.yaml:6: exclude[0].block_size: '2 megs' is not a size"),
+    ("float-repetitions", """
+        id: float-repetitions
+        description: a float where an integer is due, in a profile
+        benchmark: ior
+        profiles:
+          small: {repetitions: 2.0}
+        """, "float-repetitions.yaml:5: profiles.small.repetitions: expected integer, got number 2.0"),
+]
+
+
+@pytest.mark.parametrize("name, text, expected", MORE_ERRORS, ids=[e[0] for e in MORE_ERRORS])
+def test_more_error_cases(write_experiment, name, text, expected):
+    with pytest.raises(IolabError) as info:
+        load_experiment(write_experiment(name, text))
+    message = str(info.value)
+    assert f"/{expected}" in f"/{message}", message
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(IolabError, match=r"absent\.yaml: no such experiment file"):
+        load_experiment(tmp_path / "absent.yaml")
+
+
+def test_unknown_profile_lists_the_known_ones(good_dir):
+    with pytest.raises(IolabError) as info:
+        load_experiment(good_dir / "profiles.yaml", profile="huge")
+    message = str(info.value)
+    assert "profiles.yaml: no profile 'huge' in this experiment (profiles: small, posix-only)" in message
+    with pytest.raises(IolabError, match=r"\(profiles: none\)"):
+        load_experiment(good_dir / "zip-groups.yaml", profile="small")
+
+
+# ---------------------------------------------------------------- success
+
+
+def test_typed_values(good_dir):
+    path = good_dir / "typed-values.yaml"
+    exp = load_experiment(path)
+    assert exp.id == "typed-values"
+    assert exp.source == "iolab unit tests"
+    assert exp.tags == ["smoke", "typed"]
+    assert exp.repetitions == 3 and exp.keep_data is True
+    assert exp.profile is None and exp.profiles == []
+    assert exp.benchmarks == ["ior"]
+    assert exp.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert exp.text == path.read_text()
+    assert exp.root == good_dir.parent.resolve()
+    [part] = exp.parts
+    assert (part.name, part.benchmark) == ("main", "ior")
+    assert part.job == Job(time_limit="20m", exclusive=True)
+    assert part.fixed == {"scale.nodes": 2, "scale.tasks_per_node": 4, "api": "MPIIO",
+                          "transfer_size": 256 * 1024, "lustre.stripe_size": 4 * MIB,
+                          "lustre.stripe_count": -1, "extra_args": ["--mpiio.showHints"]}
+    assert part.matrix == {"block_size": [4 * MIB, 8 * MIB, 16 * MIB, GIB], "collective": [False, True]}
+    assert all(type(v) is int for v in part.matrix["block_size"])
+    assert part.exclude == [{"block_size": GIB, "collective": False}]   # "1GiB" typed too
+    assert part.zips == []
+
+
+def test_defaults_when_absent(write_experiment):
+    exp = load_experiment(write_experiment("minimal", """
+        id: minimal
+        description: nothing but the required keys
+        benchmark: fio
+        """))
+    assert exp.repetitions == 1 and exp.keep_data is False and exp.tags == [] and exp.source is None
+    [part] = exp.parts
+    assert part.job == Job("10m", False)
+    assert (part.fixed, part.matrix, part.zips, part.exclude) == ({}, {}, [], [])
+
+
+def test_profiles_deep_merge(good_dir):
+    path = good_dir / "profiles.yaml"
+    base = load_experiment(path)
+    assert base.profiles == ["small", "posix-only"]
+    assert base.repetitions == 5 and base.keep_data is False
+    [part] = base.parts
+    assert part.fixed == {"scale.tasks_per_node": 8, "transfer_size": MIB, "iterations": 2}
+    assert part.matrix == {"scale.nodes": [1, 2, 4], "api": ["POSIX", "MPIIO"],
+                           "block_size": [GIB, 4 * GIB]}
+    assert part.job == Job("30m", False)
+
+    small = load_experiment(path, profile="small")
+    assert small.profile == "small"
+    assert small.repetitions == 2 and small.keep_data is True
+    [part] = small.parts
+    # block_size moved from matrix to fixed, iterations from fixed to matrix,
+    # scale overridden (nodes fixed, tasks per node varied); the rest kept
+    assert part.fixed == {"transfer_size": MIB, "scale.nodes": 1, "block_size": 16 * MIB}
+    assert part.matrix == {"api": ["POSIX", "MPIIO"], "scale.tasks_per_node": [2, 4],
+                           "iterations": [1, 3]}
+    assert part.job == Job("30m", True)      # exclusive from the profile, time_limit kept
+    assert part.exclude == [{"api": "POSIX", "block_size": 4 * GIB}]   # no 'exclude' in the profile
+
+    posix = load_experiment(path, profile="posix-only")
+    assert posix.repetitions == 5
+    [part] = posix.parts
+    assert part.fixed["api"] == "POSIX" and "api" not in part.matrix
+    assert part.exclude == []                # the profile's empty list replaces the base's
+
+
+def test_parts(good_dir):
+    exp = load_experiment(good_dir / "parts.yaml")
+    assert [(p.name, p.benchmark) for p in exp.parts] == [("shared", "ior"), ("local", "fio")]
+    assert exp.benchmarks == ["fio", "ior"]
+    assert exp.repetitions == 3
+    shared, local = exp.parts
+    assert shared.fixed == {"scale.nodes": 1, "scale.tasks_per_node": 4, "api": "MPIIO",
+                            "collective": True, "block_size": 8 * MIB, "transfer_size": 256 * 1024}
+    assert local.fixed == {"size": 128 * MIB, "ioengine": "psync"}
+    assert local.matrix == {"rw": ["write", "read"], "bs": [4096, MIB]}
+    assert local.job == Job("5m", False)
+
+    quick = load_experiment(good_dir / "parts.yaml", profile="quick")
+    assert quick.repetitions == 1
+    q_shared, q_local = quick.parts
+    assert (q_shared.fixed, q_shared.matrix) == (shared.fixed, shared.matrix)
+    assert q_local.fixed == {"ioengine": "psync", "size": 16 * MIB}
+    assert q_local.matrix == {"rw": ["write", "read"], "bs": [MIB]}
+    assert q_local.job == Job("5m", True)
+
+
+def test_zip_as_mapping_and_as_list(good_dir, write_experiment):
+    exp = load_experiment(good_dir / "zip-groups.yaml")
+    [part] = exp.parts
+    assert part.zips == [{"api": ["POSIX", "MPIIO"], "collective": [False, True]},
+                         {"block_size": [4 * MIB, 16 * MIB], "segments": [4, 1]}]
+    single = load_experiment(write_experiment("one-zip", """
+        id: one-zip
+        description: a single zip group written as a mapping
+        benchmark: ior
+        zip:
+          api: [POSIX, MPIIO]
+          collective: [false, true]
+        """))
+    assert single.parts[0].zips == [{"api": ["POSIX", "MPIIO"], "collective": [False, True]}]
+
+
+def test_exclude_typed_and_checked(write_experiment):
+    exp = load_experiment(write_experiment("excl", """
+        id: excl
+        description: exclude entries are typed like parameters
+        benchmark: ior
+        matrix:
+          api: [POSIX, MPIIO]
+          block_size: [1m, 4m]
+        exclude:
+          - {api: POSIX, block_size: 4MiB}
+          - {scale.nodes: 2}
+        """))
+    assert exp.parts[0].exclude == [{"api": "POSIX", "block_size": 4 * MIB}, {"scale.nodes": 2}]
+
+
+def test_yaml_merge_keys(good_dir):
+    base = load_experiment(good_dir / "merge-keys.yaml")
+    small = load_experiment(good_dir / "merge-keys.yaml", profile="small")
+    assert base.parts[0].fixed == {"api": "MPIIO", "collective": True, "transfer_size": MIB}
+    assert small.parts[0].fixed == {"api": "MPIIO", "collective": True, "transfer_size": 256 * 1024}
+    assert small.parts[0].matrix == base.parts[0].matrix == {"block_size": [4 * MIB, 8 * MIB]}
+
+
+def test_yaml_lines_follow_the_written_key_not_the_merged_one():
+    text = ("a: &x\n"
+            "  k: [1,\n"
+            "      2]\n"
+            "b:\n"
+            "  <<: *x\n"
+            "  k:\n"
+            "    - 3\n"
+            "    - 4\n")
+    doc = load_yaml(text, "t.yaml")
+    assert doc.data == {"a": {"k": [1, 2]}, "b": {"k": [3, 4]}}
+    assert doc.line(("b", "k")) == 6
+    assert doc.line(("b", "k", 1)) == 8
+    assert doc.line(("a", "k", 1)) == 3
