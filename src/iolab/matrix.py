@@ -15,6 +15,7 @@ from typing import Any
 from . import schema as schemas
 from .errors import IolabError
 from .load import Experiment, Job, Part
+from .units import format_size
 
 
 @dataclass(frozen=True)
@@ -127,5 +128,16 @@ def varied_keys(cases: list[Case]) -> list[str]:
     return out
 
 
+def show_value(benchmark: str, key: str, value) -> str:
+    """A parameter value as a person writes it: sizes as 4MiB, booleans as true/false."""
+    spec = schemas.param_specs(benchmark).get(key, {})
+    if schemas.is_size_param(spec) and isinstance(value, int):
+        return format_size(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def describe(case: Case, keys: list[str]) -> str:
-    return ", ".join(f"{k}={case.params.get(k)}" for k in keys) or case.case_id
+    return (", ".join(f"{k}={show_value(case.benchmark, k, case.params.get(k))}" for k in keys)
+            or case.case_id)

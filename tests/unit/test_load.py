@@ -48,7 +48,7 @@ LOAD_ERRORS = {
 
 # file stem -> fragments of the error matrix.expand raises (the YAML itself is well formed)
 CASE_ERRORS = {
-    "impossible-block-size": ["block_size=8388608", "block_size (8388608) must be a multiple of "
+    "impossible-block-size": ["block_size=8MiB", "block_size (8388608) must be a multiple of "
                               "transfer_size (3145728)"],
     "impossible-collective-posix": ["api=POSIX", "collective I/O needs api MPIIO, HDF5 or NCMPI"],
     "impossible-extra-hints-u": ["extra_args '-U'", "IOR 4 removed -U"],
