@@ -209,5 +209,5 @@ def test_varied_keys(good_dir, write_experiment):
 
 def test_describe(write_experiment):
     case = _cases(write_experiment, "order", ORDERED.format(id="order"))[1]
-    assert describe(case, ["api", "transfer_size"]) == "api=POSIX, transfer_size=1048576"
+    assert describe(case, ["api", "transfer_size"]) == "api=POSIX, transfer_size=1MiB"
     assert describe(case, []) == case.case_id
