@@ -1,12 +1,19 @@
 """Lustre striping: requested parameters -> `lfs setstripe`; observed layout <- the case directory.
 
 Where the case directory is not on Lustre, striping is recorded as not applied, with the reason.
+A layout counts as applied only when `lfs getstripe` on the written files shows it.
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
+import re
 import shlex
+import sys
 from pathlib import Path
+
+from .units import parse_size
 
 FSTYPE_FILE = "iolab-fstype.txt"
 SETSTRIPE_FILE = "iolab-setstripe.txt"
@@ -65,3 +72,290 @@ def observed(stage: Path, req: dict) -> dict:
     else:
         out.update(applied=False, reason=f"lfs setstripe failed: {log.strip()[-200:] or 'no output'}")
     return out
+
+
+# --- Observed layout: `lfs getstripe` and `lfs df` text (lustre/utils/liblustreapi.c, lfs.c) ---
+
+LAYOUT_KEYS = ("stripe_count", "stripe_size", "stripe_offset", "pool")
+STRIPE_SIZE_UNIT = 65536  # lfs setstripe -S: a multiple of 64 KiB
+
+# Whitespace after the colon differs between versions: parse `key:\s*value`.
+_KV = re.compile(r"^\s*(?:-\s+)?(lcm_[a-z_]+|lcme_[a-z_]+(?:\.[a-z_]+)?|lmm_[a-z_]+):\s*(.*?)\s*$")
+_DIR_LINE = re.compile(r"^\s*stripe_count:\s*-?\d+\s+stripe_size:")  # `-d`: one line, no path
+_PAIR = re.compile(r"([a-z_]+):\s*(\S+)")
+_OST_IDX = re.compile(r"l_ost_idx:\s*(0x[0-9a-fA-F]+|\d+)")  # YAML and composite object lists
+_OBDIDX = re.compile(r"^\s*obdidx\s+objid")                   # plain-file object table header
+_OBJ_ROW = re.compile(r"^\s*(0x[0-9a-fA-F]+|\d+)\s+(?:\d+|N/A)\s+(?:0x[0-9a-fA-F]+|N/A)\s+\S+")
+_NO_STRIPE = re.compile(r"^'?(.*?)'? has no stripe info$")
+_SKIP = re.compile(r"^\s*(component\d+|sub_layout|composite_header|components|lmm_objects):\s*$")
+_ANY_KEY = re.compile(r"^[a-z][a-z0-9_.]*:(\s|$)")
+_OST_LINE = re.compile(r"\[OST:\d+\]")
+
+
+def _int(value: str, number: int) -> int:
+    try:
+        return int(value, 16) if value.lower().startswith("0x") else int(value)
+    except ValueError:
+        raise ValueError(f"line {number}: {value!r} is not an integer") from None
+
+
+def _record(path: str | None) -> dict:
+    return {"path": path, "stripe_count": None, "stripe_size": None, "stripe_offset": None,
+            "pool": None, "osts": [], "_seen": False}
+
+
+def _component() -> dict:
+    return {"id": None, "flags": None, "extent_start": None, "extent_end": None, "stripe_count": None,
+            "stripe_size": None, "stripe_offset": None, "pool": None, "osts": []}
+
+
+def _set_layout(target: dict, key: str, value: str, number: int) -> None:
+    if key in ("stripe_count", "stripe_size", "stripe_offset"):
+        target[key] = _int(value, number)
+    elif key == "pool":
+        target["pool"] = value or None
+
+
+def _finish(rec: dict) -> dict:
+    comps = rec.get("components")
+    if comps:
+        # As `lfs getstripe -c/-S` do: the file-level values are the last initialized component's.
+        inited = [c for c in comps if "init" in (c["flags"] or "").split(",")]
+        last = (inited or comps)[-1]
+        for key in LAYOUT_KEYS:
+            rec[key] = last[key]
+        rec["osts"] = list(dict.fromkeys(i for c in comps for i in c["osts"]))
+    del rec["_seen"]
+    return rec
+
+
+def parse_getstripe(text: str) -> list[dict]:
+    """`lfs getstripe` output -> one dict per file or directory, in order.
+
+    Reads the plain form (path, lmm_* lines, obdidx table), the `-d` one-liner, `-y` YAML and the
+    composite (PFL/FLR) form. Keys: path (None where lfs prints none: -d, -y), stripe_count,
+    stripe_size, stripe_offset, pool (None if unset), osts; composite files also have components
+    [{id, flags, extent_start, extent_end (None = EOF), stripe_count, stripe_size, stripe_offset,
+    pool, osts}] and take their file-level values from the last initialized component.
+    "<path> has no stripe info" gives a record whose values are all None.
+    Raises ValueError on text that is not getstripe output.
+    """
+    records: list[dict] = []
+    rec: dict | None = None
+    comp: dict | None = None
+    in_table = False
+
+    def start(path: str | None) -> dict:
+        nonlocal comp
+        comp = None
+        records.append(_record(path))
+        return records[-1]
+
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.rstrip()
+        if not line.strip():
+            in_table = False
+            continue
+        if _OBDIDX.match(line):
+            if rec is None:
+                raise ValueError(f"line {number}: object table before any layout")
+            in_table = True
+            continue
+        if in_table and (m := _OBJ_ROW.match(line)):
+            rec["osts"].append(_int(m.group(1), number))  # type: ignore[index]
+            continue
+        in_table = False
+        if m := _NO_STRIPE.match(line):
+            rec = start(m.group(1))
+            rec["_seen"] = True
+        elif _DIR_LINE.match(line):
+            # A directory's layout on one line; in a composite directory template, one per component.
+            if comp is not None and line[0].isspace():
+                target = comp
+            else:
+                if rec is None or rec["_seen"]:
+                    rec = start(None)
+                target = rec
+            for key, value in _PAIR.findall(line):
+                _set_layout(target, key, value, number)
+            rec["_seen"] = True
+        elif _SKIP.match(line):
+            continue
+        elif m := _KV.match(line):
+            key, value = m.groups()
+            if key.startswith("lcm_"):
+                # -y prints no path: a second header means a second file.
+                if rec is None or (rec["_seen"] and (rec.get("components") is None or rec["components"])):
+                    rec = start(None)
+                rec.setdefault("components", [])
+                rec["_seen"] = True
+            elif key.startswith("lcme_"):
+                if rec is None or rec.get("components") is None:
+                    raise ValueError(f"line {number}: component field {key} outside a composite layout")
+                if key == "lcme_id":
+                    comp = _component()
+                    rec["components"].append(comp)
+                    comp["id"] = _int(value, number) if value != "N/A" else None
+                elif comp is None:
+                    raise ValueError(f"line {number}: {key} before lcme_id")
+                elif key == "lcme_flags":
+                    comp["flags"] = value
+                elif key == "lcme_extent.e_start":
+                    comp["extent_start"] = _int(value, number)
+                elif key == "lcme_extent.e_end":
+                    comp["extent_end"] = None if value == "EOF" else _int(value, number)
+            else:
+                field = key.removeprefix("lmm_")
+                if rec is not None and rec.get("components") is not None:
+                    if comp is None:
+                        raise ValueError(f"line {number}: {key} before the first component")
+                    _set_layout(comp, field, value, number)
+                    continue
+                # -y prints no path: a second lmm_stripe_count means a second file.
+                if rec is None or (field == "stripe_count" and rec["stripe_count"] is not None):
+                    rec = start(None)
+                _set_layout(rec, field, value, number)
+                rec["_seen"] = True
+        elif m := _OST_IDX.search(line):
+            target = comp if comp is not None else rec
+            if target is None:
+                raise ValueError(f"line {number}: object entry outside a layout")
+            target["osts"].append(_int(m.group(1), number))
+        elif not line[0].isspace() and not _ANY_KEY.match(line):
+            rec = start(line)  # a path: lfs prints it unindented before the layout
+    if not records:
+        raise ValueError("no lfs getstripe records in the text")
+    for r in records:
+        if not r["_seen"]:
+            raise ValueError(f"{r['path']!r} has no layout after it: not lfs getstripe output "
+                             "(single-field queries such as -c print only the value)")
+    return [_finish(r) for r in records]
+
+
+def parse_lfs_df(text: str) -> int:
+    """Number of OSTs in `lfs df` output: the lines tagged [OST:N] (inactive OSTs have no tag)."""
+    count = sum(1 for line in text.splitlines() if _OST_LINE.search(line))
+    if not count:
+        raise ValueError("no [OST:N] lines: not lfs df output")
+    return count
+
+
+def _as_int(key: str, value) -> int:
+    return parse_size(value) if key == "stripe_size" and isinstance(value, str) else int(value)
+
+
+def check_request(req: dict, ost_count: int | None) -> str | None:
+    """Why `lfs setstripe` would refuse or quietly change this request, found before submission."""
+    if "stripe_count" in req:
+        count = _as_int("stripe_count", req["stripe_count"])
+        if count < -1:
+            return f"lustre.stripe_count {count}: use -1 (all OSTs), 0 (default) or a positive count"
+        if ost_count is not None and count > ost_count:
+            return (f"lustre.stripe_count {count} is more than the {ost_count} OSTs of this file "
+                    "system (-1 stripes over all of them)")
+    if "stripe_size" in req:
+        size = _as_int("stripe_size", req["stripe_size"])
+        if size < 0 or size % STRIPE_SIZE_UNIT:
+            return f"lustre.stripe_size {size} must be a multiple of 64 KiB ({STRIPE_SIZE_UNIT} bytes)"
+    if "stripe_offset" in req and _as_int("stripe_offset", req["stripe_offset"]) < -1:
+        # No upper bound here: OST indices may have gaps, so the count does not bound them.
+        return f"lustre.stripe_offset {req['stripe_offset']}: use -1 (MDS chooses) or an OST index"
+    return None
+
+
+def _layout_status(key: str, want, got, ost_count: int | None) -> str | None:
+    if got is None:
+        return "missing"
+    if key == "pool":
+        return None if got == want else "changed"
+    want = _as_int(key, want)
+    if want == -1 and key == "stripe_offset":
+        return None  # -1: the MDS chooses, any start is right
+    if want == 0 and key in ("stripe_count", "stripe_size"):
+        return None  # 0: the file-system default, whatever it is
+    if want == -1 and key == "stripe_count":
+        if got == -1:
+            return None  # a directory default keeps -1; its files show the real count
+        if ost_count is None:
+            return "unverified"
+        want = ost_count
+    return None if got == want else "changed"
+
+
+def compare_layout(req: dict, files: list[dict], ost_count: int | None) -> list[dict]:
+    """What differs between the requested layout and each observed file or directory.
+
+    Entries {"path", "key", "requested", "observed", "status"}, status changed | missing |
+    unverified (stripe_count -1 without an OST count, or no observed files). Empty: all applied.
+    """
+    keys = [k for k in LAYOUT_KEYS if k in req]
+    if not files:
+        return [{"path": None, "key": k, "requested": req[k], "observed": None, "status": "unverified"}
+                for k in keys]
+    out = []
+    for f in files:
+        for key in keys:
+            status = _layout_status(key, req[key], f.get(key), ost_count)
+            if status:
+                out.append({"path": f.get("path"), "key": key, "requested": req[key],
+                            "observed": f.get(key), "status": status})
+    return out
+
+
+# --- File-system type, before submission (`iolab plan`) ---
+
+# statfs f_type values (linux/magic.h; LL_SUPER_MAGIC from lustre_user.h, GPFS from its headers).
+FS_MAGIC = {
+    0x0BD00BD0: "lustre", 0xEF53: "ext4", 0x01021994: "tmpfs", 0x58465342: "xfs", 0x6969: "nfs",
+    0x47504653: "gpfs", 0x794C7630: "overlay", 0x9123683E: "btrfs", 0x2FC12FC1: "zfs",
+    0x19830326: "beegfs", 0x00C36400: "ceph", 0x65735546: "fuse", 0xAAD7AAEA: "panfs",
+    0x858458F6: "ramfs", 0x73717368: "squashfs",
+}
+
+
+def _statfs_magic(path: str) -> int | None:
+    """statfs(2) f_type: os.statvfs has no f_type, so ask libc directly."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    # struct statfs is 120 bytes on 64-bit Linux, with f_type (a native word) first.
+    buf = ctypes.create_string_buffer(256)
+    if libc.statfs(os.fsencode(path), buf) != 0:
+        return None
+    return ctypes.c_long.from_buffer(buf).value & 0xFFFFFFFF
+
+
+def _unescape(field: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def fstype_from_mounts(path: str, mounts: str) -> str | None:
+    """The type of the longest mount point containing `path`, from /proc/mounts text."""
+    best, found = -1, None
+    for line in mounts.splitlines():
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = _unescape(fields[1])
+        # >=: a later mount on the same point hides the earlier one.
+        if (path == point or path.startswith(point.rstrip("/") + "/")) and len(point) >= best:
+            best, found = len(point), fields[2]
+    return found
+
+
+def detect_fstype(path, mounts: str = "/proc/mounts") -> str:
+    """"lustre", "ext4", "nfs", ... for `path` (or its nearest existing parent); "unknown" if unsure."""
+    target = Path(path).resolve()
+    while not target.exists() and target != target.parent:
+        target = target.parent
+    magic = _statfs_magic(str(target))
+    if magic in FS_MAGIC:
+        return FS_MAGIC[magic]
+    try:
+        table = Path(mounts).read_text()
+    except OSError:
+        table = ""
+    return fstype_from_mounts(str(target), table) or "unknown"
