@@ -2,36 +2,25 @@
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 
 import yaml
 
-from . import schema as schemas
 from .adapters import get_adapter
 from .errors import IolabError
+from .load import type_param
 from .matrix import case_id, defaults
 from .render import project_root
 from .results import RECORD_SCHEMA, RunDir, host_info, new_run_id, results_root, sha256_file, utcnow
-from .units import parse_size
 
 
 def type_params(benchmark: str, pairs: list[str]) -> dict:
-    specs = schemas.param_specs(benchmark)
     out = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep:
             raise IolabError(f"--param {pair!r}: expected KEY=VALUE")
-        if key not in specs:
-            close = difflib.get_close_matches(key, list(specs), n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"allowed: {', '.join(specs)}"
-            raise IolabError(f"--param {key!r}: unknown parameter for {benchmark}", hint=hint)
-        value = yaml.safe_load(raw)
-        errors = list(schemas.validator(specs[key]).iter_errors(value))
-        if errors:
-            raise IolabError(f"--param {key}: {errors[0].message}")
-        out[key] = parse_size(value) if schemas.is_size_param(specs[key]) else value
+        out[key] = type_param(benchmark, key, yaml.safe_load(raw), "--param")
     return out
 
 

@@ -24,6 +24,17 @@ PARAM_SECTIONS = ("fixed", "matrix", "zip", "exclude")
 class Job:
     time_limit: str = "10m"
     exclusive: bool = False
+    extra_directives: tuple = ()       # '#DW ...' lines, emitted verbatim by the scheduler
+    resources: dict = field(default_factory=dict)  # partition resources: name -> placeholders
+
+    def __post_init__(self):
+        object.__setattr__(self, "extra_directives", tuple(self.extra_directives))
+
+
+@dataclass(frozen=True)
+class Verify:
+    layout: str = "fail"    # a Lustre layout that differs from the request fails the case
+    hints: str = "warn"     # effective MPI-IO hints that differ are flagged (or fail the case)
 
 
 @dataclass
@@ -54,6 +65,8 @@ class Experiment:
     tags: list[str]
     parts: list[Part]
     raw: dict = field(repr=False, default_factory=dict)
+    require_lustre: bool = False
+    verify: Verify = field(default_factory=Verify)
 
     @property
     def benchmarks(self) -> list[str]:
@@ -149,6 +162,7 @@ def load_experiment(path, profile: str | None = None) -> Experiment:
         repetitions=prof.get("repetitions", data.get("repetitions", 1)),
         keep_data=prof.get("keep_data", data.get("keep_data", False)),
         tags=list(data.get("tags", [])), parts=parts, raw=data,
+        require_lustre=data.get("require_lustre", False), verify=Verify(**data.get("verify", {})),
     )
 
 
@@ -230,10 +244,7 @@ def _describe(value) -> str:
 
 def _param(doc: Located, bench: str, path: tuple, key, value):
     """Check one parameter value against its schema and return it typed."""
-    specs = schemas.param_specs(bench)
-    if key not in specs:
-        raise doc.error(path, f"unknown parameter {key!r} for {bench}", hint=_suggest(key, specs))
-    spec = specs[key]
+    spec = _param_key(doc, bench, path, key)
     errors = list(schemas.validator(spec).iter_errors(value))
     if errors:
         raise _explain(doc, errors[0], path)
@@ -292,10 +303,17 @@ def _canonical(doc: Located, bench: str, at: tuple, section: dict) -> dict:
     return out
 
 
-def _param_key(doc, bench, path, key):
-    specs = schemas.param_specs(bench)
-    if key not in specs:
-        raise doc.error(path, f"unknown parameter {key!r} for {bench}", hint=_suggest(key, specs))
+def _param_key(doc, bench, path, key) -> dict:
+    spec = schemas.param_spec(bench, key)
+    if spec is None:
+        raise doc.error(path, f"unknown parameter {key!r} for {bench}",
+                        hint=_suggest(key, schemas.param_specs(bench)))
+    return spec
+
+
+def type_param(bench: str, key: str, value, where: str):
+    """Type one parameter given outside a YAML file (e.g. `iolab import --param`)."""
+    return _param(Located({}, {}, where), bench, (key,), key, value)
 
 
 def _apply_profile(base: dict, override: dict) -> dict:

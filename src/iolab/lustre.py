@@ -13,10 +13,14 @@ import shlex
 import sys
 from pathlib import Path
 
+from .shell import dq
 from .units import parse_size
 
 FSTYPE_FILE = "iolab-fstype.txt"
 SETSTRIPE_FILE = "iolab-setstripe.txt"
+GETSTRIPE_FILE = "iolab-getstripe.txt"
+LFSDF_FILE = "iolab-lfsdf.txt"
+MAX_FILES = 64  # enough to see the layout; a 12288-rank file-per-process run would take minutes
 KEYS = ("lustre.stripe_count", "lustre.stripe_size", "lustre.stripe_offset", "lustre.pool")
 
 
@@ -29,7 +33,7 @@ def setstripe_args(req: dict) -> list[str]:
     if "stripe_count" in req:
         args += ["-c", str(req["stripe_count"])]
     if "stripe_size" in req:
-        args += ["-S", str(req["stripe_size"])]
+        args += ["-S", _lfs_size(req["stripe_size"])]
     if "stripe_offset" in req:
         args += ["-i", str(req["stripe_offset"])]
     if "pool" in req:
@@ -37,9 +41,17 @@ def setstripe_args(req: dict) -> list[str]:
     return args
 
 
+def _lfs_size(nbytes: int) -> str:
+    """lfs takes K/M/G suffixes (binary): 8388608 -> 8M."""
+    for suffix, power in (("G", 3), ("M", 2), ("K", 1)):
+        if nbytes and nbytes % 1024**power == 0:
+            return f"{nbytes // 1024**power}{suffix}"
+    return str(nbytes)
+
+
 def prerun_lines(case_dir: str, req: dict) -> list[str]:
     """Shell lines run in the job, on the compute node, after the case directory exists."""
-    d = shlex.quote(case_dir)
+    d = dq(case_dir)
     # findmnt names ext4 as such; stat -f (statfs magic) is the fallback and knows lustre.
     lines = [f"{{ findmnt -n -o FSTYPE -T {d} 2>/dev/null || stat -f -c %T {d}; }} > {FSTYPE_FILE}"]
     if req:
@@ -47,6 +59,36 @@ def prerun_lines(case_dir: str, req: dict) -> list[str]:
         lines.append(f"if [ \"$(cat {FSTYPE_FILE})\" = lustre ]; then {cmd} > {SETSTRIPE_FILE} 2>&1; "
                      f"echo \"exit=$?\" >> {SETSTRIPE_FILE}; fi")
     return lines
+
+
+def postrun_lines(case_dir: str) -> list[str]:
+    """After the benchmark, before cleanup: the OST count and the layout of the directory and of
+    (up to MAX_FILES of) the files the benchmark wrote, as `### <path>` sections."""
+    d = dq(case_dir)
+    collect = (f"{{ lfs df {d}; }} > {LFSDF_FILE} 2>&1; "
+               f"{{ echo \"### {case_dir}\"; lfs getstripe -d {d}; "
+               f"ls -1 {d} | head -n {MAX_FILES} | while read -r f; do "
+               f"echo \"### {case_dir}/$f\"; lfs getstripe -y {d}/\"$f\"; done; }} "
+               f"> {GETSTRIPE_FILE} 2>&1")
+    return [f"if [ \"$(cat {FSTYPE_FILE})\" = lustre ]; then {collect}; fi"]
+
+
+def parse_sections(text: str) -> list[dict]:
+    """The `### <path>` sections postrun_lines writes -> one layout per path."""
+    out = []
+    for chunk in re.split(r"^### ", text, flags=re.MULTILINE):
+        if not chunk.strip():
+            continue
+        path, _, body = chunk.partition("\n")
+        try:
+            layouts = parse_getstripe(body)
+        except ValueError as exc:
+            out.append({"path": path.strip(), "error": str(exc)})
+            continue
+        for layout in layouts:
+            layout["path"] = layout.get("path") or path.strip()
+            out.append(layout)
+    return out
 
 
 def observed(stage: Path, req: dict) -> dict:
@@ -67,11 +109,42 @@ def observed(stage: Path, req: dict) -> dict:
     except OSError:
         log = ""
     last = log.strip().splitlines()[-1] if log.strip() else ""
-    if last == "exit=0":
-        out.update(applied=True, verified=False)
-    else:
+    if last != "exit=0":
         out.update(applied=False, reason=f"lfs setstripe failed: {log.strip()[-200:] or 'no output'}")
+        return out
+    return _verify_layout(stage, req, out)
+
+
+def _verify_layout(stage: Path, req: dict, out: dict) -> dict:
+    """Compare `lfs getstripe` of the directory and the files with the request."""
+    ost_count = None
+    try:
+        ost_count = parse_lfs_df((stage / LFSDF_FILE).read_text())
+    except (OSError, ValueError):
+        pass
+    try:
+        layouts = parse_sections((stage / GETSTRIPE_FILE).read_text())
+    except OSError:
+        layouts = []
+    good = [lay for lay in layouts if "error" not in lay]
+    files = [lay for lay in good if lay.get("path") != layouts[0].get("path")] if good else []
+    problems = compare_layout(req, files, ost_count)
+    out.update(ost_count=ost_count, files=[_short(lay) for lay in good[:1 + 16]],
+               mismatches=[p for p in problems if p["status"] != "unverified"],
+               unverified=[p for p in problems if p["status"] == "unverified"])
+    if out["mismatches"]:
+        first = out["mismatches"][0]
+        out.update(applied=False, verified=True,
+                   reason=(f"{first['key']} requested {first['requested']}, got {first['observed']} "
+                           f"({len(out['mismatches'])} difference(s))"))
+    else:
+        out.update(applied=True, verified=not out["unverified"])
     return out
+
+
+def _short(layout: dict) -> dict:
+    return {k: layout.get(k) for k in ("path", "stripe_count", "stripe_size", "stripe_offset",
+                                       "pool", "osts")}
 
 
 # --- Observed layout: `lfs getstripe` and `lfs df` text (lustre/utils/liblustreapi.c, lfs.c) ---

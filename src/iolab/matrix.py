@@ -91,7 +91,7 @@ def expand(exp: Experiment) -> list[Case]:
             case = Case(exp.id, part.name, part.benchmark, cid, dict(sorted(params.items())), part.job)
             if cid in seen:
                 continue  # the same case reached twice (e.g. through two zips): run it once
-            problem = adapter.check(case)
+            problem = common_check(case) or adapter.check(case)
             if problem:
                 varied = varied_keys_of(exp, part)
                 what = f"case {cid} ({describe(case, varied)})" if varied else f"case {cid}"
@@ -101,6 +101,25 @@ def expand(exp: Experiment) -> list[Case]:
     if not cases:
         raise IolabError("the matrix expands to no cases (everything was excluded)", file=str(exp.path))
     return cases
+
+
+def hints_of(case: Case) -> dict[str, str]:
+    """The case's MPI-IO hints, expanded (aggregators -> cb_nodes...) and checked."""
+    from .mpiio import expand_hints
+
+    raw = {k.removeprefix("mpiio."): v for k, v in case.params.items() if k.startswith("mpiio.")}
+    return expand_hints(raw, case.nodes, case.tasks_per_node)
+
+
+def common_check(case: Case) -> str | None:
+    """Checks every benchmark shares: hints against the job shape, stripe requests."""
+    from . import lustre
+
+    try:
+        hints_of(case)
+    except IolabError as exc:
+        return str(exc)
+    return lustre.check_request(lustre.requested(case.params), None)
 
 
 def varied_keys_of(exp: Experiment, part: Part | None = None) -> list[str]:
@@ -130,7 +149,7 @@ def varied_keys(cases: list[Case]) -> list[str]:
 
 def show_value(benchmark: str, key: str, value) -> str:
     """A parameter value as a person writes it: sizes as 4MiB, booleans as true/false."""
-    spec = schemas.param_specs(benchmark).get(key, {})
+    spec = schemas.param_spec(benchmark, key) or {}
     if schemas.is_size_param(spec) and isinstance(value, int):
         return format_size(value)
     if isinstance(value, bool):

@@ -88,8 +88,9 @@ def _count(key: str, value: object) -> int:
 def expand_hints(hints: dict[str, object], nodes: int, tasks_per_node: int) -> dict[str, str]:
     """`mpiio.*` parameters (prefix stripped) -> ROMIO hint strings, sorted by key.
 
-    aggregators=N -> cb_nodes=N; aggregators_per_node=M -> cb_config_list=*:M and, unless
-    cb_nodes is given, cb_nodes=M*nodes.
+    aggregators=N -> cb_nodes=N and cb_config_list=*:ceil(N/nodes); aggregators_per_node=M ->
+    cb_config_list=*:M and, unless cb_nodes is given, cb_nodes=M*nodes. A raw cb_nodes is passed
+    as given, so the effective-hint check shows when ROMIO lowers it.
     """
     if nodes < 1 or tasks_per_node < 1:
         raise IolabError(f"nodes ({nodes}) and tasks_per_node ({tasks_per_node}) must be positive")
@@ -122,6 +123,10 @@ def expand_hints(hints: dict[str, object], nodes: int, tasks_per_node: int) -> d
         out.setdefault("cb_nodes", str(per_node * nodes))
     if aggs is not None:
         out["cb_nodes"] = str(aggs)
+        if per_node is None and "cb_config_list" not in out:
+            # ROMIO's default cb_config_list is *:1, which caps cb_nodes at the node count; the
+            # convenience key means "this many aggregators", so spread them over the nodes.
+            out["cb_config_list"] = f"*:{-(-aggs // nodes)}"
     return dict(sorted(out.items()))
 
 

@@ -29,7 +29,7 @@ def param_label(key: str, benchmark: str) -> tuple[str, float | None]:
     """Header and display divisor: ('Stripe Size (MiB)', 1048576)."""
     if key == "scale.num_tasks":
         return "Number of Processes", None
-    spec = schemas.param_specs(benchmark).get(key, {})
+    spec = schemas.param_spec(benchmark, key) or {}
     title = spec.get("title", key)
     unit = spec.get("x-unit")
     if unit:

@@ -90,7 +90,7 @@ def test_archer_dry_run_shows_exact_command_lines(rfm_env, tmp_path):
     text = "\n".join(scripts)
     assert "ior -a POSIX -b 16m -t 1m -s 1 -i 1 -F -e -w -o " in text
     assert "ior -a MPIIO -b 4m -t 1m -s 1 -i 1 -c -e -w -o " in text
-    assert "lfs setstripe -c -1 -S 8388608 " in text
+    assert "lfs setstripe -c -1 -S 8M " in text
     assert "mpirun -np 4 --oversubscribe ior" in text or os.cpu_count() >= 4
     assert not (tmp_path / "results").exists(), "a dry run must not write results"
 

@@ -23,7 +23,9 @@ def test_requested_and_setstripe_args():
     req = lustre.requested({"lustre.stripe_count": 4, "lustre.stripe_size": 1048576,
                             "lustre.pool": "flash", "block_size": 1})
     assert req == {"stripe_count": 4, "stripe_size": 1048576, "pool": "flash"}
-    assert lustre.setstripe_args(req) == ["lfs", "setstripe", "-c", "4", "-S", "1048576", "-p", "flash"]
+    assert lustre.setstripe_args(req) == ["lfs", "setstripe", "-c", "4", "-S", "1M", "-p", "flash"]
+    assert lustre.setstripe_args({"stripe_size": 65536 * 3})[-1] == "192K"
+    assert lustre.setstripe_args({"stripe_size": 4 << 30})[-1] == "4G"
 
 
 def test_prerun_and_observed(tmp_path):

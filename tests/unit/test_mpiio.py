@@ -55,9 +55,13 @@ def test_expand_empty():
     assert mpiio.expand_hints({}, 1, 1) == {}
 
 
-def test_aggregators_becomes_cb_nodes():
-    assert mpiio.expand_hints({"aggregators": 3}, 2, 4) == {"cb_nodes": "3"}
-    assert mpiio.expand_hints({"aggregators": "8"}, 2, 4) == {"cb_nodes": "8"}
+def test_aggregators_becomes_cb_nodes_spread_over_nodes():
+    # ROMIO's default cb_config_list *:1 would cap these at 2 (one per node): spread them.
+    assert mpiio.expand_hints({"aggregators": 3}, 2, 4) == {"cb_config_list": "*:2", "cb_nodes": "3"}
+    assert mpiio.expand_hints({"aggregators": "8"}, 2, 4) == {"cb_config_list": "*:4", "cb_nodes": "8"}
+    assert mpiio.expand_hints({"aggregators": 1}, 4, 4) == {"cb_config_list": "*:1", "cb_nodes": "1"}
+    # a raw cb_nodes is passed as given
+    assert mpiio.expand_hints({"cb_nodes": 4}, 1, 4) == {"cb_nodes": "4"}
 
 
 def test_aggregators_per_node_sets_config_list_and_total():

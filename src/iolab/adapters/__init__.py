@@ -37,7 +37,12 @@ class Adapter:
     def bytes_written(self, case) -> int:
         raise NotImplementedError
 
-    def run_spec(self, case, case_dir: str) -> RunSpec:
+    def uses_mpiio(self, case) -> bool:
+        """Whether this case opens files through MPI-IO (so hints apply and are verified)."""
+        return False
+
+    def run_spec(self, case, case_dir: str, hints: dict | None = None, show_hints: bool = False,
+                 keep_files: bool = False) -> RunSpec:
         raise NotImplementedError
 
     def parse_outputs(self, stage: Path, spec: RunSpec):

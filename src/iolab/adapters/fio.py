@@ -21,6 +21,8 @@ class FioAdapter(Adapter):
     def check(self, case) -> str | None:
         if case.nodes != 1 or case.tasks_per_node != 1:
             return "fio runs as one process on one node: set scale to 1 node, 1 task, and use numjobs"
+        if any(k.startswith("mpiio.") for k in case.params):
+            return "MPI-IO hints have no effect on fio"
         if case.params["size"] < case.params["bs"]:
             return "size must be at least bs"
         for arg in case.params["extra_args"]:
@@ -32,7 +34,8 @@ class FioAdapter(Adapter):
         # fio lays out its files before a read test, so every pattern writes them once.
         return case.params["size"] * case.params["numjobs"]
 
-    def run_spec(self, case, case_dir: str) -> RunSpec:
+    def run_spec(self, case, case_dir: str, hints: dict | None = None, show_hints: bool = False,
+                 keep_files: bool = False) -> RunSpec:
         from ..render import render_template
 
         jobfile = render_template("fio/job.fio.j2", case=case, params=case.params, directory=case_dir)

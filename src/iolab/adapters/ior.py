@@ -7,10 +7,13 @@ from pathlib import Path
 
 from ..errors import ParseError
 from ..parsers import ior_json, ior_text
+from ..mpiio import ior_hints_file
 from ..units import ior_size_arg
 from . import Adapter, RunSpec, read_output
 
 SUMMARY = "ior-summary.json"
+HINTS_FILE = "iolab-ior-hints.txt"
+_MODULE = {"MPIIO": "mpiio", "HDF5": "hdf5", "NCMPI": "ncmpi"}  # IOR's module option prefixes
 
 # Flags that a typed parameter owns, or that break iolab's output handling.
 _OWNED = {
@@ -49,6 +52,8 @@ class IorAdapter(Adapter):
             return "neither write nor read is enabled"
         if p["read"] and not p["write"]:
             return "read without write needs an existing file, but every case starts in a fresh directory"
+        if p["api"] == "POSIX" and any(k.startswith("mpiio.") for k in p):
+            return "MPI-IO hints have no effect with api POSIX (IOR's POSIX backend does no MPI-IO)"
         if p["collective"] and p["api"] == "POSIX":
             return "collective I/O needs api MPIIO, HDF5 or NCMPI"
         if p["random_offsets"] and (p["api"] in ("HDF5", "NCMPI") or
@@ -74,7 +79,15 @@ class IorAdapter(Adapter):
             return 0
         return p["block_size"] * p["segments"] * case.num_tasks * p["iterations"]
 
-    def run_spec(self, case, case_dir: str) -> RunSpec:
+    def uses_mpiio(self, case) -> bool:
+        return case.params["api"] != "POSIX"
+
+    def run_spec(self, case, case_dir: str, hints: dict | None = None, show_hints: bool = False,
+                 keep_files: bool = False) -> RunSpec:
+        """hints: expanded MPI-IO hints, given to IOR's own hints file as well (it passes them
+        through MPI_Info, which wins over ROMIO_HINTS); show_hints: print them at each open, which
+        marks the data file's open in ROMIO's hint tables; keep_files: keep IOR's file for
+        `lfs getstripe` (the case directory is removed afterwards anyway)."""
         p = case.params
         args = ["-a", p["api"], "-b", ior_size_arg(p["block_size"]),
                 "-t", ior_size_arg(p["transfer_size"]), "-s", str(p["segments"]),
@@ -82,12 +95,19 @@ class IorAdapter(Adapter):
         for key, flag in (("file_per_process", "-F"), ("collective", "-c"), ("reorder_tasks", "-C"),
                           ("fsync", "-e"), ("write", "-w"), ("read", "-r"), ("keep_file", "-k"),
                           ("random_offsets", "-z")):
-            if p[key]:
+            if p[key] or (key == "keep_file" and keep_files):
                 args.append(flag)
         args += ["-o", f"{case_dir}/testfile",
                  "-O", "summaryFormat=JSON", "-O", f"summaryFile={SUMMARY}"]
+        files = {}
+        module = _MODULE.get(p["api"])
+        if module and hints:
+            files[HINTS_FILE] = ior_hints_file(hints)
+            args.append(f"--{module}.hintsFileName={HINTS_FILE}")
+        if module and show_hints:
+            args.append(f"--{module}.showHints")
         args += list(p["extra_args"])
-        return RunSpec(self.executable, args, outputs=[SUMMARY], mpi=True)
+        return RunSpec(self.executable, args, files=files, outputs=[SUMMARY, *files], mpi=True)
 
     def parse_outputs(self, stage: Path, spec: RunSpec):
         stdout = read_output(stage / "rfm_job.out", "stdout")

@@ -1,7 +1,8 @@
 """The one ReFrame test class every experiment's cases run through.
 
 Generated shims create a subclass per experiment with two parameters, `case` and `repetition`.
-Site facts (scratch root, cores per node) come from the partition's `extras['iolab']`.
+Site facts (scratch root, cores per node, MPI flavour, launcher options) come from the
+partition's `extras['iolab']`.
 """
 
 from __future__ import annotations
@@ -9,24 +10,31 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import subprocess
 from pathlib import Path
 
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
 from reframe.core.builtins import run_after, run_before, sanity_function
-from reframe.core.exceptions import SanityError
+from reframe.core.exceptions import ReframeError, SanityError
 from reframe.core.logging import getlogger
 
-from .. import lustre
+from .. import lustre, mpiio
 from ..adapters import get_adapter
 from ..errors import IolabError
-from ..matrix import describe
+from ..matrix import describe, hints_of
+from ..shell import dq
 from . import session
 
 EXIT_FILE = "iolab-exit-code.txt"
 BINARY_FILE = "iolab-binary.txt"
+CASEDIR_FILE = "iolab-casedir.txt"
 MPI_LAUNCHERS = ("mpirun", "mpiexec", "mpirun-openmpi")
+DEFAULT_FLAVOUR = "openmpi-ompio"
+# Where each storage target's case directories go, unless the partition's extras say otherwise.
+STORAGE_DEFAULTS = {"scratch": "/tmp/iolab-scratch", "burst_buffer": None, "node_local": "/tmp"}
+STORAGE_KEYS = {"scratch": "scratch", "burst_buffer": "burst_buffer", "node_local": "node_local"}
 
 
 class IolabTest(rfm.RunOnlyRegressionTest, special=True):
@@ -57,46 +65,121 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         self.executable = get_adapter(case.benchmark).executable
         self.sourcesdir = None
         self._iolab_recorded = False
+        self._iolab_hints = None
+        self._iolab_spec = None
+
+    # --- setup: everything is decided here, on the login node, before the job is written ---
 
     @run_after("setup")
     def _iolab_prepare(self):
         exp, case = self._iolab_exp, self._iolab_case
         extras = self.current_partition.extras.get("iolab", {})
         adapter = get_adapter(case.benchmark)
+        storage = case.get("storage", "scratch")
+        base = extras.get(STORAGE_KEYS[storage], STORAGE_DEFAULTS[storage])
+        if base is None:
+            self._iolab_skip(f"storage {storage!r}: system {self.current_partition.fullname} declares "
+                             f"no burst buffer (extras['iolab']['burst_buffer'])")
+        # Variables known here expand now; job-time ones ($DW_JOB_STRIPED) expand in the job.
+        base = os.path.expandvars(base)
         run = session.for_experiment(exp)
-        scratch = os.path.expandvars(extras.get("scratch", "/tmp/iolab-scratch"))
-        self._iolab_case_dir = f"{scratch}/{exp.id}/{run.run_id}/{case.case_id}-r{self.repetition}"
-        spec = adapter.run_spec(case, self._iolab_case_dir)
-        self._iolab_spec = spec
+        self._iolab_case_dir = f"{base}/{exp.id}/{run.run_id}/{case.case_id}-r{self.repetition}"
+        req = lustre.requested(case.params)
+        on_lustre = self._iolab_check_lustre(base, storage, req)
 
-        if not self.is_dry_run() and not _available(spec.executable):
-            reason = (f"benchmark binary {spec.executable!r} not found on PATH; provide it with "
-                      f"Spack (spack.yaml), a module, or a prefix on PATH")
-            self._iolab_record(status="skipped", error=reason)
-            self.skip(reason)
+        hints = {}
+        if adapter.uses_mpiio(case):
+            hints = self._iolab_translate_hints(case, extras)
+        spec = adapter.run_spec(case, self._iolab_case_dir, hints=hints,
+                                show_hints=bool(self._iolab_hints and
+                                                self._iolab_hints["verify"] != "unverified"),
+                                keep_files=bool(req) and on_lustre)
+        self._iolab_spec = spec
+        if not self.is_dry_run() and shutil.which(spec.executable) is None:
+            self._iolab_skip(f"benchmark binary {spec.executable!r} not found on PATH; provide it "
+                             f"with Spack (spack.yaml), a module, or a prefix on PATH")
 
         stage = Path(self.stagedir)
-        for name, text in spec.files.items():
+        for name, text in {**spec.files, **(self._iolab_hints or {}).get("files", {})}.items():
             (stage / name).write_text(text)
         self.executable = spec.executable
         self.executable_opts = list(spec.args)
         self.env_vars.update(spec.env)
-        d = shlex.quote(self._iolab_case_dir)
-        self.prerun_cmds = [f"mkdir -p {d}",
-                            *lustre.prerun_lines(self._iolab_case_dir, lustre.requested(case.params)),
+        d = dq(self._iolab_case_dir)
+        self.prerun_cmds = [f"mkdir -p {d}", f"echo {d} > {CASEDIR_FILE}",
+                            *lustre.prerun_lines(self._iolab_case_dir, req),
                             f"command -v {shlex.quote(spec.executable)} > {BINARY_FILE}"]
         # $? of the benchmark must be read first, before any other command runs.
         self.postrun_cmds = [f"echo $? > {EXIT_FILE}"]
+        if req:
+            self.postrun_cmds += lustre.postrun_lines(self._iolab_case_dir)
         if not self._iolab_keep_data():
             self.postrun_cmds.append(f"rm -rf {d}")
+        self._iolab_shape_job(case, spec, extras)
+
+    def _iolab_check_lustre(self, base: str, storage: str, req: dict) -> bool:
+        """Before submission: require_lustre, and a stripe count above the OST count.
+
+        Returns whether the case directory will (probably) be on Lustre: paths that only exist
+        at job time ($DW_JOB_STRIPED) count as yes; the job checks again before it stripes.
+        """
+        if "$" in base:
+            return True
+        if not (req or self._iolab_exp.require_lustre):
+            return False
+        fstype = lustre.detect_fstype(base)
+        if self._iolab_exp.require_lustre and fstype != "lustre":
+            self._iolab_skip(f"require_lustre: {storage} ({base}) is {fstype}, not Lustre")
+        if req and fstype == "lustre" and shutil.which("lfs"):
+            out = subprocess.run(["lfs", "df", base], capture_output=True, text=True, timeout=60)
+            try:
+                osts = lustre.parse_lfs_df(out.stdout)
+            except ValueError:
+                return True
+            problem = lustre.check_request(req, osts)
+            if problem:
+                self._iolab_record(status="failed", error=problem)
+                raise ReframeError(f"iolab: {problem}")
+        return fstype == "lustre"
+
+    def _iolab_translate_hints(self, case, extras) -> dict[str, str]:
+        flavour = extras.get("mpi_flavour", DEFAULT_FLAVOUR)
+        hints = hints_of(case)
+        launcher = self.current_partition.launcher_type.registered_name
+        try:
+            plan = mpiio.translate(hints, flavour, launcher)
+        except IolabError as exc:
+            self._iolab_skip(f"MPI flavour {flavour}: {exc}")
+        self.env_vars.update(plan.env)
+        self.job.launcher.options += plan.launcher_options
+        self._iolab_hints = {"flavour": flavour, "requested": hints, "verify": plan.verify,
+                             "notes": plan.notes, "files": plan.files}
+        return hints
+
+    def _iolab_shape_job(self, case, spec, extras) -> None:
         if not spec.mpi:
             self.job.launcher = getlauncher("local")()
-        elif self.current_partition.launcher_type.registered_name in MPI_LAUNCHERS:
-            cores = extras.get("cores_per_node")
-            if cores and case.tasks_per_node > int(cores):
-                self.job.launcher.options += ["--oversubscribe"]
+        else:
+            self.job.launcher.options += list(extras.get("launcher_options", []))
+            if self.current_partition.launcher_type.registered_name in MPI_LAUNCHERS:
+                cores = extras.get("cores_per_node")
+                if cores and case.tasks_per_node > int(cores):
+                    self.job.launcher.options += ["--oversubscribe"]
+        # Lines such as '#DW jobdw ...' go verbatim into the preamble (ReFrame keeps '#WORD' options).
+        self.job.options += list(case.job.extra_directives)
+        if case.job.resources:
+            # Merge, never replace: -S may have set some already.
+            merged = dict(self.extra_resources)
+            for name, values in case.job.resources.items():
+                merged[name] = {**merged.get(name, {}), **{k: str(v) for k, v in values.items()}}
+            self.extra_resources = merged
 
-    # Failures of the job itself (submission, time limit, a node failure) surface in these stages.
+    def _iolab_skip(self, reason: str):
+        self._iolab_record(status="skipped", error=reason)
+        self.skip(reason)
+
+    # --- run: failures of the job itself surface in these stages ---
+
     def run(self):
         return self._iolab_guard(super().run, "job submission failed")
 
@@ -120,11 +203,14 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
     def _iolab_keep_data(self) -> bool:
         return self._iolab_exp.keep_data or os.environ.get("IOLAB_KEEP_DATA") == "1"
 
+    # --- sanity: parse, observe, compare, record ---
+
     @sanity_function
     def _iolab_sanity(self):
         case = self._iolab_case
         adapter = get_adapter(case.benchmark)
         stage = Path(self.stagedir)
+        observed, flags, parsed = self._iolab_observe(stage), [], None
         try:
             code = _read(stage / EXIT_FILE)
             if code is None:
@@ -132,12 +218,44 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
             if code != "0":
                 raise IolabError(f"{adapter.executable} exited with status {code}")
             parsed = adapter.parse_outputs(stage, self._iolab_spec)
+            flags = session.describe_flags(observed)
+            failing = self._iolab_failing(observed)
+            if failing:
+                raise IolabError(failing)
         except IolabError as exc:
-            self._iolab_record(status="failed", error=str(exc))
+            self._iolab_record(status="failed", error=str(exc), parsed=parsed, observed=observed,
+                               flags=flags or session.describe_flags(observed))
             raise SanityError(str(exc)) from None
         self._iolab_parsed = parsed
-        self._iolab_record(status="ok", parsed=parsed)
+        self._iolab_record(status="ok", parsed=parsed, observed=observed, flags=flags)
         return sn.assert_true(True)
+
+    def _iolab_observe(self, stage: Path) -> dict:
+        observed = {"storage": {"target": self._iolab_case.get("storage", "scratch"),
+                                "path": _read(stage / CASEDIR_FILE)}}
+        observed["lustre"] = lustre.observed(stage, lustre.requested(self._iolab_case.params))
+        if self._iolab_hints:
+            h = self._iolab_hints
+            text = (_read(stage / "rfm_job.out") or "") + "\n" + (_read(stage / "rfm_job.err") or "")
+            effective = mpiio.effective_hints(text, h["flavour"])
+            observed["mpiio_hints"] = {
+                "flavour": h["flavour"], "verify": h["verify"], "requested": h["requested"],
+                "effective": effective, "comparison": mpiio.compare_hints(h["requested"], effective),
+                "echo": mpiio.parse_ior_showhints(text), "notes": h["notes"]}
+        return observed
+
+    def _iolab_failing(self, observed: dict) -> str | None:
+        """A difference that the experiment says must fail the case."""
+        verify = self._iolab_exp.verify
+        lay = observed.get("lustre", {})
+        if verify.layout == "fail" and lay.get("mismatches"):
+            return f"Lustre layout not as requested: {lay['reason']}"
+        hints = observed.get("mpiio_hints") or {}
+        changed = [c for c in hints.get("comparison", []) if c["status"] in ("changed", "missing")]
+        if verify.hints == "fail" and changed:
+            return "MPI-IO hints not applied: " + "; ".join(
+                f"{c['key']} requested {c['requested']}, effective {c['effective']}" for c in changed)
+        return None
 
     @run_before("performance")
     def _iolab_perf(self):
@@ -145,15 +263,16 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         if parsed is None:
             return
         self.perf_variables = {
-            m.name: sn.make_performance_function(_const(m.value), m.unit) for m in parsed.metrics}
+            m.name: sn.make_performance_function(sn.defer(m.value), m.unit) for m in parsed.metrics}
 
-    def _iolab_record(self, *, status, error=None, parsed=None):
+    def _iolab_record(self, *, status, error=None, parsed=None, observed=None, flags=None):
         if self._iolab_recorded or self.is_dry_run():
             return
         self._iolab_recorded = True
         stage = Path(self.stagedir) if self.stagedir else None
         try:
-            session.record(self, status=status, error=error, parsed=parsed, stage=stage)
+            session.record(self, status=status, error=error, parsed=parsed, stage=stage,
+                           observed=observed, flags=flags)
         except Exception as exc:  # noqa: BLE001 - a bug here must not lose the case silently
             getlogger().error(f"iolab: could not record {self.case} rep {self.repetition}: {exc!r}")
             raise SanityError(f"iolab could not store this case's record: {exc!r}") from exc
@@ -162,14 +281,6 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text[:500]
-
-
-def _const(value):
-    return sn.defer(value)
-
-
-def _available(executable: str) -> bool:
-    return shutil.which(executable) is not None
 
 
 def _read(path: Path) -> str | None:

@@ -40,7 +40,29 @@ def for_experiment(exp: Experiment) -> _Run:
     return run
 
 
-def record(test, *, status: str, error: str | None, parsed, stage: Path | None) -> dict:
+def describe_flags(observed: dict) -> list[str]:
+    """Every difference between what was requested and what was applied, in words."""
+    out = []
+    lay = observed.get("lustre") or {}
+    if lay.get("requested") and lay.get("applied") is False:
+        out.append(f"striping not applied: {lay.get('reason', 'unknown reason')}")
+    elif lay.get("requested") and lay.get("verified") is False:
+        out.append("striping unverified: " + ", ".join(
+            f"{u['key']}={u['requested']}" for u in lay.get("unverified", [])) if lay.get("unverified")
+            else "striping unverified")
+    hints = observed.get("mpiio_hints") or {}
+    for c in hints.get("comparison", []):
+        if c["status"] == "changed":
+            out.append(f"hint {c['key']}: requested {c['requested']}, effective {c['effective']}")
+        elif c["status"] == "missing":
+            out.append(f"hint {c['key']}: requested {c['requested']}, not in effect (ignored)")
+    if hints and hints.get("requested") and hints.get("effective") is None:
+        out.append(f"hints unverified under {hints['flavour']}")
+    return out
+
+
+def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
+           observed: dict | None = None, flags: list[str] | None = None) -> dict:
     exp, case = test._iolab_exp, test._iolab_case
     run = for_experiment(exp)
     system = test.current_partition.fullname
@@ -56,9 +78,12 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None) 
     job = test.job
     launcher = " ".join(job.launcher.run_command(job).split()) if job is not None and spec else ""
     binary_path = _read(stage / "iolab-binary.txt") if stage else None
-    observed = {}
-    if stage is not None and status != "skipped":
-        observed["lustre"] = lustre_observed(stage, lustre_requested(case.params))
+    if observed is None:
+        observed = {}
+        if stage is not None and status != "skipped":
+            observed["lustre"] = lustre_observed(stage, lustre_requested(case.params))
+    if flags is None:
+        flags = describe_flags(observed)
     rec = {
         "schema": RECORD_SCHEMA,
         "experiment": exp.id,
@@ -72,6 +97,7 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None) 
         "params": case.params,
         "varied": list(test._iolab_varied[case.part]),
         "observed": observed,
+        "flags": flags,
         "metrics": [m.as_dict() for m in parsed.metrics] if parsed else [],
         "status": status,
         "error": error,

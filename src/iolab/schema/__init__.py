@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import re
 from importlib import resources
 
 import jsonschema
@@ -66,6 +67,27 @@ def param_specs(benchmark: str) -> dict[str, dict]:
         for name, spec in params[group]["properties"].items():
             specs[name] = resolve(spec)
     return specs
+
+
+@functools.cache
+def param_patterns(benchmark: str) -> list[tuple[re.Pattern, dict]]:
+    params = experiment_schema()["$defs"]["params"]
+    out = []
+    for group in ("common", "scale", benchmark):
+        for pattern, spec in params[group].get("patternProperties", {}).items():
+            out.append((re.compile(pattern), resolve(spec)))
+    return out
+
+
+def param_spec(benchmark: str, key: str) -> dict | None:
+    """The schema of one parameter (named, or matching a pattern such as mpiio.*), else None."""
+    spec = param_specs(benchmark).get(key)
+    if spec is not None:
+        return spec
+    for pattern, spec in param_patterns(benchmark):
+        if pattern.match(key):
+            return spec
+    return None
 
 
 def benchmarks() -> list[str]:
