@@ -2,20 +2,7 @@
 # replace every value marked SITE, and run:
 #   reframe -C reframe/config/<site>.py -c reframe/ -R -r -n <experiment>
 # Site facts belong here (in the partition's extras['iolab']), never in experiments or tests.
-import importlib.util
-import os
-
-
-def _load_common():
-    # By path, not via sys.path: ReFrame pops sys.path entries by position while loading configs.
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'common.py')
-    spec = importlib.util.spec_from_file_location('iolab_rfm_config_common', path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-common = _load_common()
+from iolab.rfm.systems import general, logging, stage_dirs
 
 site_configuration = {
     'systems': [{
@@ -23,7 +10,7 @@ site_configuration = {
         'descr': 'Example Slurm + Lustre cluster',
         'hostnames': [r'login\d+\.mycluster'],        # SITE: regex of the login nodes
         'modules_system': 'lmod',                     # SITE: lmod | tmod4 | nomod ...
-        **common.stage_dirs('mycluster'),
+        **stage_dirs('mycluster'),
         'partitions': [{
             'name': 'compute',
             'descr': 'CPU nodes',
@@ -61,6 +48,6 @@ site_configuration = {
         'cc': 'cc', 'cxx': 'CC', 'ftn': 'ftn',
         'target_systems': ['mycluster'],
     }],
-    'general': common.general,
-    'logging': common.logging,
+    'general': general(),
+    'logging': logging(),
 }

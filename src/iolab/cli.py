@@ -92,14 +92,15 @@ def cmd_render(args) -> int:
 
 
 def _tables(exp_id: str, run: str | None, metrics):
-    from .report import build_tables
-    from .results import find_run, load_records, results_root
+    from .report import build_tables, report_settings
+    from .results import RunDir, find_run, results_root
 
     path = find_run(results_root(_root()), exp_id, run)
-    records = load_records(path)
+    rundir = RunDir(path)
+    records = rundir.records()
     if not records:
         raise IolabError(f"run {path.name} has no records yet")
-    return path, build_tables(records, metrics)
+    return path, build_tables(records, metrics, report_settings(rundir.manifest()))
 
 
 def cmd_table(args) -> int:

@@ -25,10 +25,22 @@ def metric_label(name: str) -> str:
     return " ".join(_WORDS.get(w, w.capitalize()) for w in name.split("_"))
 
 
+DERIVED = {
+    # name: (header, display divisor)
+    "file_size": ("File Size (GiB)", float(1024**3)),
+    "sqrt_rule_osts": ("OSTs by sqrt(GB) Rule", None),
+}
+
+
 def param_label(key: str, benchmark: str) -> tuple[str, float | None]:
     """Header and display divisor: ('Stripe Size (MiB)', 1048576)."""
     if key == "scale.num_tasks":
         return "Number of Processes", None
+    if key.startswith("derived."):
+        return DERIVED[key.removeprefix("derived.")]
+    if key.endswith(EFFECTIVE):
+        title, divisor = param_label(key.removesuffix(EFFECTIVE), benchmark)
+        return f"{title} (effective)", divisor
     spec = schemas.param_spec(benchmark, key) or {}
     title = spec.get("title", key)
     unit = spec.get("x-unit")
@@ -98,20 +110,54 @@ class Table:
     rows: list[Row]
 
 
-def _display_keys(varied: list[str]) -> list[str]:
-    """Nodes and tasks per node fold into one 'Number of Processes' column, as in the studies."""
-    keys = [k for k in varied if not k.startswith("scale.")]
+EFFECTIVE = "@effective"
+
+
+def _display_keys(varied: list[str], derived: list[str]) -> list[str]:
+    """Nodes and tasks per node fold into one 'Number of Processes' column, as in the studies;
+    each varied MPI-IO hint is followed by the value the MPI library actually used."""
+    keys = []
+    for k in varied:
+        if k.startswith("scale."):
+            continue
+        keys.append(k)
+        if k.startswith("mpiio."):
+            keys.append(k + EFFECTIVE)
     if any(k.startswith("scale.") for k in varied):
         keys.insert(0, "scale.num_tasks")
         if "scale.nodes" in varied and "scale.tasks_per_node" in varied:
             keys.insert(1, "scale.nodes")
-    return keys
+    return keys + [f"derived.{d}" for d in derived]
+
+
+def file_size(params: dict) -> int | None:
+    """Bytes in one file after one write phase (IOR: a shared file, or one rank's file)."""
+    if "block_size" in params:
+        per_rank = params["block_size"] * params.get("segments", 1)
+        if params.get("file_per_process"):
+            return per_rank
+        return per_rank * params.get("scale.nodes", 1) * params.get("scale.tasks_per_node", 1)
+    return params.get("size")
 
 
 def _param(params: dict, key: str):
     if key == "scale.num_tasks":
         return params.get("scale.nodes", 1) * params.get("scale.tasks_per_node", 1)
+    if key == "derived.file_size":
+        return file_size(params)
+    if key == "derived.sqrt_rule_osts":
+        size = file_size(params)
+        return None if size is None else max(1, math.ceil(math.sqrt(size / 1e9)))
     return params.get(key)
+
+
+def _effective(record: dict, key: str) -> str | None:
+    hints = (record.get("observed") or {}).get("mpiio_hints")
+    if not hints:
+        return None
+    if hints.get("effective") is None:
+        return "unverified"
+    return hints["effective"].get(key.removeprefix("mpiio."), "absent")
 
 
 def striping_note(record: dict) -> str | None:
@@ -121,8 +167,29 @@ def striping_note(record: dict) -> str | None:
     return None
 
 
-def build_tables(records: list[dict], metrics: list[str] | None = None) -> list[Table]:
+def record_notes(record: dict) -> list[str]:
+    """Requested-vs-applied differences: the record's flags (older records: striping only)."""
+    if "flags" in record:
+        return list(record["flags"])
+    note = striping_note(record)
+    return [note] if note else []
+
+
+def report_settings(manifest: dict) -> dict:
+    """The `report:` section of the experiment as it was run (from the run's manifest)."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(manifest.get("experiment_yaml") or "") or {}
+    except yaml.YAMLError:
+        return {}
+    return doc.get("report", {}) if isinstance(doc, dict) else {}
+
+
+def build_tables(records: list[dict], metrics: list[str] | None = None,
+                 settings: dict | None = None) -> list[Table]:
     """One table per part (benchmark), rows in first-seen case order."""
+    settings = settings or {}
     by_part: dict[str, list[dict]] = {}
     for rec in records:
         by_part.setdefault(rec.get("part", "main"), []).append(rec)
@@ -130,9 +197,10 @@ def build_tables(records: list[dict], metrics: list[str] | None = None) -> list[
     for part, recs in by_part.items():
         bench = recs[0]["benchmark"]
         varied = recs[0].get("varied") or []
-        keys = _display_keys(varied)
+        keys = _display_keys(varied, settings.get("derived", []))
         present = {m["name"] for r in recs for m in r.get("metrics", [])}
-        chosen = metrics or [m for m in DEFAULT_METRICS.get(bench, []) if m in present]
+        wanted = metrics or settings.get("metrics") or DEFAULT_METRICS.get(bench, [])
+        chosen = metrics or [m for m in wanted if m in present]
         if not chosen:
             chosen = sorted(present)[:2]
         units: dict[str, str] = {}
@@ -144,6 +212,13 @@ def build_tables(records: list[dict], metrics: list[str] | None = None) -> list[
                 row = rows[cid] = Row(part, bench, cid, rec["params"],
                                       [_param(rec["params"], k) for k in keys],
                                       cells={m: Cell([]) for m in chosen})
+            for i, k in enumerate(keys):
+                if k.endswith(EFFECTIVE) and rec.get("status") == "ok":
+                    seen = _effective(rec, k.removesuffix(EFFECTIVE))
+                    current = row.key_values[i]
+                    values = [] if current is None else str(current).split("/")
+                    if seen is not None and seen not in values:
+                        row.key_values[i] = "/".join(values + [seen])
             status = rec.get("status")
             if status == "ok":
                 row.ok += 1
@@ -155,9 +230,9 @@ def build_tables(records: list[dict], metrics: list[str] | None = None) -> list[
                 row.skipped.append(rec.get("error") or "skipped")
             else:
                 row.failed.append(rec.get("error") or "failed")
-            note = striping_note(rec)
-            if note and note not in row.notes:
-                row.notes.append(note)
+            for note in record_notes(rec):
+                if note not in row.notes:
+                    row.notes.append(note)
         tables.append(Table(recs[0]["experiment"], recs[0].get("run_id", ""), part, bench, keys,
                             chosen, units, list(rows.values())))
     return tables

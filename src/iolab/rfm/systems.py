@@ -1,0 +1,89 @@
+"""Shared pieces of the shipped ReFrame configurations (reframe/config/*.py import this).
+
+No ReFrame import here: configuration files must stay plain data. Site facts live in each
+system's config file, in the partition's extras['iolab'].
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..render import project_root
+
+# ReFrame's own output (stage dirs, logs, reports); iolab's results go to results/.
+OUTPUT = os.environ.get("IOLAB_RFM_OUTPUT", str(project_root() / "reframe" / "output"))
+
+# Open MPI refuses to run as root unless told; set these only when we are root.
+RUN_AS_ROOT = ([["OMPI_ALLOW_RUN_AS_ROOT", "1"], ["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"]]
+               if os.geteuid() == 0 else [])
+
+
+def stage_dirs(name: str) -> dict:
+    return {"stagedir": os.path.join(OUTPUT, name, "stage"),
+            "outputdir": os.path.join(OUTPUT, name, "output")}
+
+
+def general() -> list:
+    return [{"report_file": os.path.join(OUTPUT, "reports", "run-report-{sessionid}.json")}]
+
+
+def logging() -> list:
+    os.makedirs(OUTPUT, exist_ok=True)
+    return [{
+        "level": "debug",
+        "handlers": [
+            {"type": "stream", "name": "stdout", "level": "info", "format": "%(message)s"},
+            {"type": "file", "name": os.path.join(OUTPUT, "reframe.log"), "level": "debug",
+             "format": "[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s", "append": True},
+        ],
+        "handlers_perflog": [{
+            "type": "filelog",
+            "prefix": "%(check_system)s/%(check_partition)s",
+            "basedir": os.path.join(OUTPUT, "perflogs"),
+            "level": "info",
+            "format": ("%(check_job_completion_time)s|%(check_info)s|%(check_case)s|"
+                       "%(check_repetition)s|%(check_perfvalues)s"),
+            "format_perfvars": "%(check_perf_var)s=%(check_perf_value)s %(check_perf_unit)s|",
+            "append": True,
+        }],
+    }]
+
+
+OPENMPI_ENVIRON = {"name": "openmpi", "features": ["iolab", "mpi"],
+                   "cc": "mpicc", "cxx": "mpicxx", "ftn": "mpif90"}
+
+
+def local_system(name: str, mpi_flavour: str, descr: str) -> dict:
+    """This machine, no scheduler, Open MPI's mpirun: a whole site configuration."""
+    return {
+        "systems": [{
+            "name": name,
+            "descr": descr,
+            "hostnames": [".*"],
+            "modules_system": "nomod",
+            **stage_dirs(name),
+            "partitions": [{
+                "name": "default",
+                "descr": "Local processes launched with mpirun",
+                "scheduler": "local",
+                "launcher": "mpirun",
+                "environs": ["openmpi"],
+                # One job at a time: cases of one experiment must not measure each other.
+                "max_jobs": 1,
+                "features": ["iolab"],
+                "env_vars": RUN_AS_ROOT,
+                "extras": {
+                    "iolab": {
+                        "scratch": os.environ.get("IOLAB_SCRATCH", "/tmp/iolab-scratch"),
+                        "node_local": os.environ.get("IOLAB_NODE_LOCAL", "/tmp"),
+                        "cores_per_node": os.cpu_count(),
+                        "profile": "local",
+                        "mpi_flavour": mpi_flavour,
+                    },
+                },
+            }],
+        }],
+        "environments": [OPENMPI_ENVIRON],
+        "general": general(),
+        "logging": logging(),
+    }

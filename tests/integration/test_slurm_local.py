@@ -1,0 +1,94 @@
+"""End to end through a real Slurm: quickstart on `localslurm` (scripts/slurm-local up first).
+
+Jobs are submitted with sbatch and polled with sacct by ReFrame's `slurm` backend. fio cases
+always run; IOR cases run under `srun` (PMIx) only if `ior` is on PATH, and are recorded as
+skipped otherwise. Skipped unless a one-node Slurm from scripts/slurm-local is up.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from .conftest import REPO, have, iolab, records, reframe
+
+SLURM_LOCAL = REPO / "scripts" / "slurm-local"
+SYSTEM = "localslurm:debug"
+
+
+def _slurm_up() -> tuple[bool, str]:
+    if not have("sinfo"):
+        return False, "Slurm is not installed (no sinfo on PATH); run scripts/slurm-local up"
+    try:
+        out = subprocess.run([str(SLURM_LOCAL), "status"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, f"scripts/slurm-local status failed: {exc}"
+    if out.returncode != 0:
+        return False, "the local Slurm is not up (scripts/slurm-local status failed); run it with `up`"
+    return True, ""
+
+
+_UP, _WHY = _slurm_up()
+# CI brings Slurm up before the tests (.ci/run): there, a Slurm that is down is a failure.
+_REQUIRED = os.environ.get("IOLAB_REQUIRE_SLURM") == "1"
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(not _UP and not _REQUIRED, reason=_WHY),
+              pytest.mark.skipif(not have("fio"), reason="fio is not installed")]
+
+
+def _sacct_state(jobid: str) -> str:
+    out = subprocess.run(["sacct", "-j", jobid, "-n", "-X", "-o", "State"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_quickstart_through_sbatch_and_sacct(rfm_env, tmp_path):
+    assert _UP, _WHY
+    env = rfm_env  # IOR is the real one, or the replaying stand-in where it is absent
+
+    out = reframe(["-r", "-n", "quickstart"], env, config="reframe/config/localslurm.py")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+
+    runs = sorted(p for p in (tmp_path / "results" / "quickstart").iterdir() if p.is_dir())
+    assert runs, "no results run was written"
+    recs = records(runs[-1])
+    assert recs
+
+    fio = [r for r in recs if r["benchmark"] == "fio"]
+    ior = [r for r in recs if r["benchmark"] == "ior"]
+    assert fio and all(r["status"] == "ok" for r in fio), [r["error"] for r in fio]
+    assert ior and all(r["status"] == "ok" for r in ior), [r["error"] for r in ior]
+
+    ran = [r for r in recs if r["status"] == "ok"]
+    for rec in ran:
+        prov = rec["provenance"]
+        assert prov["system"] == SYSTEM
+        assert prov["jobid"], rec["case_id"]
+        assert prov["nodelist"], rec["case_id"]
+        if rec["benchmark"] == "ior":
+            # MPI ranks are started by srun with PMIx (Debian's Open MPI has no PMI2 support):
+            # extras['iolab']['launcher_options'], and SLURM_MPI_TYPE for any other srun.
+            assert prov["command"].startswith("srun --mpi=pmix ")
+            assert prov["env"].get("SLURM_MPI_TYPE") == "pmix"
+
+    # The jobs went through Slurm's accounting, which is what ReFrame's backend polls.
+    jobids = {r["provenance"]["jobid"] for r in ran}
+    assert len(jobids) == len(ran), "each case ran as its own Slurm job"
+    states = {jobid: _sacct_state(jobid) for jobid in sorted(jobids)}
+    assert set(states.values()) == {"COMPLETED"}, states
+
+    # The same experiment on `local` has the same case ids, so the systems compare side by side.
+    out = reframe(["-r", "-n", "quickstart"], env)
+    assert out.returncode == 0, out.stdout[-3000:]
+    local_run = next(p for p in (tmp_path / "results" / "quickstart").iterdir()
+                     if p != runs[-1] and p.is_dir())
+    assert {r["case_id"] for r in records(local_run)} == {r["case_id"] for r in recs}
+    cmp = iolab(["compare", "quickstart", runs[-1].name, local_run.name], env)
+    assert cmp.returncode == 0, cmp.stderr
+    rows = [line for line in cmp.stdout.splitlines() if line.startswith("| ") and "Ratio" not in line]
+    assert len(rows) == len({r["case_id"] for r in recs})
+    assert all(line.rstrip(" |").split("|")[-1].strip() != "0" for line in rows), cmp.stdout
