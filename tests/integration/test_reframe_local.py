@@ -150,3 +150,55 @@ def test_new_yaml_and_changed_yaml_regenerate_shims(rfm_env, tmp_path):
     assert listed.stdout.count("shim_demo %case=") == 2
     assert shim.read_text() != first
     assert iolab(["render", "--check"], env).returncode == 0
+
+
+def test_slurm_dry_run_shows_directives_striping_and_hints(rfm_env, tmp_path):
+    """What a cluster job script will contain, without a cluster: #DW lines, lfs setstripe,
+    hint variables and the srun launch (no Slurm needs to be running for a dry run)."""
+    out = reframe(["--dry-run", "-n", "nersc", "-n", "cp2k"], rfm_env,
+                  config="reframe/config/localslurm.py")
+    assert out.returncode == 0, out.stdout[-3000:]
+    scripts = {p.parent.name: p.read_text() for p in (tmp_path / "rfm").rglob("rfm_job.sh")}
+    bb = [t for n, t in scripts.items() if "$DW_JOB_STRIPED/nersc-burst-buffer/" in t]
+    assert bb and all("#DW jobdw type=scratch capacity=1GiB access_mode=striped\n" in t for t in bb)
+    assert all(t.index("#DW jobdw") < t.index("\nsrun ") for t in bb), "directives precede commands"
+    scratch = [t for n, t in scripts.items() if n.startswith("nersc") and t not in bb]
+    assert scratch and all("lfs setstripe -c 8 -S 4M " in t and "#DW" not in t for t in scratch)
+    cp2k = [t for n, t in scripts.items() if n.startswith("cp2k")]
+    assert {int(t.split("OMPI_MCA_io_ompio_num_aggregators=")[1].split()[0]) for t in cp2k} == {1, 2, 4}
+    assert all("srun --mpi=pmix ior -a MPIIO" in t and "--mpiio.hintsFileName=iolab-ior-hints.txt" in t
+               for t in cp2k)
+    assert all("#SBATCH --partition=debug" in t for t in scripts.values())
+
+
+def test_romio_hints_file_and_effective_hints_recorded(rfm_env, tmp_path):
+    """Under ROMIO the hints go to a ROMIO_HINTS file and the ones in effect are read back."""
+    out = reframe(["--dry-run", "-n", "cp2k"], rfm_env, config="reframe/config/local-romio.py")
+    assert out.returncode == 0, out.stdout[-3000:]
+    stages = [p.parent for p in (tmp_path / "rfm").rglob("rfm_job.sh")]
+    assert stages
+    for stage in stages:
+        script = (stage / "rfm_job.sh").read_text()
+        assert "export ROMIO_HINTS=iolab-romio-hints.txt" in script
+        assert "export ROMIO_PRINT_HINTS=1" in script and "export OMPI_MCA_io=romio321" in script
+        assert "--mpiio.showHints" in script
+        hints = (stage / "iolab-romio-hints.txt").read_text().splitlines()
+        assert any(line.startswith("cb_nodes ") for line in hints)
+
+
+def test_cp2k_on_romio_records_effective_cb_nodes(rfm_env, tmp_path):
+    out = reframe(["-r", "-n", "cp2k"], rfm_env, config="reframe/config/local-romio.py")
+    assert out.returncode == 0, out.stdout[-3000:]
+    recs = records(only_run(tmp_path / "results", "cp2k-aggregators"))
+    assert recs and all(r["status"] == "ok" for r in recs)
+    for rec in recs:
+        hints = rec["observed"]["mpiio_hints"]
+        assert hints["flavour"] == "openmpi-romio" and hints["verify"] == "romio-print"
+        requested = int(hints["requested"]["cb_nodes"])
+        # one node: ROMIO's default cb_config_list *:1 leaves one aggregator
+        assert hints["effective"]["cb_nodes"] == "1"
+        flagged = [f for f in rec["flags"] if f.startswith("hint cb_nodes")]
+        assert bool(flagged) == (requested != 1)
+    table = iolab(["table", "cp2k-aggregators"], rfm_env)
+    assert "| cb_nodes | cb_nodes (effective) |" in table.stdout
+    assert "hint cb_nodes: requested 4, effective 1" in table.stdout

@@ -77,6 +77,8 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         adapter = get_adapter(case.benchmark)
         storage = case.get("storage", "scratch")
         base = extras.get(STORAGE_KEYS[storage], STORAGE_DEFAULTS[storage])
+        if base is None and storage == "burst_buffer" and self.is_dry_run():
+            base = "$DW_JOB_STRIPED"  # preview the job as it would be on a DataWarp system
         if base is None:
             self._iolab_skip(f"storage {storage!r}: system {self.current_partition.fullname} declares "
                              f"no burst buffer (extras['iolab']['burst_buffer'])")
