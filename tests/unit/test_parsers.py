@@ -515,7 +515,7 @@ def test_fio_adapter_reads_its_output(fio_dir, tmp_path):
 
 def test_recorded_files_are_unmodified_copies(ior_dir, fio_dir):
     """tests/data keeps the fixtures byte for byte (where the shared set is reachable)."""
-    shared = Path("/work/shared/fixtures")
+    shared = Path(__file__).resolve().parents[3] / "shared" / "fixtures"  # beside the checkout
     if not shared.is_dir():
         pytest.skip("shared fixtures not mounted")
     for path in ior_dir.iterdir():
