@@ -202,3 +202,58 @@ def test_cp2k_on_romio_records_effective_cb_nodes(rfm_env, tmp_path):
     table = iolab(["table", "cp2k-aggregators"], rfm_env)
     assert "| cb_nodes | cb_nodes (effective) |" in table.stdout
     assert "hint cb_nodes: requested 4, effective 1" in table.stdout
+
+
+STRIPED_FIO = """\
+id: striped-fio
+description: a stripe request on whatever file system the scratch root is on
+benchmark: fio
+fixed: {size: 8MiB, bs: 1MiB}
+matrix:
+  lustre.stripe_count: [1, 4]
+"""
+
+HINTS_MUST_HOLD = """\
+id: hints-must-hold
+description: aggregator requests that must be honoured, or the case fails
+benchmark: ior
+scale: {nodes: 1, tasks_per_node: 4}
+fixed: {api: MPIIO, collective: true, transfer_size: 1MiB, block_size: 4MiB, read: false}
+matrix:
+  mpiio.cb_nodes: [1, 4]
+verify: {hints: fail}
+"""
+
+
+def test_stripes_off_lustre_are_recorded_as_not_applied(rfm_env, tmp_path):
+    from iolab.lustre import detect_fstype
+
+    root = make_project(tmp_path, {"striped-fio": STRIPED_FIO})
+    out = reframe(["-r", "-n", "striped_fio"], rfm_env, cwd=root,
+                  config=str(root / "reframe" / "config" / "local.py"))
+    fstype = detect_fstype(tmp_path)
+    if fstype == "lustre":
+        pytest.skip("the scratch root is on Lustre here")
+    assert out.returncode == 0, out.stdout[-3000:]
+    recs = records(only_run(tmp_path / "results", "striped-fio"))
+    for rec in recs:
+        lay = rec["observed"]["lustre"]
+        assert lay["applied"] is False and lay["reason"].endswith(": no striping")
+        assert lay["requested"]["stripe_count"] == rec["params"]["lustre.stripe_count"]
+        assert rec["status"] == "ok" and rec["flags"] == [f"striping not applied: {lay['reason']}"]
+    table = iolab(["table", "striped-fio"], rfm_env).stdout
+    assert f"† striping not applied: {recs[0]['observed']['lustre']['reason']}" in table
+    assert table.count("| † |") == 2
+
+
+def test_verify_hints_fail_fails_lowered_cases(rfm_env, tmp_path):
+    root = make_project(tmp_path, {"hints-must-hold": HINTS_MUST_HOLD})
+    out = reframe(["-r", "-n", "hints_must_hold"], rfm_env, cwd=root,
+                  config=str(root / "reframe" / "config" / "local-romio.py"))
+    assert out.returncode != 0
+    recs = records(only_run(tmp_path / "results", "hints-must-hold"))
+    by_cb = {r["params"]["mpiio.cb_nodes"]: r for r in recs}
+    assert by_cb[1]["status"] == "ok"
+    assert by_cb[4]["status"] == "failed"
+    assert by_cb[4]["error"] == "MPI-IO hints not applied: cb_nodes requested 4, effective 1"
+    assert by_cb[4]["metrics"], "the measured bandwidth is kept with the failed case"
