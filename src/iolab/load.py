@@ -32,6 +32,12 @@ class Job:
 
 
 @dataclass(frozen=True)
+class Darshan:
+    enabled: bool = False
+    dxt: bool = False
+
+
+@dataclass(frozen=True)
 class Verify:
     layout: str = "fail"    # a Lustre layout that differs from the request fails the case
     hints: str = "warn"     # effective MPI-IO hints that differ are flagged (or fail the case)
@@ -67,6 +73,7 @@ class Experiment:
     raw: dict = field(repr=False, default_factory=dict)
     require_lustre: bool = False
     verify: Verify = field(default_factory=Verify)
+    darshan: Darshan | None = None      # None: the system config decides
 
     @property
     def benchmarks(self) -> list[str]:
@@ -163,6 +170,7 @@ def load_experiment(path, profile: str | None = None) -> Experiment:
         keep_data=prof.get("keep_data", data.get("keep_data", False)),
         tags=list(data.get("tags", [])), parts=parts, raw=data,
         require_lustre=data.get("require_lustre", False), verify=Verify(**data.get("verify", {})),
+        darshan=Darshan(**data["darshan"]) if "darshan" in data else None,
     )
 
 
