@@ -12,7 +12,8 @@
 # CPUs the node advertises (scripts/slurm-local uses the same variable, default 8).
 import os
 
-from iolab.rfm.systems import OPENMPI_ENVIRON, RUN_AS_ROOT, general, logging, stage_dirs
+from iolab.rfm.systems import (OPENMPI_ENVIRON, RUN_AS_ROOT, darshan_from_env, general, logging,
+                                stack_from_env, stage_dirs)
 
 CORES_PER_NODE = int(os.environ.get('IOLAB_SLURM_CPUS', '8'))
 
@@ -42,6 +43,8 @@ def _partition(launcher, descr, env_vars, launcher_options):
                 'profile': 'local',
                 'mpi_flavour': 'openmpi-ompio',
                 'launcher_options': launcher_options,
+                'stack': stack_from_env(),
+                'darshan': darshan_from_env(),
             },
         },
     }

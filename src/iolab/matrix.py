@@ -100,7 +100,32 @@ def expand(exp: Experiment) -> list[Case]:
             cases.append(case)
     if not cases:
         raise IolabError("the matrix expands to no cases (everything was excluded)", file=str(exp.path))
+    try:
+        producers(cases)
+    except IolabError as exc:
+        raise IolabError(exc.message, file=str(exp.path)) from None
     return cases
+
+
+def producers(cases: list[Case]) -> dict[str, str]:
+    """Read case id -> the write case id whose data it reads (same key, see adapters)."""
+    from .adapters import get_adapter
+
+    made: dict[str, str] = {}
+    for c in cases:
+        key = get_adapter(c.benchmark).produces(c)
+        if key is not None:
+            made.setdefault(key, c.case_id)
+    out = {}
+    for c in cases:
+        key = get_adapter(c.benchmark).consumes(c)
+        if key is None:
+            continue
+        if key not in made:
+            raise IolabError(f"case {c.case_id} ({c.benchmark} read) needs data that no write case "
+                             f"in this experiment produces (key {key}); add the matching write case")
+        out[c.case_id] = made[key]
+    return out
 
 
 def hints_of(case: Case) -> dict[str, str]:

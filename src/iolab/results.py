@@ -121,7 +121,8 @@ class RunDir:
         stored = {}
         for src in files:
             if src.is_file():
-                shutil.copy2(src, dest / src.name)
+                shutil.copyfile(src, dest / src.name)
+                os.chmod(dest / src.name, 0o444)  # results are never edited in place
                 stored[src.name] = sha256_file(dest / src.name)
         return {"dir": str(rel), "files": stored}
 

@@ -41,8 +41,16 @@ class Adapter:
         """Whether this case opens files through MPI-IO (so hints apply and are verified)."""
         return False
 
+    def produces(self, case) -> str | None:
+        """For a write case: a key naming the data it leaves for later read cases."""
+        return None
+
+    def consumes(self, case) -> str | None:
+        """For a read case: the key of the data it needs (written by another case)."""
+        return None
+
     def run_spec(self, case, case_dir: str, hints: dict | None = None, show_hints: bool = False,
-                 keep_files: bool = False) -> RunSpec:
+                 keep_files: bool = False, input_dir: str | None = None) -> RunSpec:
         raise NotImplementedError
 
     def parse_outputs(self, stage: Path, spec: RunSpec):

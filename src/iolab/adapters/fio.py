@@ -35,7 +35,7 @@ class FioAdapter(Adapter):
         return case.params["size"] * case.params["numjobs"]
 
     def run_spec(self, case, case_dir: str, hints: dict | None = None, show_hints: bool = False,
-                 keep_files: bool = False) -> RunSpec:
+                 keep_files: bool = False, input_dir: str | None = None) -> RunSpec:
         from ..render import render_template
 
         jobfile = render_template("fio/job.fio.j2", case=case, params=case.params, directory=case_dir)

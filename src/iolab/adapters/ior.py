@@ -83,7 +83,7 @@ class IorAdapter(Adapter):
         return case.params["api"] != "POSIX"
 
     def run_spec(self, case, case_dir: str, hints: dict | None = None, show_hints: bool = False,
-                 keep_files: bool = False) -> RunSpec:
+                 keep_files: bool = False, input_dir: str | None = None) -> RunSpec:
         """hints: expanded MPI-IO hints, given to IOR's own hints file as well (it passes them
         through MPI_Info, which wins over ROMIO_HINTS); show_hints: print them at each open, which
         marks the data file's open in ROMIO's hint tables; keep_files: keep IOR's file for

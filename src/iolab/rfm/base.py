@@ -23,9 +23,12 @@ from reframe.core.logging import getlogger
 from .. import lustre, mpiio
 from ..adapters import get_adapter
 from ..errors import IolabError
+from ..load import Darshan
 from ..matrix import describe, hints_of
 from ..shell import dq
-from . import session
+from ..stack import SPACK_PACKAGES, Stack
+from ..stack import from_extras as stack_from_extras
+from . import darshan_files, session
 
 EXIT_FILE = "iolab-exit-code.txt"
 BINARY_FILE = "iolab-binary.txt"
@@ -51,6 +54,8 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
     _iolab_exp = None
     _iolab_cases: dict = {}
     _iolab_varied: dict = {}
+    _iolab_producer: dict = {}      # read case id -> write case id
+    _iolab_consumers: dict = {}     # write case id -> read case ids
 
     @run_after("init")
     def _iolab_init(self):
@@ -67,6 +72,18 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         self._iolab_recorded = False
         self._iolab_hints = None
         self._iolab_spec = None
+        self._iolab_input = None
+        self._iolab_darshan = None
+        writer = self._iolab_producer.get(case.case_id)
+        if writer:
+            # A read runs after the write (same repetition) whose file it reads.
+            self.depends_on(self._iolab_variant(writer, self.repetition))
+
+    @classmethod
+    def _iolab_variant(cls, case_id: str, repetition: int) -> str:
+        (num,) = cls.get_variant_nums(case=lambda c: c == case_id,
+                                      repetition=lambda r: r == repetition)
+        return cls.variant_name(num)
 
     # --- setup: everything is decided here, on the login node, before the job is written ---
 
@@ -92,14 +109,22 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         hints = {}
         if adapter.uses_mpiio(case):
             hints = self._iolab_translate_hints(case, extras)
+        writer = self._iolab_producer.get(case.case_id)
+        if writer:
+            dep = self.getdep(self._iolab_variant(writer, self.repetition))
+            self._iolab_input = {"case_id": writer, "repetition": self.repetition,
+                                 "case_dir": dep._iolab_case_dir}
         spec = adapter.run_spec(case, self._iolab_case_dir, hints=hints,
                                 show_hints=bool(self._iolab_hints and
                                                 self._iolab_hints["verify"] != "unverified"),
-                                keep_files=bool(req) and on_lustre)
+                                keep_files=bool(req) and on_lustre,
+                                input_dir=self._iolab_input["case_dir"] if self._iolab_input else None)
         self._iolab_spec = spec
-        if not self.is_dry_run() and shutil.which(spec.executable) is None:
-            self._iolab_skip(f"benchmark binary {spec.executable!r} not found on PATH; provide it "
-                             f"with Spack (spack.yaml), a module, or a prefix on PATH")
+        self._iolab_stack = stack = self._iolab_use_stack(extras, case.benchmark)
+        if not self.is_dry_run() and stack.available(spec.executable) is False:
+            where = {"prefix": f"in {stack.prefix}/bin", "path": "on PATH"}[stack.provider]
+            self._iolab_skip(f"benchmark binary {spec.executable!r} not found {where}; provide it "
+                             f"with Spack (spack.yaml), a module, or a prefix (see README)")
 
         stage = Path(self.stagedir)
         for name, text in {**spec.files, **(self._iolab_hints or {}).get("files", {})}.items():
@@ -108,16 +133,23 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         self.executable_opts = list(spec.args)
         self.env_vars.update(spec.env)
         d = dq(self._iolab_case_dir)
+        exe = shlex.quote(spec.executable)
         self.prerun_cmds = [f"mkdir -p {d}", f"echo {d} > {CASEDIR_FILE}",
                             *lustre.prerun_lines(self._iolab_case_dir, req),
-                            f"command -v {shlex.quote(spec.executable)} > {BINARY_FILE}"]
+                            # which binary ran, and its checksum: versions are not always printed
+                            f"{{ command -v {exe} && sha256sum \"$(command -v {exe})\"; }} > {BINARY_FILE}"]
         # $? of the benchmark must be read first, before any other command runs.
         self.postrun_cmds = [f"echo $? > {EXIT_FILE}"]
         if req:
             self.postrun_cmds += lustre.postrun_lines(self._iolab_case_dir)
         if not self._iolab_keep_data():
-            self.postrun_cmds.append(f"rm -rf {d}")
+            # A write whose file a later read uses keeps it; that read removes it afterwards.
+            if case.case_id not in self._iolab_consumers:
+                self.postrun_cmds.append(f"rm -rf {d}")
+            if self._iolab_input:
+                self.postrun_cmds.append(f"rm -rf {d} {dq(self._iolab_input['case_dir'])}")
         self._iolab_shape_job(case, spec, extras)
+        self._iolab_instrument(case, spec, extras)
 
     def _iolab_check_lustre(self, base: str, storage: str, req: dict) -> bool:
         """Before submission: require_lustre, and a stripe count above the OST count.
@@ -175,6 +207,56 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
             for name, values in case.job.resources.items():
                 merged[name] = {**merged.get(name, {}), **{k: str(v) for k, v in values.items()}}
             self.extra_resources = merged
+
+    def _iolab_use_stack(self, extras, benchmark) -> Stack:
+        """Make the stack's binaries visible to the job: PATH for a prefix, modules, or a load
+        from the Spack environment the partition's fixture built."""
+        try:
+            stack = stack_from_extras(extras)
+        except IolabError as exc:
+            raise ReframeError(f"iolab: system config: {exc}") from None
+        self.env_vars.update(stack.env())
+        self.modules = stack.modules_for(benchmark)
+        if stack.provider == "spack":
+            fixture = getattr(self, "iolab_stack", None)
+            if fixture is not None:
+                self.build_system = "Spack"
+                self.build_system.environment = fixture.env_path
+                self.build_system.specs = [SPACK_PACKAGES[benchmark]]
+        return stack
+
+    def _iolab_instrument(self, case, spec, extras) -> None:
+        """Darshan, when the experiment (or the system, by default) asks for it. LD_PRELOAD goes
+        to the application only, through the launcher, never to the job's shell or mpirun."""
+        conf = self._iolab_exp.darshan or Darshan(**(extras.get("darshan") or {}))
+        if not conf.enabled:
+            return
+        lib = self._iolab_stack.libdarshan()
+        if lib is None:
+            self._iolab_darshan = {"status": "not available",
+                                   "reason": f"no darshan-runtime in the {self._iolab_stack.provider} "
+                                             f"stack (set extras['iolab']['stack']['darshan_lib'])"}
+            return
+        env = {"DARSHAN_LOGFILE": str(Path(self.stagedir) / darshan_files.LOG),
+               # Darshan 3.4's default log hints corrupt logs under Open MPI's ompio (#1000/#1064).
+               "DARSHAN_LOGHINTS": darshan_files.LOGHINTS}
+        if not spec.mpi:
+            env["DARSHAN_ENABLE_NONMPI"] = "1"
+        if conf.dxt:
+            env["DARSHAN_MOD_ENABLE"] = "DXT_POSIX,DXT_MPIIO"
+        self.env_vars.update(env)
+        launcher = self.job.launcher.registered_name if hasattr(self.job.launcher, "registered_name") \
+            else type(self.job.launcher).__name__
+        if not spec.mpi:
+            self.executable = f"LD_PRELOAD={lib} {spec.executable}"
+        elif launcher in MPI_LAUNCHERS:
+            self.job.launcher.options += ["-x", f"LD_PRELOAD={lib}",
+                                          *[o for k in sorted(env) for o in ("-x", k)]]
+        elif launcher == "srun":
+            self.job.launcher.options += [f"--export=ALL,LD_PRELOAD={lib}"]
+        else:
+            self.executable = f"env LD_PRELOAD={lib} {spec.executable}"
+        self._iolab_darshan = {"status": "enabled", "lib": lib, "dxt": conf.dxt, "env": env}
 
     def _iolab_skip(self, reason: str):
         self._iolab_record(status="skipped", error=reason)

@@ -16,9 +16,10 @@ from reframe.core.meta import make_test
 
 from ..errors import IolabError
 from ..load import load_experiment
-from ..matrix import expand, varied_keys
+from ..matrix import expand, producers, varied_keys
 from ..render import class_name, render_shim, shim_path, sync_shims, write_atomic
 from .base import IolabTest
+from .spack import build_iolab_stack
 
 _REGISTERED: dict[str, str] = {}
 
@@ -45,12 +46,27 @@ def selected_profile(exp_profiles: list[str]) -> str | None:
     return None
 
 
+def _system_uses_spack() -> bool:
+    try:
+        from reframe.core.runtime import runtime
+
+        partitions = runtime().system.partitions
+    except Exception:  # noqa: BLE001 - outside a ReFrame session
+        return False
+    return any((p.extras.get("iolab", {}).get("stack") or {}).get("provider") == "spack"
+               for p in partitions)
+
+
 def _register(module_name: str, yaml_path: Path) -> None:
     probe = load_experiment(yaml_path)
     if probe.id in _REGISTERED:
         return
     exp = load_experiment(yaml_path, profile=selected_profile(probe.profiles))
     cases = expand(exp)
+    producer = producers(cases)
+    consumers: dict[str, list[str]] = {}
+    for reader, writer in producer.items():
+        consumers.setdefault(writer, []).append(reader)
     body = {
         "case": builtins.parameter([c.case_id for c in cases], loggable=True),
         "repetition": builtins.parameter(list(range(1, exp.repetitions + 1)), type=int, loggable=True),
@@ -60,7 +76,12 @@ def _register(module_name: str, yaml_path: Path) -> None:
         "_iolab_cases": {c.case_id: c for c in cases},
         "_iolab_varied": {part: varied_keys([c for c in cases if c.part == part])
                           for part in dict.fromkeys(c.part for c in cases)},
+        "_iolab_producer": producer,
+        "_iolab_consumers": consumers,
     }
+    if _system_uses_spack():
+        # Built once per partition, before any case of any experiment runs there.
+        body["iolab_stack"] = builtins.fixture(build_iolab_stack, scope="partition")
     cls = make_test(class_name(exp.id), (IolabTest,), body, module=module_name)
     rfm.simple_test(cls)
     _REGISTERED[exp.id] = module_name

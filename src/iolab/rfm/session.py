@@ -7,10 +7,12 @@ from pathlib import Path
 import reframe
 
 from ..load import Experiment
+from . import darshan_files
 from ..lustre import observed as lustre_observed
 from ..lustre import requested as lustre_requested
 from ..render import shim_path
-from ..results import RECORD_SCHEMA, RunDir, base_manifest, git_state, new_run_id, results_root, utcnow
+from ..results import (RECORD_SCHEMA, RunDir, base_manifest, git_state, new_run_id, results_root,
+                       sha256_file, utcnow)
 
 
 class _Run:
@@ -19,6 +21,11 @@ class _Run:
         self.run_id = new_run_id(exp.sha256)
         self.dir: RunDir | None = None
         self.git = git_state(exp.root)
+
+    def store_lock(self, lock: Path) -> None:
+        """The Spack environment's spack.lock, once per run, next to the manifest."""
+        if self.dir is not None and not (self.dir.path / "spack.lock").exists():
+            (self.dir.path / "spack.lock").write_bytes(lock.read_bytes())
 
     def open(self, system: str) -> RunDir:
         if self.dir is None:
@@ -72,12 +79,13 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
     raw = {}
     if stage is not None and stage.is_dir():
         names = ["rfm_job.sh", "rfm_job.out", "rfm_job.err", *(spec.outputs if spec else []),
+                 darshan_files.LOG,
                  *sorted(p.name for p in stage.glob("iolab-*.txt"))]
         raw = rundir.store_raw(case.case_id, test.repetition, [stage / n for n in dict.fromkeys(names)])
 
     job = test.job
     launcher = " ".join(job.launcher.run_command(job).split()) if job is not None and spec else ""
-    binary_path = _read(stage / "iolab-binary.txt") if stage else None
+    binary = _binary(stage / "iolab-binary.txt") if stage else {}
     if observed is None:
         observed = {}
         if stage is not None and status != "skipped":
@@ -111,8 +119,10 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
             "environ": test.current_environ.name if test.current_environ else None,
             "jobid": str(job.jobid) if job is not None and job.jobid is not None else None,
             "nodelist": list(job.nodelist or []) if job is not None else [],
-            "binary": {"name": spec.executable if spec else None, "path": binary_path,
+            "binary": {"name": spec.executable if spec else None, **binary,
                        "version": parsed.version if parsed else None},
+            "stack": _stack(test, run, binary.get("path")),
+            "input": getattr(test, "_iolab_input", None),
             "command": (f"{launcher} {spec.command}".strip() if spec else None),
             "env": {**_partition_env(test), **dict(test.env_vars)},
             "case_dir": getattr(test, "_iolab_case_dir", None),
@@ -130,6 +140,31 @@ def _partition_env(test) -> dict:
         local = getattr(source, "local_env", source)
         env.update(getattr(local, "env_vars", {}) or {})
     return env
+
+
+def _binary(path: Path) -> dict:
+    """iolab-binary.txt: `command -v` output, then `sha256sum` of that file."""
+    text = _read(path) or ""
+    lines = text.splitlines()
+    out = {"path": lines[0] if lines else None, "sha256": None}
+    if len(lines) > 1 and lines[1].split():
+        out["sha256"] = lines[1].split()[0]
+    return out
+
+
+def _stack(test, run: _Run, binary_path: str | None) -> dict | None:
+    stack = getattr(test, "_iolab_stack", None)
+    if stack is None:
+        return None
+    out = stack.describe(binary_path)
+    fixture = getattr(test, "iolab_stack", None)
+    if stack.provider == "spack" and fixture is not None:
+        lock = Path(fixture.lock_path)
+        if lock.is_file():
+            out["spack_env"] = fixture.env_path
+            out["spack_lock_sha256"] = sha256_file(lock)
+            run.store_lock(lock)
+    return out
 
 
 def _read(path: Path) -> str | None:

@@ -53,6 +53,18 @@ OPENMPI_ENVIRON = {"name": "openmpi", "features": ["iolab", "mpi"],
                    "cc": "mpicc", "cxx": "mpicxx", "ftn": "mpif90"}
 
 
+def stack_from_env() -> dict:
+    """A hand-built stack (bin/, lib/) named by IOLAB_STACK_PREFIX, else whatever is on PATH."""
+    prefix = os.environ.get("IOLAB_STACK_PREFIX")
+    return {"provider": "prefix", "prefix": prefix} if prefix else {"provider": "path"}
+
+
+def darshan_from_env() -> dict:
+    """Darshan for every case by default: IOLAB_DARSHAN=1 (IOLAB_DARSHAN_DXT=1 adds DXT)."""
+    return {"enabled": os.environ.get("IOLAB_DARSHAN") == "1",
+            "dxt": os.environ.get("IOLAB_DARSHAN_DXT") == "1"}
+
+
 def local_system(name: str, mpi_flavour: str, descr: str) -> dict:
     """This machine, no scheduler, Open MPI's mpirun: a whole site configuration."""
     return {
@@ -79,6 +91,8 @@ def local_system(name: str, mpi_flavour: str, descr: str) -> dict:
                         "cores_per_node": os.cpu_count(),
                         "profile": "local",
                         "mpi_flavour": mpi_flavour,
+                        "stack": stack_from_env(),
+                        "darshan": darshan_from_env(),
                     },
                 },
             }],
