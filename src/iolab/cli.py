@@ -73,6 +73,18 @@ def cmd_plan(args) -> int:
     print()
     print(f"cases: {len(cases)}  jobs: {len(cases) * exp.repetitions}  "
           f"bytes written: {format_bytes_human(total)} ({total} B)")
+    if args.suggest_reps:
+        from .report import render_rep_suggestions, report_settings, suggest_reps
+        from .results import list_runs, results_root
+
+        if args.target_ci <= 0:
+            raise IolabError(f"--target-ci {args.target_ci}: must be a positive percentage")
+        runs = list_runs(results_root(_root()), exp.id)
+        chosen = report_settings({"experiment_yaml": exp.text}).get("metrics")
+        rows = suggest_reps(runs, cases, exp.repetitions, args.target_ci,
+                            {b: chosen for b in exp.benchmarks} if chosen else None)
+        print()
+        print(render_rep_suggestions(rows, exp.id, len(runs), args.target_ci, exp.repetitions))
     return 0
 
 
@@ -113,13 +125,33 @@ def cmd_table(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .report import compare_tables
+    from .compare import (Side, compare_by_param, compare_published, compare_runs, render_comparison,
+                          render_published)
+    from .published import PREFIX, load_study
+    from .results import find_run, results_root
 
     metrics = args.metrics.split(",") if args.metrics else None
-    pa, ta = _tables(args.experiment, args.run_a, metrics)
-    pb, tb = _tables(args.experiment, args.run_b, metrics)
-    print(compare_tables(ta, tb, "A", "B"))
-    print(f"A = {pa.name}\nB = {pb.name}")
+    root = results_root(_root())
+    runs = list(args.runs)
+    study = runs.pop() if runs and runs[-1].startswith(PREFIX) else None
+    if args.by or study:
+        if len(runs) > 1:
+            raise IolabError("give one run (or none for the latest) with --by or published:STUDY")
+        side = Side.load(find_run(root, args.experiment, runs[0] if runs else None), "run")
+        if study:
+            pc = compare_published(side, load_study(study, _root()), args.metric, args.where, args.ignore)
+            print(render_published(pc))
+            return 0
+        if args.baseline is None:
+            raise IolabError("--by needs --baseline VALUE, e.g. --by lustre.stripe_count --baseline 1")
+        print(render_comparison(compare_by_param(side, args.by, args.baseline, metrics)))
+        return 0
+    if len(runs) != 2:
+        raise IolabError("compare two runs (ID RUN_A RUN_B), one run by a parameter "
+                         "(ID [RUN] --by KEY --baseline VALUE) or a run with a study (ID RUN published:NAME)")
+    a = Side.load(find_run(root, args.experiment, runs[0]), "A")
+    b = Side.load(find_run(root, args.experiment, runs[1]), "B")
+    print(render_comparison(compare_runs(a, b, metrics)))
     return 0
 
 
@@ -175,6 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("plan", help="list an experiment's cases, jobs and bytes written")
     s.add_argument("experiment", metavar="YAML|ID")
     s.add_argument("--profile")
+    s.add_argument("--suggest-reps", action="store_true",
+                   help="suggest repetitions per case from earlier runs of the same case ids")
+    s.add_argument("--target-ci", type=float, default=5.0, metavar="PERCENT",
+                   help="target 95%% CI half-width as a percentage of the mean (default 5)")
     s.set_defaults(func=cmd_plan)
 
     s = sub.add_parser("render", help="(re)generate the ReFrame shims in reframe/generated/")
@@ -188,11 +224,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--metrics", help="comma-separated metric names, e.g. write_bw,write_bw_max")
     s.set_defaults(func=cmd_table)
 
-    s = sub.add_parser("compare", help="two runs of an experiment side by side")
+    s = sub.add_parser("compare", help="two runs, two values of a parameter, or a run and a published study",
+                       description="iolab compare ID RUN_A RUN_B | ID [RUN] --by KEY --baseline VALUE | "
+                                   "ID RUN published:STUDY")
     s.add_argument("experiment", metavar="ID")
-    s.add_argument("run_a", metavar="RUN_A")
-    s.add_argument("run_b", metavar="RUN_B")
-    s.add_argument("--metrics")
+    s.add_argument("runs", nargs="*", metavar="RUN",
+                   help="run ids (or unique prefixes/suffixes); published:STUDY for a study "
+                        "in results/published/")
+    s.add_argument("--metrics", help="comma-separated metric names (run comparisons)")
+    s.add_argument("--by", metavar="KEY", help="pair each case with the baseline case differing only in KEY")
+    s.add_argument("--baseline", metavar="VALUE", help="the baseline value of --by, e.g. 1 or 1MiB")
+    s.add_argument("--metric", help="the run's metric to set against the study's (default: the study's)")
+    s.add_argument("--where", action="append", metavar="COLUMN=VALUE", default=[],
+                   help="use only the study's rows with this value (repeatable)")
+    s.add_argument("--ignore", action="append", metavar="COLUMN", default=[],
+                   help="do not match on this study column, e.g. scale.num_tasks at another scale "
+                        "(repeatable)")
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("parse", help="print metrics parsed from benchmark outputs as JSON lines")

@@ -13,6 +13,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from . import schema as schemas
+from . import stats
 
 DEFAULT_METRICS = {
     "ior": ["write_bw", "read_bw"],
@@ -66,10 +67,15 @@ def fmt_value(value, divisor: float | None = None) -> str:
 @dataclass
 class Cell:
     values: list[float]
+    reps: list = field(default_factory=list)    # the repetition of each value, when known
 
     @property
     def n(self) -> int:
         return len(self.values)
+
+    @property
+    def summary(self) -> stats.Summary:
+        return stats.summarize(self.values)
 
     @property
     def mean(self) -> float | None:
@@ -82,6 +88,10 @@ class Cell:
     @property
     def stddev(self) -> float | None:
         return statistics.stdev(self.values) if len(self.values) >= 2 else None
+
+    def rep(self, index: int):
+        rep = self.reps[index] if index < len(self.reps) else None
+        return index + 1 if rep is None else rep
 
 
 @dataclass
@@ -223,8 +233,10 @@ def build_tables(records: list[dict], metrics: list[str] | None = None,
             if status == "ok":
                 row.ok += 1
                 for m in rec.get("metrics", []):
-                    if m["name"] in row.cells:
-                        row.cells[m["name"]].values.append(m["value"])
+                    cell = row.cells.get(m["name"])
+                    if cell is not None:
+                        cell.values.append(m["value"])
+                        cell.reps.append(rec.get("repetition"))
                         units[m["name"]] = m["unit"]
             elif status == "skipped":
                 row.skipped.append(rec.get("error") or "skipped")
@@ -247,17 +259,64 @@ def _status(row: Row) -> str:
     return "; ".join(bits)
 
 
-def _num(value) -> str:
-    return "-" if value is None else fmt_value(float(value))
+def fmt_measure(value) -> str:
+    """A measured value: two decimals, or three significant digits below 1 (times in seconds)."""
+    if value is None:
+        return "-"
+    value = float(value)
+    if value != 0 and abs(value) < 1:
+        return f"{value:.3g}"
+    return fmt_value(value)
 
 
-def table_rows(table: Table) -> tuple[list[str], list[list[str]], list[str]]:
-    """Header, body and footnotes as text, shared by the Markdown and CSV writers."""
+NOISY_MARK = "§"
+OUTLIER_MARK = "‡"
+N_TOO_SMALL = "n too small"
+LEGEND = (f"Mean ± half-width of the 95% confidence interval (Student t, n-1 degrees of freedom); "
+          f"{N_TOO_SMALL} below 2 repetitions. CV = standard deviation / mean. "
+          f"{NOISY_MARK} noisy: CV above {stats.NOISY_CV:.0%}. "
+          f"{OUTLIER_MARK} outlier: |modified z-score| above {stats.OUTLIER_Z} "
+          f"(0.6745 (x - median) / MAD), kept in the mean; see Notes.")
+
+
+def fmt_mean_ci(s: stats.Summary, marks: bool = True) -> str:
+    if s.n == 0:
+        return "-"
+    spread = f" ({N_TOO_SMALL})" if s.n_too_small else f" ± {fmt_measure(s.ci_half_width)}"
+    text = fmt_measure(s.mean) + spread
+    if marks:
+        text += " " * bool(s.noisy or s.outliers) + NOISY_MARK * s.noisy + OUTLIER_MARK * bool(s.outliers)
+    return text
+
+
+def _cv(s: stats.Summary) -> str:
+    return "-" if s.cv is None else f"{100 * s.cv:.1f}"
+
+
+def _outlier_notes(row: Row, metrics: list[str]) -> list[str]:
+    out = []
+    for m in metrics:
+        cell = row.cells[m]
+        for o in cell.summary.outliers:
+            out.append(f"{OUTLIER_MARK} {m} rep {cell.rep(o.index)} = {fmt_measure(o.value)} "
+                       f"(z {o.modified_z:.1f})")
+    return out
+
+
+def table_rows(table: Table, style: str = "md") -> tuple[list[str], list[list[str]], list[str]]:
+    """Header, body and footnotes as text, shared by the Markdown and CSV writers.
+
+    Markdown puts mean ± half-width and the marks in one cell; CSV keeps numbers in their own
+    columns and says in words, in Notes, which cells are noisy.
+    """
     header = [param_label(k, table.benchmark)[0] for k in table.keys]
     for m in table.metrics:
         unit = table.units.get(m, "")
         label, u = metric_label(m), f" ({unit})" if unit else ""
-        header += [f"Mean {label}{u}", f"Max. {label}{u}", f"StdDev{u}"]
+        if style == "md":
+            header += [f"Mean {label} ± 95% CI{u}", f"Max. {label}{u}", "CV (%)"]
+        else:
+            header += [f"Mean {label}{u}", f"95% CI ± {label}{u}", f"Max. {label}{u}", f"CV {label} (%)"]
     header += ["n", "Notes"]
     notes: list[str] = []
     body = []
@@ -265,23 +324,33 @@ def table_rows(table: Table) -> tuple[list[str], list[list[str]], list[str]]:
         line = [fmt_value(v, param_label(k, table.benchmark)[1]) for k, v in zip(table.keys, row.key_values)]
         if not table.keys:
             line = []
+        noisy = []
         for m in table.metrics:
-            cell = row.cells[m]
-            line += [_num(cell.mean), _num(cell.max), _num(cell.stddev)]
+            s = row.cells[m].summary
+            if style == "md":
+                line += [fmt_mean_ci(s), fmt_measure(s.max), _cv(s)]
+            else:
+                half = N_TOO_SMALL if s.n == 1 else fmt_measure(s.ci_half_width)
+                line += [fmt_measure(s.mean), half, fmt_measure(s.max), _cv(s)]
+            if s.noisy:
+                noisy.append(m)
         marks = []
         for note in row.notes:
             if note not in notes:
                 notes.append(note)
             marks.append("†" * (notes.index(note) + 1))
-        status = _status(row)
-        line += [str(row.ok), " ".join(filter(None, [" ".join(marks), status]))]
+        words = [" ".join(marks), _status(row)]
+        if style != "md" and noisy:
+            words.append("noisy: " + ", ".join(noisy))
+        words += _outlier_notes(row, table.metrics)
+        line += [str(row.ok), "; ".join(filter(None, words))]
         body.append(line)
     footnotes = [f"{'†' * (i + 1)} {n}" for i, n in enumerate(notes)]
     return header, body, footnotes
 
 
 def to_markdown(table: Table) -> str:
-    header, body, footnotes = table_rows(table)
+    header, body, footnotes = table_rows(table, "md")
     if not table.keys:
         header = ["Case"] + header
         body = [[row.case_id] + line for row, line in zip(table.rows, body)]
@@ -289,6 +358,7 @@ def to_markdown(table: Table) -> str:
            "| " + " | ".join(header) + " |",
            "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(line) + " |" for line in body]
+    out += ["", LEGEND]
     if footnotes:
         out += [""] + footnotes
     return "\n".join(out) + "\n"
@@ -298,13 +368,23 @@ def to_csv(tables: list[Table]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     for i, table in enumerate(tables):
-        header, body, footnotes = table_rows(table)
+        header, body, footnotes = table_rows(table, "csv")
         if i:
             writer.writerow([])
         writer.writerow(["part", "case_id"] + header)
         for row, line in zip(table.rows, body):
             writer.writerow([table.part, row.case_id] + line)
     return buf.getvalue()
+
+
+def summary_json(cell: Cell, unit: str | None) -> dict:
+    s = cell.summary
+    return {"unit": unit, "n": s.n, "mean": s.mean, "median": s.median, "min": s.min, "max": s.max,
+            "stddev": s.stddev, "cv": s.cv, "ci95_half_width": s.ci_half_width,
+            "ci95": list(s.ci) if s.ci else None, "noisy": s.noisy,
+            "outliers": [{"repetition": cell.rep(o.index), "value": o.value, "modified_z": o.modified_z}
+                         for o in s.outliers],
+            "values": list(s.values)}
 
 
 def to_json(tables: list[Table]) -> str:
@@ -316,9 +396,9 @@ def to_json(tables: list[Table]) -> str:
                 "benchmark": table.benchmark, "case_id": row.case_id,
                 "params": {k: v for k, v in zip(table.keys, row.key_values)},
                 "n": row.ok, "failed": row.failed, "skipped": row.skipped, "notes": row.notes,
-                "metrics": {m: {"unit": table.units.get(m), "mean": c.mean, "max": c.max,
-                                "stddev": c.stddev, "n": c.n, "values": c.values}
-                            for m, c in row.cells.items()},
+                "metrics": {m: summary_json(c, table.units.get(m)) for m, c in row.cells.items()},
+                "rules": {"confidence": stats.CONFIDENCE, "noisy_cv": stats.NOISY_CV,
+                          "outlier_modified_z": stats.OUTLIER_Z},
             })
     return json.dumps(out, indent=2, allow_nan=False) + "\n"
 
@@ -331,29 +411,79 @@ def render(tables: list[Table], fmt: str) -> str:
     return "\n".join(to_markdown(t) for t in tables)
 
 
-def compare_tables(a: list[Table], b: list[Table], label_a: str, label_b: str) -> str:
-    """Same rows (matched by case id) side by side, with the ratio B/A of the means."""
+REPS_FORMULA = ("n = the smallest n >= 2 with t(0.975, n-1) * CV / sqrt(n) <= target, "
+                "CV = s / mean over every earlier repetition of the case (all runs pooled)")
+
+
+@dataclass
+class RepSuggestion:
+    part: str
+    case_id: str
+    metric: str
+    unit: str
+    runs: int                   # earlier runs with at least one value
+    summary: stats.Summary      # pooled over those runs
+    planned: int                # the experiment's repetitions
+    suggested: int | None       # None: fewer than 2 earlier values
+
+    @property
+    def planned_rel_half_width(self) -> float | None:
+        """What the planned repetitions would give at the observed CV."""
+        if self.summary.cv is None or self.planned < 2:
+            return None
+        return stats.t_quantile(self.planned - 1) * self.summary.cv / math.sqrt(self.planned)
+
+
+def suggest_reps(run_paths, cases, planned: int, target_pct: float,
+                 metrics: dict[str, list[str]] | None = None) -> list[RepSuggestion]:
+    """Per case and metric: repetitions for a 95% CI half-width of target_pct % of the mean,
+    from the values of earlier runs of the same case ids."""
+    from .results import load_records
+
+    target = target_pct / 100
+    wanted = {c.case_id: c for c in cases}
+    values: dict[tuple[str, str], list[float]] = {}
+    units: dict[str, str] = {}
+    runs: dict[tuple[str, str], set] = {}
+    for path in run_paths:
+        for rec in load_records(path):
+            case = wanted.get(rec.get("case_id"))
+            if case is None or rec.get("status") != "ok":
+                continue
+            names = (metrics or {}).get(case.benchmark) or DEFAULT_METRICS.get(case.benchmark, [])
+            for m in rec.get("metrics", []):
+                if m["name"] in names:
+                    values.setdefault((case.case_id, m["name"]), []).append(m["value"])
+                    runs.setdefault((case.case_id, m["name"]), set()).add(path.name)
+                    units[m["name"]] = m["unit"]
     out = []
-    b_rows = {(t.part, r.case_id): (t, r) for t in b for r in t.rows}
-    for ta in a:
-        header = [param_label(k, ta.benchmark)[0] for k in ta.keys] or ["Case"]
-        for m in ta.metrics:
-            unit = ta.units.get(m, "")
-            header += [f"{metric_label(m)} {label_a} ({unit})", f"{metric_label(m)} {label_b} ({unit})",
-                       "Ratio"]
-        header += ["n A", "n B"]
-        out += [f"### {ta.experiment} · {ta.part}: {label_a} vs {label_b}", "",
-                "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-        for ra in ta.rows:
-            tb, rb = b_rows.get((ta.part, ra.case_id), (None, None))
-            keys = [fmt_value(v, param_label(k, ta.benchmark)[1]) for k, v in zip(ta.keys, ra.key_values)]
-            line = keys or [ra.case_id]
-            for m in ta.metrics:
-                ma = ra.cells[m].mean
-                mb = rb.cells[m].mean if rb is not None and m in rb.cells else None
-                ratio = (mb / ma) if (ma and mb is not None) else None
-                line += [_num(ma), _num(mb), "-" if ratio is None or math.isnan(ratio) else f"{ratio:.2f}"]
-            line += [str(ra.ok), str(rb.ok) if rb else "0"]
-            out.append("| " + " | ".join(line) + " |")
-        out.append("")
+    for case in cases:
+        names = (metrics or {}).get(case.benchmark) or DEFAULT_METRICS.get(case.benchmark, [])
+        for name in names:
+            vals = values.get((case.case_id, name), [])
+            if not vals and name not in units:
+                continue
+            out.append(RepSuggestion(case.part, case.case_id, name, units.get(name, ""),
+                                     len(runs.get((case.case_id, name), ())), stats.summarize(vals),
+                                     planned, stats.reps_needed(vals, target) if len(vals) >= 2 else None))
+    return out
+
+
+def render_rep_suggestions(rows: list[RepSuggestion], experiment: str, runs: int, target_pct: float,
+                           planned: int) -> str:
+    out = [f"repetitions for a 95% CI half-width of {target_pct:g}% of the mean, "
+           f"from {runs} earlier run(s) of {experiment}:", f"  {REPS_FORMULA}"]
+    if not rows:
+        out.append("  no earlier values for these cases: run them first (case ids depend on the profile)")
+        return "\n".join(out)
+    table = [["case", "metric", "runs", "n", "mean", "CV %", f"±% at {planned} reps", "suggested"]]
+    for r in rows:
+        s, now = r.summary, r.planned_rel_half_width
+        table.append([r.case_id, r.metric, str(r.runs), str(s.n),
+                      "-" if s.mean is None else f"{s.mean:.4g} {r.unit}".strip(),
+                      "-" if s.cv is None else f"{100 * s.cv:.1f}",
+                      "-" if now is None else f"{100 * now:.1f}",
+                      N_TOO_SMALL if r.suggested is None else str(r.suggested)])
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    out += ["  " + "  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in table]
     return "\n".join(out)

@@ -83,9 +83,81 @@ def _records(experiment, run_id):
 
 def test_tables(experiment, tmp_path):
     run_id = "20261121T000000Z-abcdef"
-    run = RunDir.create(tmp_path / "results", experiment.id, run_id, {"experiment": experiment.id})
-    for rec in _records(experiment, run_id):
-        run.append(rec)
+    run = _run(tmp_path, experiment, run_id, _records(experiment, run_id))
     tables = build_tables(run.records())
     check_golden("golden_study_table.md", render(tables, "md"))
     check_golden("golden_study_table.csv", render(tables, "csv"))
+
+
+# Five repetitions per case from real outputs: a tight group (write_bw 1382 to 1578 MiB/s) with, for
+# some cases, one far value (7882 MiB/s, the POSIX file-per-process run): CIs, CVs, noisy cells and
+# outliers all show.
+TIGHT = ["ior_hdf5_coll_4r_t512k_b8m.summary.json", "ior_mpiio_indep_4r_t64k_b4m.summary.json",
+         "ior_mpiio_coll_4r_t256k_b8m.txt", "ior_hdf5_coll_4r_t512k_b8m.txt"]
+FAR = "ior_posix_fpp_4r_t1m_b16m.summary.json"
+
+
+def _stats_records(experiment, run_id, shift=0, version="4.0.0"):
+    cases = expand(experiment)
+    varied = varied_keys(cases)
+    recs = []
+    for i, case in enumerate(cases):
+        files = [TIGHT[(i + shift + k) % len(TIGHT)] for k in range(4)]
+        files.append(FAR if i % 3 == 0 else TIGHT[(i + shift) % len(TIGHT)])
+        for rep, name in enumerate(files, 1):
+            parsed = parse_any(DATA / name)
+            recs.append({
+                "experiment": experiment.id, "run_id": run_id, "case_id": case.case_id,
+                "part": case.part, "benchmark": "ior", "repetition": rep, "params": case.params,
+                "varied": varied, "status": "ok", "error": None,
+                "metrics": [m.as_dict() for m in parsed.metrics],
+                "flags": ["striping not applied: ext4: no striping"] if i == 5 else [],
+                "provenance": {"binary": {"name": "ior", "version": version}},
+            })
+    return recs
+
+
+def _run(tmp_path, experiment, run_id, records, **manifest):
+    run = RunDir.create(tmp_path / "results", experiment.id, run_id,
+                        {"experiment": experiment.id, **manifest})
+    for rec in records:
+        run.append(rec)
+    return run
+
+
+def test_table_with_statistics(experiment, tmp_path):
+    run_id = "20261121T000000Z-5e7e75"
+    run = _run(tmp_path, experiment, run_id, _stats_records(experiment, run_id))
+    tables = build_tables(run.records(), ["write_bw", "write_total_time"])
+    check_golden("golden_study_stats_table.md", render(tables, "md"))
+    check_golden("golden_study_stats_table.csv", render(tables, "csv"))
+
+
+def test_compare_markdown(experiment, tmp_path):
+    from iolab.compare import Side, compare_by_param, compare_runs, render_comparison
+
+    a_id, b_id = "20261121T000000Z-aaaaaa", "20261122T000000Z-bbbbbb"
+    a = _run(tmp_path, experiment, a_id, _stats_records(experiment, a_id), system="alpha:compute")
+    b = _run(tmp_path, experiment, b_id, _stats_records(experiment, b_id, shift=1, version="4.0.1"),
+             system="beta:compute", spack_lock_sha256="0" * 64)
+    sa, sb = Side.load(a.path, "A"), Side.load(b.path, "B")
+    text = render_comparison(compare_runs(sa, sb, ["write_bw"]))
+    by_param = compare_by_param(Side.load(a.path, "run"), "lustre.stripe_count", "1", ["write_bw"])
+    text += "\n" + render_comparison(by_param)
+    check_golden("golden_study_compare.md", text)
+
+
+def test_published_markdown(experiment, tmp_path):
+    """The 4-process cases of the golden run against the ARCHER guide's 24-process rows."""
+    from iolab.compare import Side, compare_published, render_published
+    from iolab.published import load_study
+
+    run_id = "20261121T000000Z-a4c4e7"
+    recs = [r for r in _stats_records(experiment, run_id) if r["params"]["scale.tasks_per_node"] == 4]
+    run = _run(tmp_path, experiment, run_id, recs, system="alpha:compute")
+    study = load_study("archer-fpp-ssf", HERE.parents[1])
+    pc = compare_published(Side.load(run.path, "run"), study,
+                           where=["scale.num_tasks=24", "lustre.stripe_size=1MiB"],
+                           ignore=["scale.num_tasks", "scale.tasks_per_node", "block_size",
+                                   "lustre.stripe_size"])
+    check_golden("golden_study_published.md", render_published(pc))

@@ -72,7 +72,7 @@ def test_parse_failed_output_exits_1():
     assert "Traceback" not in out.stderr
 
 
-def test_import_table_compare(results, capsys):
+def test_import_table_compare(results, capsys, tmp_path):
     files = [str(IOR / "ior_mpiio_coll_4r_t256k_b8m.summary.json"),
              str(IOR / "ior_mpiio_coll_4r_t256k_b8m.txt")]
     args = ["import", "ior", *files, "--into", "imported-study", "--param", "api=MPIIO",
@@ -93,15 +93,32 @@ def test_import_table_compare(results, capsys):
 
     assert main(["table", "imported-study", "--run", runs[0].name]) == 0
     table = capsys.readouterr().out
-    # mean of the JSON summary's 1404.0598 and the text run's 1577.50
-    assert "| 1490.78 |" in table and "Stripe Size (MiB)" in table
+    # mean of the JSON summary's 1404.0598 and the text run's 1577.50 = 1490.78;
+    # s = 173.4402 / sqrt(2) = 122.6407; half-width = 12.7062 * 122.6407 / sqrt(2) = 1101.88
+    assert "| 1490.78 ± 1101.88 |" in table and "Stripe Size (MiB)" in table
+    assert "| 8.2 |" in table  # CV = 122.64 / 1490.78
     assert main(["table", "imported-study", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert rows[0]["metrics"]["write_bw"]["n"] == 1
+    bw = rows[0]["metrics"]["write_bw"]
+    assert bw["n"] == 1 and bw["ci95_half_width"] is None and bw["noisy"] is False
+    assert main(["table", "imported-study", "--run", runs[0].name, "--format", "csv"]) == 0
+    assert ",1490.78,1101.88,1577.50,8.2," in capsys.readouterr().out
 
     assert main(["compare", "imported-study", runs[0].name, runs[1].name]) == 0
     cmp = capsys.readouterr().out
-    assert "Ratio" in cmp and "| 0.94 |" in cmp  # B/A: 1404.06 / 1490.78
+    assert "| B/A |" in cmp and "| 0.94 |" in cmp  # B/A: 1404.06 / 1490.78
+    assert "| n too small |" in cmp                 # B has one repetition
+
+    yaml_path = tmp_path / "imported-study.yaml"
+    yaml_path.write_text("id: imported-study\ndescription: the imported case\nbenchmark: ior\n"
+                         "fixed: {api: MPIIO, collective: true, lustre.stripe_size: 4MiB}\nrepetitions: 3\n")
+    assert main(["plan", str(yaml_path), "--suggest-reps", "--target-ci", "5"]) == 0
+    plan = capsys.readouterr().out
+    assert "t(0.975, n-1) * CV / sqrt(n) <= target" in plan
+    # pooled over both runs: 1404.0598, 1577.50, 1404.0598 -> mean 1461.87, s 100.136, CV 6.85%;
+    # 9 reps: 2.306 * 0.0685 / 3 = 5.27% > 5%; 10 reps: 2.262 * 0.0685 / 3.162 = 4.90%: suggest 10
+    line = next(x for x in plan.splitlines() if "write_bw" in x)
+    assert line.split()[-1] == "10" and "6.8" in line.split()
 
 
 def test_import_rejects_bad_file_and_writes_nothing(results):
@@ -119,3 +136,25 @@ def test_table_without_results(results):
 def test_committed_shims_match_their_yamls():
     out = run_cli("render", "--check")
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_compare_forms_and_errors(results, capsys):
+    files = [str(IOR / "ior_mpiio_coll_4r_t256k_b8m.summary.json"),
+             str(IOR / "ior_mpiio_coll_4r_t256k_b8m.txt")]
+    for stripes in ("1", "4"):
+        assert main(["import", "ior", *files, "--into", "cmp-study", "--param", "api=MPIIO",
+                     "--param", f"lustre.stripe_count={stripes}"]) == 0
+    capsys.readouterr()
+    # two imports are two runs: --by needs the cases in one run
+    assert main(["compare", "cmp-study", "--by", "lustre.stripe_count", "--baseline", "1"]) == 2
+    assert "no case has lustre.stripe_count = 1" in capsys.readouterr().err
+
+    assert main(["compare", "cmp-study", "latest", "published:csc-btio-mahti"]) == 0
+    out = capsys.readouterr().out
+    assert "vs published: csc-btio-mahti" in out and "rows: 0 matched, 9 without a matching case" in out
+    assert "absolute: not assessed: hardware differs" in out
+
+    assert main(["compare", "cmp-study", "only-one-run"]) == 2
+    assert "compare two runs (ID RUN_A RUN_B)" in capsys.readouterr().err
+    assert main(["compare", "cmp-study", "published:nope"]) == 2
+    assert "no published study 'nope'" in capsys.readouterr().err

@@ -1,0 +1,661 @@
+"""Comparisons with their uncertainty: two runs (or two systems), two values of one parameter inside
+a run, or a run against a published study.
+
+Per row: both means with their 95% intervals, the ratio B/A with a 95% interval (delta method on
+the log ratio, stats.ratio_ci), Welch's two-sided t-test at alpha 0.05 and a verdict: faster,
+slower or no clear difference ("n too small" below two repetitions on a side). Bandwidths and
+operation rates (units ending in /s) are better higher, times (s, ms, us, ns) better lower.
+
+Rows whose settings were not applied as requested (the records' flags) or whose provenance
+differs (spack.lock, benchmark binary version) are marked and footnoted, never merged silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import stats
+from .errors import IolabError
+from .published import DEFAULT, PublishedRow, Study, coerce_param
+from .published import spec_of as _param_spec
+from .report import (_param, build_tables, fmt_mean_ci, fmt_measure, fmt_value, metric_label, param_label,
+                     report_settings)
+from .results import RunDir
+from .units import format_size
+
+TIME_UNITS = ("s", "ms", "us", "ns")
+SHAPE_RHO = 0.7        # Spearman's rho at or above this: the ordering of settings agrees
+SAME_MACHINE_KEY = "same_machine_as"
+
+
+def direction(metric: str, unit: str | None) -> str | None:
+    """'higher' or 'lower' is better, or None when the metric has no better side (spreads, bytes)."""
+    if metric.endswith(("_stddev", "_bytes")) or not unit:
+        return None
+    if unit in TIME_UNITS:
+        return "lower"
+    if unit.endswith("/s"):
+        return "higher"
+    return None
+
+
+def verdict(welch: stats.Welch | None, diff: float | None, better: str | None) -> str:
+    """B against A."""
+    if welch is None or diff is None:
+        return "n too small"
+    if welch.p >= stats.ALPHA:
+        return "no clear difference"
+    if better is None:
+        return "higher" if diff > 0 else "lower"
+    return "faster" if (diff > 0) == (better == "higher") else "slower"
+
+
+# ----------------------------------------------------------------------------------------- sides
+
+@dataclass
+class Side:
+    label: str
+    path: Path
+    manifest: dict
+    records: list[dict]
+
+    @classmethod
+    def load(cls, path: Path, label: str) -> Side:
+        run = RunDir(path)
+        records = run.records()
+        if not records:
+            raise IolabError(f"run {path.name} has no records yet")
+        return cls(label, path, run.manifest(), records)
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def system(self) -> str | None:
+        return self.manifest.get("system") or self.manifest.get("label")
+
+    def describe(self) -> str:
+        return f"{self.label} = run {self.run_id} (system {self.system or 'unknown'})"
+
+    def tables(self, metrics):
+        return build_tables(self.records, metrics, report_settings(self.manifest))
+
+    def binary_versions(self, part: str, case_id: str) -> set:
+        out = set()
+        for r in self.records:
+            if r.get("part", "main") == part and r["case_id"] == case_id and r.get("status") == "ok":
+                binary = (r.get("provenance") or {}).get("binary") or {}
+                out.add(binary.get("version"))
+        return out
+
+
+def same_machine_studies(manifest: dict) -> list[str]:
+    """Studies the run's system declares itself to be the same machine as.
+
+    Read from the manifest's `system_extras` (the partition's extras['iolab'] as recorded by the
+    run): `system_extras: {same_machine_as: [archer-fpp-ssf]}`. Absent: a different machine.
+    """
+    extras = manifest.get("system_extras")
+    if not isinstance(extras, dict):
+        return []
+    value = extras.get(SAME_MACHINE_KEY) or []
+    return [value] if isinstance(value, str) else [str(v) for v in value]
+
+
+# ---------------------------------------------------------------------------------- comparisons
+
+@dataclass
+class Pair:
+    key_values: list[str]
+    case_a: str | None
+    case_b: str | None
+    a: stats.Summary
+    b: stats.Summary
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float | None:
+        if self.a.mean and self.b.mean is not None:
+            return self.b.mean / self.a.mean
+        return None
+
+    @property
+    def ratio_ci(self):
+        return stats.ratio_ci(self.a, self.b)
+
+    @property
+    def welch(self):
+        return stats.welch(self.a, self.b)
+
+    def verdict(self, better: str | None) -> str:
+        diff = None if self.a.mean is None or self.b.mean is None else self.b.mean - self.a.mean
+        return verdict(self.welch, diff, better)
+
+
+@dataclass
+class MetricTable:
+    part: str
+    benchmark: str
+    metric: str
+    unit: str
+    headers: list[str]
+    pairs: list[Pair]
+
+    @property
+    def better(self) -> str | None:
+        return direction(self.metric, self.unit)
+
+
+@dataclass
+class Comparison:
+    title: str
+    label_a: str
+    label_b: str
+    context: list[str]
+    tables: list[MetricTable]
+
+
+def _headers(table) -> list[str]:
+    return [param_label(k, table.benchmark)[0] for k in table.keys]
+
+
+def _key_values(table, row) -> list[str]:
+    return [fmt_value(v, param_label(k, table.benchmark)[1]) for k, v in zip(table.keys, row.key_values)]
+
+
+def _flag_notes(label: str, row) -> list[str]:
+    return [f"{label}: {n}" for n in row.notes]
+
+
+def _provenance_notes(a: Side, b: Side) -> list[str]:
+    """Run-level differences: the Spack environment."""
+    la, lb = a.manifest.get("spack_lock_sha256"), b.manifest.get("spack_lock_sha256")
+    if la == lb:
+        return []
+    if la and lb:
+        return [f"spack.lock differs ({a.label} {la[:12]}, {b.label} {lb[:12]})"]
+    return [f"spack.lock recorded for {a.label if la else b.label} only"]
+
+
+def _version_note(a: Side, b: Side, part: str, case_a: str, case_b: str,
+                  labels: tuple[str, str] | None = None) -> list[str]:
+    """A differing benchmark binary version (as the benchmark printed it) between the two cases."""
+    va, vb = a.binary_versions(part, case_a), b.binary_versions(part, case_b)
+    if not va or not vb or va == vb:
+        return []
+    la, lb = labels or (a.label, b.label)
+
+    def show(vs):
+        return "/".join(sorted(str(v) for v in vs))
+    return [f"binary version differs ({la} {show(va)}, {lb} {show(vb)})"]
+
+
+def compare_runs(a: Side, b: Side, metrics: list[str] | None = None) -> Comparison:
+    """The same cases (by part and case id) of two runs, e.g. from two systems."""
+    tables_a = a.tables(metrics)
+    chosen = metrics or list(dict.fromkeys(m for t in tables_a for m in t.metrics))
+    tables_b = {t.part: t for t in b.tables(chosen)}
+    run_notes = _provenance_notes(a, b)
+    context = [a.describe(), b.describe()]
+    if a.system != b.system:
+        context.append(f"systems differ: {a.label} on {a.system or 'unknown'}, "
+                       f"{b.label} on {b.system or 'unknown'}")
+    out = []
+    for ta in tables_a:
+        tb = tables_b.get(ta.part)
+        rows_b = {r.case_id: r for r in tb.rows} if tb else {}
+        only_b = [cid for cid in rows_b if cid not in {r.case_id for r in ta.rows}]
+        if only_b:
+            context.append(f"{ta.part}: {len(only_b)} case(s) only in {b.label}: {', '.join(only_b)}")
+        for m in ta.metrics:
+            pairs = []
+            for ra in ta.rows:
+                rb = rows_b.get(ra.case_id)
+                sa = ra.cells[m].summary
+                sb = rb.cells[m].summary if rb is not None and m in rb.cells else stats.summarize([])
+                notes = list(run_notes) + _flag_notes(a.label, ra)
+                if rb is None:
+                    notes.append(f"case not in {b.label}")
+                else:
+                    notes += _flag_notes(b.label, rb) + _version_note(a, b, ta.part, ra.case_id, rb.case_id)
+                pairs.append(Pair(_key_values(ta, ra), ra.case_id, rb.case_id if rb else None, sa, sb, notes))
+            unit = ta.units.get(m) or (tb.units.get(m) if tb else "") or ""
+            out.append(MetricTable(ta.part, ta.benchmark, m, unit, _headers(ta), pairs))
+    title = f"{a.records[0]['experiment']}: {a.label} vs {b.label}"
+    return Comparison(title, a.label, b.label, context, out)
+
+
+def compare_by_param(side: Side, key: str, baseline: str, metrics: list[str] | None = None) -> Comparison:
+    """Each case against the baseline case that differs from it only in `key`."""
+    tables = side.tables(metrics)
+    seen_values, out = set(), []
+    try:
+        base_value = coerce_param(key, baseline)
+    except ValueError as exc:
+        raise IolabError(f"--baseline {baseline!r}: {exc}", key=key) from None
+    found_key = False
+    for table in tables:
+        rows = [r for r in table.rows if key in r.params]
+        found_key = found_key or bool(rows)
+        for r in rows:
+            seen_values.add(r.params[key])
+        bases = [r for r in rows if r.params[key] == base_value]
+        if not rows or not bases:
+            continue
+        for m in table.metrics:
+            pairs = []
+            for r in rows:
+                if r.params[key] == base_value:
+                    continue
+                rest = {k: v for k, v in r.params.items() if k != key}
+                match = [c for c in bases if {k: v for k, v in c.params.items() if k != key} == rest]
+                sb = r.cells[m].summary
+                notes = _flag_notes("this case", r)
+                if not match:
+                    pairs.append(Pair(_key_values(table, r), None, r.case_id, stats.summarize([]), sb,
+                                      notes + ["no baseline case differing only in " + key]))
+                    continue
+                base = match[0]
+                notes = _flag_notes("baseline", base) + notes
+                notes += _version_note(side, side, table.part, base.case_id, r.case_id,
+                                       ("baseline", "this case"))
+                pairs.append(Pair(_key_values(table, r), base.case_id, r.case_id,
+                                  base.cells[m].summary, sb, notes))
+            out.append(MetricTable(table.part, table.benchmark, m, table.units.get(m, ""),
+                                   _headers(table), pairs))
+    if not found_key:
+        varied = sorted({k for t in tables for r in t.rows for k in (r.params or {})
+                         if k.startswith(("lustre.", "mpiio.", "scale.")) or k in _all_varied(side)})
+        raise IolabError(f"no case of run {side.run_id} has parameter {key!r}",
+                         hint=f"parameters: {', '.join(varied)}")
+    if not any(t.pairs for t in out):
+        shown = ", ".join(sorted(map(str, seen_values)))
+        raise IolabError(f"no case has {key} = {baseline} with another value to compare against",
+                         hint=f"values of {key} in this run: {shown}")
+    context = [side.describe(),
+               f"A = the baseline case ({key} = {baseline}); B = the case in the row, which differs "
+               f"from A only in {key}"]
+    title = f"{side.records[0]['experiment']}: {key} against {key} = {baseline}"
+    return Comparison(title, "baseline", "case", context, out)
+
+
+def _all_varied(side: Side) -> set:
+    return {k for r in side.records for k in (r.get("varied") or [])}
+
+
+# ------------------------------------------------------------------------------------- published
+
+@dataclass
+class PublishedPair:
+    row: PublishedRow
+    case_id: str | None
+    run: stats.Summary | None
+    status: str                     # matched | unmatched | ambiguous
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float | None:
+        if self.run is None or self.run.mean is None or not self.row.value:
+            return None
+        return self.run.mean / self.row.value
+
+    @property
+    def deviation(self) -> float | None:
+        r = self.ratio
+        return None if r is None else abs(r - 1)
+
+
+@dataclass
+class PublishedComparison:
+    study: Study
+    side: Side
+    run_metric: str
+    study_metric: str
+    run_unit: str
+    study_unit: str
+    match_keys: list[str]
+    ignored: list[str]
+    where: dict
+    pairs: list[PublishedPair]
+    same_machine: bool
+
+    @property
+    def matched(self) -> list[PublishedPair]:
+        return [p for p in self.pairs if p.status == "matched" and p.run and p.run.n]
+
+    @property
+    def study_better(self) -> str | None:
+        return direction(self.study_metric, self.study_unit)
+
+    @property
+    def run_better(self) -> str | None:
+        return direction(self.run_metric, self.run_unit)
+
+    @property
+    def comparable_units(self) -> bool:
+        return self.run_unit == self.study_unit
+
+    def _goodness(self, value: float, better: str | None) -> float:
+        return -value if better == "lower" else value
+
+    def best(self) -> tuple[PublishedPair, list[PublishedPair]] | None:
+        """(the study's best row, the run's best rows: several when their means tie)."""
+        rows = self.matched
+        if len(rows) < 2 or self.study_better is None or self.run_better is None:
+            return None
+        by_study = max(rows, key=lambda p: self._goodness(p.row.value, self.study_better))
+        top = max(self._goodness(p.run.mean, self.run_better) for p in rows)
+        by_run = [p for p in rows if self._goodness(p.run.mean, self.run_better) == top]
+        return by_study, by_run
+
+    def setting(self, pair: PublishedPair) -> str:
+        """The row's values of the columns that vary among the matched rows."""
+        rows = self.matched
+        keys = [k for k in self.match_keys if len({repr(p.row.params.get(k)) for p in rows}) > 1]
+        bits = [f"{k}={_setting_value(k, pair.row.params[k])}" for k in keys if k in pair.row.params]
+        return ", ".join(bits) or f"line {pair.row.line}"
+
+    def best_status(self) -> str | None:
+        """agrees, differs, or tied (the run's best is not unique)."""
+        best = self.best()
+        if best is None:
+            return None
+        study_best, run_best = best
+        if len(run_best) > 1:
+            return "tied"
+        return "agrees" if study_best is run_best[0] else "differs"
+
+    def rho(self) -> float | None:
+        rows = self.matched
+        if self.study_better is None or self.run_better is None:
+            return None
+        return stats.spearman([self._goodness(p.row.value, self.study_better) for p in rows],
+                              [self._goodness(p.run.mean, self.run_better) for p in rows])
+
+    def shape_verdict(self) -> str:
+        best, rho = self.best(), self.rho()
+        n = len(self.matched)
+        if best is None:
+            return (f"shape not assessed: {n} matched row(s); needs at least 2 and a metric with a "
+                    "better side")
+        status = self.best_status()
+        agrees = status == "agrees"
+        if rho is None:
+            return (f"best setting {status}; ordering not tested "
+                    f"({n} rows, Spearman needs 3 with spread)")
+        ordered = rho >= SHAPE_RHO
+        if agrees and ordered:
+            return "shape reproduced (best setting agrees, ordering agrees)"
+        if agrees or ordered:
+            return (f"shape partly reproduced (best setting {status}, "
+                    f"ordering {'agrees' if ordered else 'differs'})")
+        return f"shape not reproduced (best setting {status}, ordering differs)"
+
+
+def _run_value(params: dict, key: str):
+    if key == "scale.num_tasks":
+        return _param(params, key)
+    return params.get(key)
+
+
+def _matches(row: PublishedRow, params: dict, keys: list[str]) -> bool:
+    for key in keys:
+        if key not in row.params:
+            continue                     # the study does not say: no constraint
+        want, have = row.params[key], _run_value(params, key)
+        if want == DEFAULT:
+            if have is not None:
+                return False
+        elif have != want:
+            return False
+    return True
+
+
+def compare_published(side: Side, study: Study, metric: str | None = None,
+                      where: list[str] | None = None, ignore: list[str] | None = None,
+                      ) -> PublishedComparison:
+    ignore = list(ignore or [])
+    for key in ignore:
+        if key not in study.param_columns:
+            raise IolabError(f"--ignore {key}: not a parameter column of {study.name}",
+                             hint=f"columns: {', '.join(study.param_columns)}")
+    filters = {}
+    for item in where or []:
+        key, sep, text = item.partition("=")
+        if not sep or key not in study.columns:
+            raise IolabError(f"--where {item!r}: expected COLUMN=VALUE with a column of {study.name}",
+                             hint=f"columns: {', '.join(study.columns)}")
+        filters[key] = text
+    rows = [r for r in study.rows if _where_ok(r, filters)]
+    if not rows:
+        why = study.citation.get("missing") or "no row matches the --where filters"
+        raise IolabError(f"study {study.name} has no rows to compare: {why}")
+    metrics = sorted({r.metric for r in rows})
+    if len(metrics) > 1:
+        raise IolabError(f"study {study.name} has several metrics ({', '.join(metrics)})",
+                         hint="pick one with --where metric=NAME")
+    study_metric = metrics[0]
+    study_unit = rows[0].unit
+    run_metric = metric or study_metric
+    match_keys = [k for k in study.param_columns if k not in ignore]
+
+    tables = side.tables([run_metric])
+    cases = [(t, r) for t in tables for r in t.rows]
+    run_units = {t.units.get(run_metric) for t in tables if t.units.get(run_metric)}
+    if not run_units:
+        raise IolabError(f"run {side.run_id} has no metric {run_metric!r}",
+                         hint="choose the run's metric with --metric")
+    run_unit = sorted(run_units)[0]
+
+    pairs = []
+    claimed: dict[str, list[PublishedPair]] = {}
+    for row in rows:
+        hits = [(t, r) for t, r in cases if _matches(row, r.params, match_keys)]
+        if not hits:
+            pairs.append(PublishedPair(row, None, None, "unmatched"))
+            continue
+        if len(hits) > 1:
+            ids = ", ".join(r.case_id for _, r in hits)
+            pairs.append(PublishedPair(row, None, None, "ambiguous",
+                                       [f"{len(hits)} cases match ({ids}): the study does not fix "
+                                        "a parameter the run varies"]))
+            continue
+        table, case = hits[0]
+        pair = PublishedPair(row, case.case_id, case.cells[run_metric].summary, "matched",
+                             _flag_notes("run", case))
+        claimed.setdefault(case.case_id, []).append(pair)
+        pairs.append(pair)
+    for case_id, group in claimed.items():
+        if len(group) > 1:
+            for p in group:
+                p.status = "ambiguous"
+                p.notes.append(f"case {case_id} matches {len(group)} published rows (lines "
+                               f"{', '.join(str(g.row.line) for g in group)}): narrow with --where")
+    same = study.name in same_machine_studies(side.manifest)
+    return PublishedComparison(study, side, run_metric, study_metric, run_unit, study_unit,
+                               match_keys, ignore, filters, pairs, same)
+
+
+def _where_ok(row: PublishedRow, filters: dict) -> bool:
+    for key, text in filters.items():
+        if key == "metric":
+            if row.metric != text:
+                return False
+        elif key == "unit":
+            if row.unit != text:
+                return False
+        elif key == "note":
+            if row.descriptive.get(key) != text:
+                return False
+        else:
+            value = row.params.get(key)
+            if value is None:
+                return False
+            want = DEFAULT if text == "-" else coerce_param(key, text)
+            if value != want:
+                return False
+    return True
+
+
+# ------------------------------------------------------------------------------------- rendering
+
+def _num(v) -> str:
+    return fmt_measure(v)
+
+
+def _mean_ci(s: stats.Summary | None) -> str:
+    return "-" if s is None else fmt_mean_ci(s, marks=False)
+
+
+def _ratio(v) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def _footnoted(notes: list[str], seen: list[str]) -> str:
+    marks = []
+    for n in notes:
+        if n not in seen:
+            seen.append(n)
+        marks.append("†" * (seen.index(n) + 1))
+    return " ".join(marks)
+
+
+METHOD = ("B/A: ratio of the means, 95% CI by the delta method on log(B/A) with Welch-Satterthwaite "
+          "degrees of freedom. Verdict: Welch's two-sided t-test at alpha = 0.05 (faster / slower / "
+          "no clear difference); n too small below 2 repetitions on a side. Bandwidths and rates "
+          "(…/s) are better higher, times better lower.")
+
+
+def render_comparison(c: Comparison) -> str:
+    out = [f"## {c.title}", ""] + c.context + [""]
+    for t in c.tables:
+        unit = f" ({t.unit})" if t.unit else ""
+        better = {"higher": "higher is better", "lower": "lower is better"}.get(t.better, "no better side")
+        header = (t.headers or ["Case"]) + [f"{c.label_a} mean ± 95% CI{unit}", f"n {c.label_a}",
+                                            f"{c.label_b} mean ± 95% CI{unit}", f"n {c.label_b}",
+                                            "B/A", "95% CI of B/A", "Welch p", "B vs A", "Notes"]
+        out += [f"### {t.part} · {metric_label(t.metric)} ({t.metric}, {better})", "",
+                "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+        seen: list[str] = []
+        for p in t.pairs:
+            w = p.welch
+            ci = p.ratio_ci
+            line = (p.key_values or [p.case_b or p.case_a or "-"]) + [
+                _mean_ci(p.a), str(p.a.n), _mean_ci(p.b), str(p.b.n), _ratio(p.ratio),
+                "-" if ci is None else f"{ci[0]:.2f}–{ci[1]:.2f}",
+                "-" if w is None else f"{w.p:.3g}", p.verdict(t.better), _footnoted(p.notes, seen)]
+            out.append("| " + " | ".join(line) + " |")
+        out.append("")
+        if seen:
+            out += [f"{'†' * (i + 1)} {n}" for i, n in enumerate(seen)] + [""]
+    out += [METHOD, ""]
+    return "\n".join(out)
+
+
+def render_published(pc: PublishedComparison) -> str:
+    study, side = pc.study, pc.side
+    cite = study.citation
+    out = [f"## {side.records[0]['experiment']} run {side.run_id} vs published: {study.name}", "",
+           f"{cite.get('title')}", f"source: {cite.get('url')}; {cite.get('table')}",
+           side.describe()]
+    if cite.get("missing"):
+        out.append(f"the study file notes as missing: {cite['missing']}")
+    units = pc.run_unit if pc.comparable_units else f"run {pc.run_unit}, study {pc.study_unit}"
+    out.append(f"metric: run {pc.run_metric} against study {pc.study_metric} ({units})")
+    out.append(f"matched on: {', '.join(pc.match_keys) or 'nothing'}"
+               + (f"; ignored: {', '.join(pc.ignored)}" if pc.ignored else "")
+               + (f"; rows where {', '.join(f'{k}={v}' for k, v in pc.where.items())}" if pc.where else ""))
+    out.append("")
+    shown = [k for k in study.param_columns if any(k in p.row.params for p in pc.pairs)]
+    desc = [k for k in ("note",) if any(k in p.row.descriptive for p in pc.pairs)]
+    unit = f" ({pc.study_unit})"
+    header = [_column(k)[0] + (" (ignored)" if k in pc.ignored else "") for k in shown]
+    header += [k.capitalize() for k in desc] + [
+        f"Published{unit}", f"Run mean ± 95% CI ({pc.run_unit})", "n", "Case"]
+    if pc.comparable_units:
+        header.append("Reproduced" if pc.same_machine else "Run / Published")
+    header.append("Notes")
+    out += ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    seen: list[str] = []
+    for p in pc.pairs:
+        cells = [_published_cell(k, p.row.params.get(k)) for k in shown]
+        cells += [p.row.descriptive.get(k, "") for k in desc]
+        cells += [_num(p.row.value), _mean_ci(p.run) if p.status == "matched" else "-",
+                  str(p.run.n) if p.run else "0", p.case_id or p.status]
+        if pc.comparable_units:
+            if p.status != "matched" or p.ratio is None:
+                cells.append("-")
+            elif pc.same_machine:
+                cells.append(f"within {100 * p.deviation:.1f}%")
+            else:
+                cells.append(_ratio(p.ratio))
+        cells.append(_footnoted(p.notes, seen))
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    if seen:
+        out += [f"{'†' * (i + 1)} {n}" for i, n in enumerate(seen)] + [""]
+    counts = {s: sum(p.status == s for p in pc.pairs) for s in ("matched", "unmatched", "ambiguous")}
+    out.append(f"rows: {counts['matched']} matched, {counts['unmatched']} without a matching case, "
+               f"{counts['ambiguous']} ambiguous")
+    best = pc.best()
+    if best is not None:
+        study_best, run_best = best
+        tie = f" (tied: {len(run_best)} rows)" if len(run_best) > 1 else ""
+        out.append(f"best setting: published {pc.setting(study_best)}; run "
+                   f"{' / '.join(pc.setting(p) for p in run_best)}{tie}: "
+                   f"{pc.best_status()}")
+    rho = pc.rho()
+    out.append(f"ordering: Spearman rho = {rho:.2f} over {len(pc.matched)} rows "
+               f"(agrees at rho >= {SHAPE_RHO})" if rho is not None else
+               f"ordering: not tested ({len(pc.matched)} matched rows; Spearman needs 3 with spread)")
+    out.append(f"verdict (shape): {pc.shape_verdict()}")
+    if pc.same_machine and pc.comparable_units and pc.matched:
+        worst = max(p.deviation for p in pc.matched)
+        inside = sum(1 for p in pc.matched if p.run.ci and p.run.ci[0] <= p.row.value <= p.run.ci[1])
+        out.append(f"verdict (absolute, same machine): reproduced within {100 * worst:.1f}% on every "
+                   f"matched row; the published value lies inside the run's 95% CI on {inside} of "
+                   f"{len(pc.matched)}")
+    elif pc.same_machine:
+        out.append("absolute: not assessed (the run and the study use different units)")
+    else:
+        out.append(f"absolute: not assessed: hardware differs (the run's system does not declare "
+                   f"extras['iolab']['{SAME_MACHINE_KEY}'] containing {study.name!r}); the ratios "
+                   f"above are context, not a verdict")
+    out.append("")
+    return "\n".join(out)
+
+
+def _setting_value(key: str, value) -> str:
+    if value is None:
+        return "?"
+    if value == DEFAULT:
+        return "default"
+    spec = _param_spec(key)
+    if isinstance(value, int) and not isinstance(value, bool) and spec.get("format") == "size":
+        return format_size(value)
+    if isinstance(value, list):
+        return "x".join(map(str, value))
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+_DIVISORS = {"KiB": 1024.0, "MiB": 1024.0 ** 2, "GiB": 1024.0 ** 3}
+
+
+def _column(key: str) -> tuple[str, float | None]:
+    """Header and display divisor of a study column, whichever benchmark defines it."""
+    if key == "scale.num_tasks":
+        return "Number of Processes", None
+    spec = _param_spec(key)
+    unit = spec.get("x-unit")
+    title = spec.get("title", key)
+    return (f"{title} ({unit})", _DIVISORS.get(unit)) if unit else (title, None)
+
+
+def _published_cell(key: str, value) -> str:
+    if value is None:
+        return ""
+    if value == DEFAULT:
+        return "default"
+    return fmt_value(value, _column(key)[1])

@@ -1,0 +1,180 @@
+"""Statistics over repetitions: one summary per table cell, Welch's test and ratio intervals.
+
+The rules, stated once (README "Statistics" repeats them):
+
+- Confidence interval of a mean: mean ± t(0.975, n-1) * s / sqrt(n), Student's t with the sample
+  standard deviation s (n-1 in the denominator). Below n = 2 there is none ("n too small").
+- Coefficient of variation: s / |mean|. A cell whose CV is above NOISY_CV (10%) is "noisy".
+- Outliers: the modified z-score of Iglewicz and Hoaglin (1993),
+  M_i = 0.6745 * (x_i - median) / MAD, with MAD the median of |x_i - median|; |M_i| > 3.5 flags
+  x_i. When MAD is 0 (more than half the values equal), the mean absolute deviation from the
+  median stands in: M_i = (x_i - median) / (1.253314 * MeanAD). Needs n >= 3. Outliers are
+  flagged, never dropped: the mean and the interval include them.
+- Two means: Welch's t-test (unequal variances, Welch-Satterthwaite degrees of freedom), two-sided,
+  alpha = 0.05; below n = 2 on either side there is no test ("n too small").
+- Ratio B/A of two means: delta method on log(B/A): se = sqrt(s_B^2/(n_B mB^2) + s_A^2/(n_A mA^2)),
+  interval (B/A) * exp(± t(0.975, df) * se) with Welch-Satterthwaite df over the two terms. It
+  stays positive and is symmetric on a log scale, as ratios should be.
+- Repetitions for a target relative half-width h: the smallest n >= 2 with
+  t(0.975, n-1) * CV / sqrt(n) <= h, CV taken from earlier runs.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+from scipy import stats as _sp
+
+CONFIDENCE = 0.95
+NOISY_CV = 0.10            # a cell with CV above this is marked noisy
+OUTLIER_Z = 3.5            # |modified z-score| above this is an outlier
+OUTLIER_MIN_N = 3
+ALPHA = 0.05               # significance level of Welch's test (two-sided)
+_MAD_K = 0.6745            # Phi^-1(0.75): makes MAD comparable to a standard deviation
+_MEANAD_K = 1.253314       # sqrt(pi/2): the same for the mean absolute deviation
+MAX_SUGGESTED_REPS = 10000
+
+
+def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
+    """Two-sided Student t critical value: t(1 - (1 - confidence)/2, df)."""
+    return float(_sp.t.ppf(1 - (1 - confidence) / 2, df))
+
+
+@dataclass(frozen=True)
+class Outlier:
+    index: int          # position in the values
+    value: float
+    modified_z: float
+
+
+@dataclass(frozen=True)
+class Summary:
+    values: tuple[float, ...]
+    n: int
+    mean: float | None
+    median: float | None
+    min: float | None
+    max: float | None
+    stddev: float | None           # sample standard deviation; None below n = 2
+    cv: float | None               # stddev / |mean|; None below n = 2 or for a zero mean
+    ci_half_width: float | None    # None below n = 2
+    outliers: tuple[Outlier, ...] = field(default=())
+
+    @property
+    def ci(self) -> tuple[float, float] | None:
+        if self.ci_half_width is None or self.mean is None:
+            return None
+        return (self.mean - self.ci_half_width, self.mean + self.ci_half_width)
+
+    @property
+    def rel_half_width(self) -> float | None:
+        if self.ci_half_width is None or not self.mean:
+            return None
+        return self.ci_half_width / abs(self.mean)
+
+    @property
+    def noisy(self) -> bool:
+        return self.cv is not None and self.cv > NOISY_CV
+
+    @property
+    def n_too_small(self) -> bool:
+        return self.n < 2
+
+
+def modified_z_scores(values) -> list[float] | None:
+    """Iglewicz-Hoaglin modified z-scores, or None when they are undefined (n < 3, all equal)."""
+    xs = [float(v) for v in values]
+    if len(xs) < OUTLIER_MIN_N:
+        return None
+    med = statistics.median(xs)
+    deviations = [abs(x - med) for x in xs]
+    mad = statistics.median(deviations)
+    if mad > 0:
+        return [_MAD_K * (x - med) / mad for x in xs]
+    mean_ad = statistics.fmean(deviations)
+    if mean_ad > 0:
+        return [(x - med) / (_MEANAD_K * mean_ad) for x in xs]
+    return None
+
+
+def outliers(values) -> tuple[Outlier, ...]:
+    scores = modified_z_scores(values)
+    if scores is None:
+        return ()
+    return tuple(Outlier(i, float(v), z) for i, (v, z) in enumerate(zip(values, scores))
+                 if abs(z) > OUTLIER_Z)
+
+
+def summarize(values) -> Summary:
+    xs = tuple(float(v) for v in values)
+    n = len(xs)
+    if n == 0:
+        return Summary(xs, 0, None, None, None, None, None, None, None)
+    mean = statistics.fmean(xs)
+    sd = statistics.stdev(xs) if n >= 2 else None
+    cv = sd / abs(mean) if sd is not None and mean != 0 else None
+    half = t_quantile(n - 1) * sd / math.sqrt(n) if sd is not None else None
+    return Summary(xs, n, mean, statistics.median(xs), min(xs), max(xs), sd, cv, half, outliers(xs))
+
+
+@dataclass(frozen=True)
+class Welch:
+    t: float
+    df: float
+    p: float
+    degenerate: bool = False       # both samples without spread: p is 0 or 1 by convention
+
+
+def welch(a: Summary, b: Summary) -> Welch | None:
+    """Welch's two-sided t-test of mean(b) - mean(a); None below n = 2 on either side."""
+    if a.n < 2 or b.n < 2:
+        return None
+    va, vb = a.stddev ** 2 / a.n, b.stddev ** 2 / b.n
+    diff = b.mean - a.mean
+    if va + vb == 0:
+        # No spread at all: the means either are equal or differ with certainty.
+        return Welch(math.copysign(math.inf, diff) if diff else 0.0, a.n + b.n - 2,
+                     0.0 if diff else 1.0, degenerate=True)
+    t = diff / math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1))
+    p = float(2 * _sp.t.sf(abs(t), df))
+    return Welch(t, df, p)
+
+
+def ratio_ci(a: Summary, b: Summary, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """Interval of mean(b)/mean(a), delta method on the log ratio; None when undefined."""
+    if a.n < 2 or b.n < 2 or not a.mean or not b.mean or a.mean < 0 or b.mean < 0:
+        return None
+    ratio = b.mean / a.mean
+    wa = a.stddev ** 2 / (a.n * a.mean ** 2)
+    wb = b.stddev ** 2 / (b.n * b.mean ** 2)
+    if wa + wb == 0:
+        return (ratio, ratio)
+    se = math.sqrt(wa + wb)
+    df = (wa + wb) ** 2 / (wa ** 2 / (a.n - 1) + wb ** 2 / (b.n - 1))
+    k = t_quantile(df, confidence) * se
+    return (ratio * math.exp(-k), ratio * math.exp(k))
+
+
+def reps_needed(values, target_rel_half_width: float, confidence: float = CONFIDENCE) -> int | None:
+    """Smallest n >= 2 with t(n-1) * CV / sqrt(n) <= target; None if the CV cannot be estimated."""
+    if target_rel_half_width <= 0:
+        raise ValueError("the target half-width must be positive")
+    s = summarize(values)
+    if s.cv is None:
+        return None
+    for n in range(2, MAX_SUGGESTED_REPS + 1):
+        if t_quantile(n - 1, confidence) * s.cv / math.sqrt(n) <= target_rel_half_width:
+            return n
+    return MAX_SUGGESTED_REPS
+
+
+def spearman(x, y) -> float | None:
+    """Spearman's rank correlation (average ranks for ties); None below 3 pairs or without spread."""
+    if len(x) != len(y) or len(x) < 3:
+        return None
+    if len(set(x)) < 2 or len(set(y)) < 2:
+        return None
+    return float(_sp.spearmanr(x, y).statistic)

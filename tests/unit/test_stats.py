@@ -1,0 +1,175 @@
+"""Statistics per table cell and between two cells, against hand-computed values and scipy."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy import stats as sp
+
+from iolab import stats
+
+
+def test_t_quantiles_match_printed_tables():
+    # Two-sided 95%: the values in every t table
+    assert stats.t_quantile(1) == pytest.approx(12.706, abs=1e-3)
+    assert stats.t_quantile(2) == pytest.approx(4.303, abs=1e-3)
+    assert stats.t_quantile(4) == pytest.approx(2.776, abs=1e-3)
+    assert stats.t_quantile(30) == pytest.approx(2.042, abs=1e-3)
+
+
+def test_summary_three_values_by_hand():
+    s = stats.summarize([10, 12, 14])
+    # mean = 36 / 3 = 12; deviations -2, 0, 2; s^2 = (4 + 0 + 4) / (3 - 1) = 4, s = 2
+    assert (s.n, s.mean, s.median, s.min, s.max) == (3, 12, 12, 10, 14)
+    assert s.stddev == pytest.approx(2.0)
+    # CV = 2 / 12 = 0.1667 > 0.10: noisy
+    assert s.cv == pytest.approx(1 / 6)
+    assert s.noisy
+    # half-width = t(0.975, 2) * s / sqrt(3) = 4.302653 * 2 / 1.732051 = 4.968275
+    assert s.ci_half_width == pytest.approx(4.968275, rel=1e-6)
+    assert s.ci == pytest.approx((12 - 4.968275, 12 + 4.968275), rel=1e-6)
+    assert s.rel_half_width == pytest.approx(4.968275 / 12, rel=1e-6)
+    assert s.outliers == ()
+
+
+def test_summary_five_values_quiet():
+    s = stats.summarize([100, 101, 99, 100, 100])
+    # mean 100; s^2 = (0 + 1 + 1 + 0 + 0) / 4 = 0.5, s = 0.707107; CV = 0.00707 (not noisy)
+    assert s.stddev == pytest.approx(math.sqrt(0.5))
+    assert s.cv == pytest.approx(0.00707107, rel=1e-5)
+    assert not s.noisy
+    # half-width = 2.776445 * 0.707107 / sqrt(5) = 0.877984
+    assert s.ci_half_width == pytest.approx(0.877984, rel=1e-5)
+
+
+def test_noisy_threshold_is_strictly_above_ten_percent():
+    # [90, 110]: mean 100, s = sqrt(200) = 14.14: noisy. [95, 105]: s = 7.07, CV 7.1%: quiet.
+    assert stats.summarize([90, 110]).noisy
+    assert not stats.summarize([95, 105]).noisy
+    assert stats.NOISY_CV == 0.10
+
+
+def test_one_value_has_no_interval():
+    s = stats.summarize([1382.13])
+    assert s.n == 1 and s.mean == 1382.13 and s.n_too_small
+    assert s.stddev is None and s.cv is None and s.ci_half_width is None and s.ci is None
+    assert not s.noisy and s.outliers == ()
+
+
+def test_no_values():
+    s = stats.summarize([])
+    assert s.n == 0 and s.mean is None and s.ci is None
+
+
+def test_modified_z_outlier_by_hand():
+    values = [10, 11, 12, 13, 50]
+    # median 12; |x - 12| = 2, 1, 0, 1, 38 -> sorted 0, 1, 1, 2, 38 -> MAD = 1
+    # z(50) = 0.6745 * 38 / 1 = 25.631; z(10) = 0.6745 * -2 = -1.349
+    z = stats.modified_z_scores(values)
+    assert z[4] == pytest.approx(25.631)
+    assert z[0] == pytest.approx(-1.349)
+    (o,) = stats.summarize(values).outliers
+    assert (o.index, o.value) == (4, 50)
+    # flagged, not dropped: the mean still includes 50 -> 96 / 5 = 19.2
+    assert stats.summarize(values).mean == pytest.approx(19.2)
+
+
+def test_outlier_threshold_is_3_5():
+    # median 12, MAD 1: z = 0.6745 * d; d = 5.19 -> 3.5006 (outlier), d = 5.18 -> 3.4939 (not)
+    assert [o.value for o in stats.outliers([10, 11, 12, 13, 17.19])] == [17.19]
+    assert stats.outliers([10, 11, 12, 13, 17.18]) == ()
+
+
+def test_modified_z_falls_back_to_mean_absolute_deviation():
+    # [5, 5, 5, 5, 9]: median 5, deviations 0, 0, 0, 0, 4 -> MAD = 0;
+    # MeanAD = 4 / 5 = 0.8; z(9) = 4 / (1.253314 * 0.8) = 3.98942 > 3.5
+    z = stats.modified_z_scores([5, 5, 5, 5, 9])
+    assert z[4] == pytest.approx(3.98942, rel=1e-5)
+    assert [o.value for o in stats.outliers([5, 5, 5, 5, 9])] == [9]
+    # [5, 5, 5, 9]: MeanAD = 4 / 4 = 1, z = 4 / 1.253314 = 3.19154: not an outlier
+    assert stats.modified_z_scores([5, 5, 5, 9])[3] == pytest.approx(3.19154, rel=1e-5)
+    assert stats.outliers([5, 5, 5, 9]) == ()
+
+
+def test_no_outliers_below_three_values_or_without_spread():
+    assert stats.modified_z_scores([1, 1000]) is None
+    assert stats.modified_z_scores([3, 3, 3]) is None
+    assert stats.summarize([3, 3, 3]).cv == 0
+
+
+def test_welch_by_hand_and_against_scipy():
+    a, b = stats.summarize([10, 12, 14]), stats.summarize([20, 22, 24, 26])
+    w = stats.welch(a, b)
+    # v_A = s_A^2 / n_A = 4 / 3; s_B^2 = (9 + 1 + 1 + 9) / 3 = 20 / 3, v_B = (20 / 3) / 4 = 5 / 3
+    # t = (23 - 12) / sqrt(4/3 + 5/3) = 11 / sqrt(3) = 6.350853
+    assert w.t == pytest.approx(6.350853, rel=1e-6)
+    # df = (v_A + v_B)^2 / (v_A^2 / 2 + v_B^2 / 3) = 9 / (0.888889 + 0.925926) = 4.959184
+    assert w.df == pytest.approx(4.959184, rel=1e-6)
+    ref = sp.ttest_ind([20, 22, 24, 26], [10, 12, 14], equal_var=False)
+    assert w.t == pytest.approx(ref.statistic) and w.p == pytest.approx(ref.pvalue)
+    assert w.p == pytest.approx(0.0014733, rel=1e-4)
+
+
+@pytest.mark.parametrize("xa, xb", [
+    ([1404.0598, 1434.52, 1382.13], [1567.5033, 1577.048, 1577.5]),
+    ([1.0, 2.0, 3.0, 4.0], [2.5, 2.6, 2.4]),
+    ([5.0, 5.5], [5.2, 5.3, 9.0, 5.1, 5.0]),
+])
+def test_welch_matches_scipy(xa, xb):
+    w = stats.welch(stats.summarize(xa), stats.summarize(xb))
+    ref = sp.ttest_ind(xb, xa, equal_var=False)
+    assert w.t == pytest.approx(ref.statistic)
+    assert w.p == pytest.approx(ref.pvalue)
+
+
+def test_welch_needs_two_values_per_side():
+    assert stats.welch(stats.summarize([1.0]), stats.summarize([2.0, 3.0])) is None
+
+
+def test_welch_without_spread_is_degenerate():
+    w = stats.welch(stats.summarize([2, 2]), stats.summarize([3, 3]))
+    assert w.degenerate and w.p == 0.0
+    assert stats.welch(stats.summarize([2, 2]), stats.summarize([2, 2])).p == 1.0
+
+
+def test_ratio_ci_delta_method_by_hand():
+    a, b = stats.summarize([10, 12, 14]), stats.summarize([20, 22, 24, 26])
+    # R = 23 / 12 = 1.916667
+    # w_A = s_A^2 / (n_A mA^2) = 4 / (3 * 144) = 0.00925926; w_B = (20/3) / (4 * 529) = 0.00315060
+    # se = sqrt(0.01240986) = 0.1113995
+    # df = 0.01240986^2 / (0.00925926^2 / 2 + 0.00315060^2 / 3) = 3.335187; t(0.975, 3.335) = 3.008941
+    # CI = 1.916667 * exp(-/+ 3.008941 * 0.1113995) = 1.370798 .. 2.679907
+    lo, hi = stats.ratio_ci(a, b)
+    assert lo == pytest.approx(1.370798, rel=1e-5)
+    assert hi == pytest.approx(2.679907, rel=1e-5)
+    assert lo * hi == pytest.approx((23 / 12) ** 2)  # symmetric on a log scale
+
+
+def test_ratio_ci_needs_two_values_and_positive_means():
+    assert stats.ratio_ci(stats.summarize([1.0]), stats.summarize([2.0, 3.0])) is None
+    assert stats.ratio_ci(stats.summarize([0.0, 0.0]), stats.summarize([2.0, 3.0])) is None
+    assert stats.ratio_ci(stats.summarize([2, 2]), stats.summarize([4, 4])) == (2.0, 2.0)
+
+
+def test_reps_needed_by_hand():
+    # [90, 100, 110]: mean 100, s = 10, CV = 0.1. Target 5%:
+    # n = 17: t(16) * 0.1 / sqrt(17) = 2.119905 * 0.1 / 4.123106 = 0.051415 > 0.05
+    # n = 18: t(17) * 0.1 / sqrt(18) = 2.109816 * 0.1 / 4.242641 = 0.049729 <= 0.05
+    assert stats.reps_needed([90, 100, 110], 0.05) == 18
+    # a looser target needs fewer: 10% -> n = 7: 2.446912 * 0.1 / 2.645751 = 0.092485
+    #                                     n = 6: 2.570582 * 0.1 / 2.449490 = 0.104943
+    assert stats.reps_needed([90, 100, 110], 0.10) == 7
+    assert stats.reps_needed([5.0, 5.0, 5.0], 0.05) == 2
+    assert stats.reps_needed([5.0], 0.05) is None
+    with pytest.raises(ValueError):
+        stats.reps_needed([1, 2], 0)
+
+
+def test_spearman():
+    assert stats.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert stats.spearman([1, 2, 3, 4], [40, 30, 20, 10]) == pytest.approx(-1.0)
+    # ranks x: 1 2 3 4, y: 1 3 2 4 -> d^2 = 0 + 1 + 1 + 0 = 2; rho = 1 - 6 * 2 / (4 * 15) = 0.8
+    assert stats.spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
+    assert stats.spearman([1, 2], [1, 2]) is None
+    assert stats.spearman([1, 2, 3], [5, 5, 5]) is None
