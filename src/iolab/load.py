@@ -259,6 +259,12 @@ def _param(doc: Located, bench: str, path: tuple, key, value):
     return parse_size(value) if schemas.is_size_param(spec) else value
 
 
+def _unset_or_param(doc: Located, bench: str, path: tuple, key, value):
+    """In matrix and zip lists, null means "this parameter is not set" (e.g. a hint set without
+    that hint); the case then has no such parameter at all. In exclude, null matches "not set"."""
+    return None if value is None else _param(doc, bench, path, key, value)
+
+
 def _canonical(doc: Located, bench: str, at: tuple, section: dict) -> dict:
     """Typed {fixed, matrix, zips, exclude, job} for one part or one profile override."""
     fixed: dict[str, Any] = {}
@@ -284,7 +290,8 @@ def _canonical(doc: Located, bench: str, at: tuple, section: dict) -> dict:
     for k, values in section.get("matrix", {}).items():
         _param_key(doc, bench, at + ("matrix", k), k)
         claim(k, at + ("matrix", k))
-        matrix[k] = [_param(doc, bench, at + ("matrix", k, i), k, v) for i, v in enumerate(values)]
+        matrix[k] = [_unset_or_param(doc, bench, at + ("matrix", k, i), k, v)
+                     for i, v in enumerate(values)]
     raw_zip = section.get("zip", [])
     listed = isinstance(raw_zip, list)
     for gi, group in enumerate(raw_zip if listed else [raw_zip]):
@@ -297,11 +304,13 @@ def _canonical(doc: Located, bench: str, at: tuple, section: dict) -> dict:
         for k, values in group.items():
             _param_key(doc, bench, gpath + (k,), k)
             claim(k, gpath + (k,))
-            typed[k] = [_param(doc, bench, gpath + (k, i), k, v) for i, v in enumerate(values)]
+            typed[k] = [_unset_or_param(doc, bench, gpath + (k, i), k, v)
+                        for i, v in enumerate(values)]
         zips.append(typed)
     exclude = []
     for i, entry in enumerate(section.get("exclude", [])):
-        exclude.append({k: _param(doc, bench, at + ("exclude", i, k), k, v) for k, v in entry.items()})
+        exclude.append({k: _unset_or_param(doc, bench, at + ("exclude", i, k), k, v)
+                        for k, v in entry.items()})
     out = {"fixed": fixed, "matrix": matrix, "zips": zips, "job": dict(section.get("job", {}))}
     if "exclude" in section:
         out["exclude"] = exclude

@@ -85,6 +85,12 @@ def expand(exp: Experiment) -> list[Case]:
             params = dict(base)
             for piece in combo:
                 params.update(piece)
+            # null in a matrix or zip list: the parameter is not set for this case
+            for key in [k for k, v in params.items() if v is None]:
+                if key in defaults(part.benchmark):
+                    params[key] = defaults(part.benchmark)[key]
+                else:
+                    del params[key]
             if _excluded(params, part.exclude):
                 continue
             cid = case_id(part.benchmark, params)

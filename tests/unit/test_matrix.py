@@ -211,3 +211,22 @@ def test_describe(write_experiment):
     case = _cases(write_experiment, "order", ORDERED.format(id="order"))[1]
     assert describe(case, ["api", "transfer_size"]) == "api=POSIX, transfer_size=1MiB"
     assert describe(case, []) == case.case_id
+
+
+def test_null_in_a_zip_means_not_set(tmp_path):
+    """Hint sets that add hints one after another: null leaves a hint out of that case."""
+    (tmp_path / "experiments").mkdir()
+    path = tmp_path / "experiments" / "hint-sets.yaml"
+    path.write_text("id: hint-sets\ndescription: x\nbenchmark: ior\nfixed: {api: MPIIO}\n"
+                    "zip:\n  mpiio.striping_unit: [null, 1MiB, 1MiB]\n"
+                    "  mpiio.cb_config_list: [null, null, '*:2']\n"
+                    "exclude:\n  - {mpiio.cb_config_list: null, mpiio.striping_unit: null}\n")
+    cases = expand(load_experiment(path))
+    hints = [{k: v for k, v in c.params.items() if k.startswith("mpiio.")} for c in cases]
+    # the first set (no hints at all) is excluded by matching both keys as absent
+    assert hints == [{"mpiio.striping_unit": 1048576},
+                     {"mpiio.striping_unit": 1048576, "mpiio.cb_config_list": "*:2"}]
+    plain = tmp_path / "experiments" / "plain.yaml"
+    plain.write_text("id: plain\ndescription: x\nbenchmark: ior\n"
+                     "fixed: {api: MPIIO, mpiio.striping_unit: 1MiB}\n")
+    assert expand(load_experiment(plain))[0].case_id == cases[0].case_id

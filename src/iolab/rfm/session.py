@@ -27,12 +27,15 @@ class _Run:
         if self.dir is not None and not (self.dir.path / "spack.lock").exists():
             (self.dir.path / "spack.lock").write_bytes(lock.read_bytes())
 
-    def open(self, system: str) -> RunDir:
+    def open(self, system: str, system_extras: dict | None = None) -> RunDir:
         if self.dir is None:
             shim = shim_path(self.exp.root / "reframe" / "generated", self.exp.id)
             manifest = base_manifest(self.exp, origin="reframe", system=system,
                                      shim_text=shim.read_text() if shim.is_file() else None,
-                                     extra={"run_id": self.run_id, "reframe": reframe.VERSION})
+                                     extra={"run_id": self.run_id, "reframe": reframe.VERSION,
+                                            # e.g. same_machine_as: which published studies
+                                            # this system reproduces absolutely
+                                            "system_extras": system_extras or {}})
             self.dir = RunDir.create(results_root(self.exp.root), self.exp.id, self.run_id, manifest)
         return self.dir
 
@@ -73,7 +76,7 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
     exp, case = test._iolab_exp, test._iolab_case
     run = for_experiment(exp)
     system = test.current_partition.fullname
-    rundir = run.open(system)
+    rundir = run.open(system, test.current_partition.extras.get("iolab", {}))
     spec = getattr(test, "_iolab_spec", None)
 
     raw = {}
