@@ -62,9 +62,10 @@ class Adapter:
 
 
 def get_adapter(name: str) -> Adapter:
-    from . import fio, ior
+    from . import btio, fio, h5bench, ior
 
-    adapters = {"ior": ior.IorAdapter(), "fio": fio.FioAdapter()}
+    adapters = {"ior": ior.IorAdapter(), "fio": fio.FioAdapter(),
+                "btio": btio.BtioAdapter(), "h5bench": h5bench.H5benchAdapter()}
     try:
         return adapters[name]
     except KeyError:

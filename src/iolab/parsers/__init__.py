@@ -46,6 +46,9 @@ FORMATS = {
     "ior-json": "iolab.parsers.ior_json",
     "ior-text": "iolab.parsers.ior_text",
     "fio-json": "iolab.parsers.fio_json",
+    "btio-text": "iolab.parsers.btio_text",
+    "h5bench-text": "iolab.parsers.h5bench_text",
+    "h5bench-csv": "iolab.parsers.h5bench_csv",
 }
 
 

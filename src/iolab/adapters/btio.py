@@ -1,0 +1,146 @@
+"""BTIO (wkliao/BTIO): the NAS BT I/O pattern through MPI-IO or PnetCDF. Input deck from a template.
+
+`btio inputbt.data` reads mode, method, time steps, grid and directory from the deck. A write
+leaves <dir>/btio.mpi (methods 0, 1) or <dir>/btio.nc (methods 2, 3); a read case reads the file
+of the write case with the same data key (see produces/consumes) from that case's directory.
+BTIO exits 0 when it fails: the parser requires the `I/O bandwidth` line.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from ..errors import IolabError, ParseError
+from ..parsers import btio_text
+from . import Adapter, RunSpec, read_output
+
+DECK = "inputbt.data"
+METHODS = ("mpi_collective", "mpi_independent", "pnetcdf_blocking", "pnetcdf_nonblocking")  # 0..3
+FILES = {"mpiio": "btio.mpi", "pnetcdf": "btio.nc"}
+MIN_CELL = 3        # make_set.f90: 'Cell size too small. Min size is 3', then MPI_Abort
+_PATH_MAX = 512 - len("/btio.mpi")   # character(len=512) dir_path // '/btio.mpi'
+
+# Parameters that decide where a file lives and how it is laid out when it is created: a read
+# must name the same ones as its write, or it would measure another write's file.
+_LAYOUT_HINTS = ("mpiio.striping_factor", "mpiio.striping_unit", "mpiio.start_iodevice",
+                 "mpiio.romio_lustre_start_iodevice")
+
+
+def layout_key(case) -> str:
+    """':storage=scratch:lustre.stripe_count=4...': the file-placement part of a data key."""
+    keys = ["storage", *sorted(k for k in case.params if k.startswith("lustre.")),
+            *(k for k in _LAYOUT_HINTS if k in case.params)]
+    return "".join(f":{k}={case.params[k]}" for k in keys if k in case.params)
+
+
+def family(case) -> str:
+    """'mpiio' or 'pnetcdf': a read needs a file written by the same family."""
+    return "mpiio" if METHODS.index(case.params["io_method"]) < 2 else "pnetcdf"
+
+
+class BtioAdapter(Adapter):
+    name = "btio"
+    executable = "btio"
+    formats = ("btio-text",)
+
+    def check(self, case) -> str | None:
+        ranks = case.num_tasks
+        side = math.isqrt(ranks)
+        if side * side != ranks:
+            return (f"BTIO needs a square number of ranks; {ranks} is not "
+                    f"(try {side * side} or {(side + 1) ** 2})")
+        small = [n for n in case.params["grid"] if n // side < MIN_CELL]
+        if small:
+            return (f"grid {'x'.join(map(str, case.params['grid']))} is too small for {ranks} ranks: BTIO "
+                    f"cuts each axis into {side} cells of at least {MIN_CELL} points, so every grid "
+                    f"size must be at least {MIN_CELL * side}")
+        return None
+
+    def bytes_written(self, case) -> int:
+        p = case.params
+        if p["mode"] != "write":
+            return 0
+        x, y, z = p["grid"]
+        return x * y * z * btio_text.BYTES_PER_POINT * p["time_steps"]
+
+    def uses_mpiio(self, case) -> bool:
+        return True     # methods 0/1 call MPI-IO directly; PnetCDF opens through MPI-IO
+
+    def data_key(self, case) -> str:
+        """The file a write leaves and a read needs: method family, grid, time steps, placement.
+
+        The rank count is not part of it: the file holds the global array whatever the
+        decomposition, so a read may use another square rank count than its write.
+        """
+        x, y, z = case.params["grid"]
+        return f"btio:{family(case)}:{x}x{y}x{z}:steps={case.params['time_steps']}{layout_key(case)}"
+
+    def produces(self, case) -> str | None:
+        return self.data_key(case) if case.params["mode"] == "write" else None
+
+    def consumes(self, case) -> str | None:
+        return self.data_key(case) if case.params["mode"] == "read" else None
+
+    def run_spec(self, case, case_dir: str, hints: dict | None = None, show_hints: bool = False,
+                 keep_files: bool = False, input_dir: str | None = None) -> RunSpec:
+        """hints reach BTIO only through the environment: ROMIO_HINTS and the like from the hints
+        layer, plus PNETCDF_HINTS for the PnetCDF methods (PnetCDF passes them to MPI_File_open)."""
+        from ..render import render_template
+
+        p = case.params
+        if p["mode"] == "read":
+            if not input_dir:
+                raise IolabError(f"BTIO read case {case.case_id} needs the directory of its write case "
+                                 f"(input_dir)")
+            directory = input_dir
+        else:
+            directory = case_dir
+        if "$" in directory:
+            raise IolabError(f"BTIO reads its directory from {DECK} literally, so {directory!r} (a path "
+                             f"known only in the job) cannot be used")
+        if len(directory) > _PATH_MAX or "\n" in directory:
+            raise IolabError(f"BTIO's directory holds at most {_PATH_MAX} characters on one line; "
+                             f"{directory[:40]!r}... has {len(directory)}")
+        deck = render_template("btio/inputbt.data.j2", case=case, params=p, directory=directory,
+                               mode=p["mode"][0], method=METHODS.index(p["io_method"]))
+        env = {}
+        if hints and family(case) == "pnetcdf":
+            bad = [f"{k}={v}" for k, v in hints.items() if any(c in f"{k}{v}" for c in ";=")]
+            if bad:
+                raise IolabError(f"hint {bad[0]!r} contains ';' or '=', which PNETCDF_HINTS uses as "
+                                 f"separators")
+            env["PNETCDF_HINTS"] = ";".join(f"{k}={v}" for k, v in hints.items())
+        return RunSpec(self.executable, [DECK], env=env, files={DECK: deck}, outputs=[DECK], mpi=True)
+
+    def parse_outputs(self, stage: Path, spec: RunSpec):
+        parsed = btio_text.parse(read_output(stage / "rfm_job.out", "stdout"), "rfm_job.out")
+        deck = spec.files.get(DECK)
+        if deck is not None:
+            _check_against_deck(parsed, deck)
+        return parsed
+
+    def parse_files(self, paths):
+        return [btio_text.parse(read_output(Path(p), "BTIO output"), Path(p).name) for p in paths]
+
+
+def read_deck(text: str) -> dict:
+    """The five items of an inputbt.data, as BTIO reads them."""
+    lines = text.splitlines()
+    if len(lines) < 5:
+        raise ParseError(f"{DECK} has {len(lines)} lines, BTIO reads 5")
+    return {"mode": {"w": "write", "r": "read"}.get(lines[0].split()[0], lines[0].split()[0]),
+            "io_method": METHODS[int(lines[1].split()[0])],
+            "iterations": int(lines[2].split()[0]),
+            "grid": [int(v) for v in lines[3].split()[:3]],
+            "path": lines[4].rstrip()}
+
+
+def _check_against_deck(parsed, deck_text: str) -> None:
+    """BTIO echoes what it ran: it must be what the deck asked for (PnetCDF reads even take the
+    grid from the file, so a read of another grid's file shows here)."""
+    asked = read_deck(deck_text)
+    for key, want in asked.items():
+        got = parsed.details.get(key)
+        if got != want:
+            raise ParseError(f"rfm_job.out: BTIO ran {key} {got!r}, but {DECK} asked for {want!r}")
