@@ -34,6 +34,10 @@ class build_iolab_stack(rfm.CompileOnlyRegressionTest):
                               f"cp {root / 'spack.yaml'} {ENV_DIR}/"]
         if (root / "spack-repo").is_dir():
             self.prebuild_cmds.append(f"cp -r {root / 'spack-repo'} {ENV_DIR}/")
+        # The site's externals (its MPI, Lustre, HDF5): reframe/config/spack/<system>.yaml
+        site = root / "reframe" / "config" / "spack" / f"{self.current_system.name}.yaml"
+        if site.is_file():
+            self.prebuild_cmds.append(f"spack -e {ENV_DIR} config add -f {site}")
         self.build_system.environment = ENV_DIR
         self.build_system.install_opts = ["--fail-fast"]
 
