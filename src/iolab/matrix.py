@@ -113,24 +113,45 @@ def expand(exp: Experiment) -> list[Case]:
     return cases
 
 
+def _distance(a: Case, b: Case) -> int:
+    """How many parameters differ between two cases."""
+    return sum(a.params.get(k) != b.params.get(k) for k in set(a.params) | set(b.params))
+
+
 def producers(cases: list[Case]) -> dict[str, str]:
-    """Read case id -> the write case id whose data it reads (same key, see adapters)."""
+    """Read case id -> the write case id whose data it reads.
+
+    Among the writes with the read's data key (see adapters), the one whose parameters differ
+    least from the read's is chosen (a read with mpi_independent reads the mpi_independent
+    write, not the collective one); a tie is an error, since the pairing would be arbitrary.
+    """
     from .adapters import get_adapter
 
-    made: dict[str, str] = {}
+    writers: dict[str, list[Case]] = {}
     for c in cases:
         key = get_adapter(c.benchmark).produces(c)
         if key is not None:
-            made.setdefault(key, c.case_id)
+            writers.setdefault(key, []).append(c)
     out = {}
     for c in cases:
         key = get_adapter(c.benchmark).consumes(c)
         if key is None:
             continue
-        if key not in made:
+        if c.get("storage") == "node_local":
+            raise IolabError(f"case {c.case_id} ({c.benchmark} read) cannot read node-local data: "
+                             "another job wrote it, possibly on another node")
+        candidates = writers.get(key)
+        if not candidates:
             raise IolabError(f"case {c.case_id} ({c.benchmark} read) needs data that no write case "
                              f"in this experiment produces (key {key}); add the matching write case")
-        out[c.case_id] = made[key]
+        distances = {w.case_id: _distance(w, c) for w in candidates}
+        best = min(distances.values())
+        ties = [cid for cid, d in distances.items() if d == best]
+        if len(ties) > 1:
+            raise IolabError(f"case {c.case_id} ({c.benchmark} read) could read the data of several "
+                             f"write cases equally well ({', '.join(ties)}); make the read differ "
+                             f"from all but one, or drop the extra writes")
+        out[c.case_id] = ties[0]
     return out
 
 

@@ -18,6 +18,8 @@ from . import stats
 DEFAULT_METRICS = {
     "ior": ["write_bw", "read_bw"],
     "fio": ["write_bw", "read_bw", "write_iops", "read_iops"],
+    "btio": ["write_bw", "read_bw"],
+    "h5bench": ["observed_write_rate", "observed_read_rate", "observed_modify_rate"],
 }
 _WORDS = {"bw": "Bandwidth", "iops": "IOPS", "ops": "OPs", "clat": "Latency", "io": "I/O"}
 
@@ -51,8 +53,12 @@ def param_label(key: str, benchmark: str) -> tuple[str, float | None]:
 
 
 def fmt_value(value, divisor: float | None = None) -> str:
+    if value is None:
+        return "-"  # not set for this case
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if divisor and isinstance(value, str) and value.isdigit():
+        value = int(value)  # an effective hint, as the MPI library printed it
     if divisor and isinstance(value, (int, float)):
         value = value / divisor
     if isinstance(value, float):
@@ -228,7 +234,9 @@ def build_tables(records: list[dict], metrics: list[str] | None = None,
                     current = row.key_values[i]
                     values = [] if current is None else str(current).split("/")
                     if seen is not None and seen not in values:
-                        row.key_values[i] = "/".join(values + [seen])
+                        values.append(seen)
+                        # one value keeps its type (and unit); several are shown as a/b
+                        row.key_values[i] = values[0] if len(values) == 1 else "/".join(values)
             status = rec.get("status")
             if status == "ok":
                 row.ok += 1

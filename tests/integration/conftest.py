@@ -26,16 +26,22 @@ def have(binary: str) -> bool:
 def rfm_env(tmp_path):
     """Environment for a ReFrame run whose results, stage and scratch live in tmp_path.
 
-    Where the real IOR is absent, tests/bin (a stand-in replaying recorded IOR output) goes on
-    PATH, so the IOR path of the pipeline still runs for real around it.
+    Where a real benchmark is absent, its stand-in from tests/bin (replaying recorded output)
+    goes on PATH, so that benchmark's path through the pipeline still runs for real around it.
     """
     env = dict(os.environ)
     env.update(IOLAB_RESULTS=str(tmp_path / "results"), IOLAB_RFM_OUTPUT=str(tmp_path / "rfm"),
                IOLAB_SCRATCH=str(tmp_path / "scratch"), IOR_STANDIN_LOG=str(tmp_path / "ior-args.log"),
                IOLAB_PROFILE="local")
     env.pop("IOLAB_ROOT", None)
-    if not have("ior"):
-        env["PATH"] = f"{STANDIN_BIN}{os.pathsep}{env['PATH']}"
+    # Only the missing binaries are stood in for: a real one on PATH is always used.
+    missing = [p for p in STANDIN_BIN.iterdir() if not have(p.name)]
+    if missing:
+        bin_dir = tmp_path / "standin-bin"
+        bin_dir.mkdir()
+        for path in missing:
+            (bin_dir / path.name).symlink_to(path)
+        env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
     return env
 
 

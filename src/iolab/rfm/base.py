@@ -142,12 +142,9 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         self.postrun_cmds = [f"echo $? > {EXIT_FILE}"]
         if req:
             self.postrun_cmds += lustre.postrun_lines(self._iolab_case_dir)
-        if not self._iolab_keep_data():
-            # A write whose file a later read uses keeps it; that read removes it afterwards.
-            if case.case_id not in self._iolab_consumers:
-                self.postrun_cmds.append(f"rm -rf {d}")
-            if self._iolab_input:
-                self.postrun_cmds.append(f"rm -rf {d} {dq(self._iolab_input['case_dir'])}")
+        # A write whose file later reads use keeps it; iolab removes it after the last of them.
+        if not self._iolab_keep_data() and case.case_id not in self._iolab_consumers:
+            self.postrun_cmds.append(f"rm -rf {d}")
         self._iolab_shape_job(case, spec, extras)
         self._iolab_instrument(case, spec, extras)
 
@@ -300,7 +297,7 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
             if code is None:
                 raise IolabError("the job did not reach the end of its script (no exit code)")
             if code != "0":
-                raise IolabError(f"{adapter.executable} exited with status {code}")
+                raise IolabError(f"{self._iolab_spec.executable} exited with status {code}")
             parsed = adapter.parse_outputs(stage, self._iolab_spec)
             flags = session.describe_flags(observed)
             failing = self._iolab_failing(observed)

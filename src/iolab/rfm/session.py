@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import reframe
@@ -21,6 +22,7 @@ class _Run:
         self.run_id = new_run_id(exp.sha256)
         self.dir: RunDir | None = None
         self.git = git_state(exp.root)
+        self.pending: dict[tuple[str, int], int] = {}   # (write case, repetition) -> reads left
 
     def store_lock(self, lock: Path) -> None:
         """The Spack environment's spack.lock, once per run, next to the manifest."""
@@ -133,7 +135,40 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
         },
     }
     rundir.append(rec)
+    _after_record(test, run, rec)
     return rec
+
+
+def _after_record(test, run: _Run, rec: dict) -> None:
+    """Data shared between a write case and its reads: remove it after the last read, and
+    record the reads as skipped when their write failed (ReFrame skips them silently)."""
+    case, rep = test._iolab_case, test.repetition
+    keep = test._iolab_keep_data()
+    readers = test._iolab_consumers.get(case.case_id, [])
+    if readers:
+        if rec["status"] == "ok":
+            run.pending[(case.case_id, rep)] = len(readers)
+        else:
+            for reader in readers:
+                run.dir.append({**_skeleton(rec), "case_id": reader, "status": "skipped",
+                                "params": test._iolab_cases[reader].params,
+                                "error": f"the write case {case.case_id} it reads did not succeed"})
+            if not keep and getattr(test, "_iolab_case_dir", None):
+                shutil.rmtree(test._iolab_case_dir, ignore_errors=True)
+    source = getattr(test, "_iolab_input", None)
+    if source:
+        key = (source["case_id"], source["repetition"])
+        run.pending[key] = run.pending.get(key, 1) - 1
+        if run.pending[key] <= 0 and not keep:
+            shutil.rmtree(source["case_dir"], ignore_errors=True)
+
+
+def _skeleton(rec: dict) -> dict:
+    """The run-level fields of a record, for records of cases that never ran."""
+    keep = ("schema", "experiment", "experiment_sha256", "profile", "run_id", "part", "benchmark",
+            "repetition", "varied", "recorded")
+    return {**{k: rec[k] for k in keep}, "observed": {}, "flags": [], "metrics": [], "raw": {},
+            "provenance": {"origin": "reframe", "system": rec["provenance"]["system"]}}
 
 
 def _partition_env(test) -> dict:
