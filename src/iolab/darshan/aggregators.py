@@ -1,0 +1,167 @@
+"""Shared files and the ranks that wrote them: the aggregators a collective write really used.
+
+What Darshan lets us see. At shutdown Darshan reduces the record of a file that *every* rank
+opened to one record with rank -1 (unless DARSHAN_DISABLE_SHARED_REDUCTION=1), so the counters
+alone no longer say which ranks wrote. In order of preference:
+  1. DXT (DXT_POSIX / DXT_MPIIO) keeps one record per rank that did I/O: when its write count
+     equals the counters' write count, the ranks with write segments are exactly the writers;
+  2. per-rank records (reduction disabled, or a file that not every rank opened);
+  3. for a rank -1 record of a write-only file: a bytes variance of ~0 means every rank wrote
+     the same amount (writers = nprocs); the fastest and slowest ranks' bytes bound the count.
+Otherwise the count is "unknown", with bounds where some are known.
+
+At the POSIX layer a writer is whoever called write(): with collective buffering, the
+aggregators; but also rank 0 writing a header (HDF5 metadata), which is not an aggregator.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+# Darshan accumulates the variance in doubles; equal per-rank byte counts may leave ~1e-16 noise.
+EQUAL_BYTES_REL_TOL = 1e-6
+WRITES = {
+    "POSIX": ("POSIX_WRITES",),
+    "MPI-IO": ("MPIIO_INDEP_WRITES", "MPIIO_COLL_WRITES", "MPIIO_SPLIT_WRITES", "MPIIO_NB_WRITES"),
+}
+PREFIX = {"POSIX": "POSIX_", "MPI-IO": "MPIIO_"}
+HOW_TO_SEE = ("run with DXT (DARSHAN_MOD_ENABLE=DXT_POSIX,DXT_MPIIO) or "
+              "DARSHAN_DISABLE_SHARED_REDUCTION=1 to count the writer ranks")
+
+
+def writes(record: dict, module: str) -> int:
+    return sum(max(record["counters"].get(k, 0), 0) for k in WRITES[module])
+
+
+def writer_ranks(records: list[dict], dxt: list[dict] | None, nprocs: int, module: str) -> dict:
+    """How many distinct ranks issued `module` writes to one file.
+
+    records: the file's counter records of `module` ("POSIX" or "MPI-IO"); dxt: the file's DXT
+    records of the same layer, or None when the log has no DXT for it.
+    {"writer_ranks": int | "unknown", "source": "counters" | "dxt" | "per_rank_records" |
+    "rank_variance" | "fastest_slowest" | None, "bounds": [lo, hi] and "why" when unknown}.
+    """
+    total = sum(writes(r, module) for r in records)
+    if total == 0:
+        return {"writer_ranks": 0, "source": "counters"}
+    lower = 0
+    if dxt is not None:
+        ranks = {d["rank"] for d in dxt if d["write_count"] > 0}
+        if sum(d["write_count"] for d in dxt) == total:
+            return {"writer_ranks": len(ranks), "source": "dxt"}
+        lower = len(ranks)  # DXT stopped tracing (memory limit) or traced only some files
+    shared = [r for r in records if r["rank"] == -1]
+    if not shared:
+        return {"writer_ranks": len({r["rank"] for r in records if writes(r, module) > 0}),
+                "source": "per_rank_records"}
+    c, f, p = shared[0]["counters"], shared[0]["fcounters"], PREFIX[module]
+    written, read = c.get(f"{p}BYTES_WRITTEN", 0), c.get(f"{p}BYTES_READ", 0)
+    lo, hi = max(lower, 1), nprocs
+    if read == 0 and written > 0 and nprocs > 0:
+        # Without reads, "bytes moved" per rank is bytes written.
+        mean = written / nprocs
+        variance = f.get(f"{p}F_VARIANCE_RANK_BYTES", 0.0)  # -1 would be "not tracked"
+        if 0 <= variance <= (EQUAL_BYTES_REL_TOL * mean) ** 2:
+            return {"writer_ranks": nprocs, "source": "rank_variance"}
+        known = {c.get(f"{p}FASTEST_RANK", 0): c.get(f"{p}FASTEST_RANK_BYTES", 0),
+                 c.get(f"{p}SLOWEST_RANK", 0): c.get(f"{p}SLOWEST_RANK_BYTES", 0)}
+        lo = max(lo, sum(1 for b in known.values() if b > 0))
+        hi = nprocs - sum(1 for b in known.values() if b == 0)
+        if lo == hi:
+            return {"writer_ranks": lo, "source": "fastest_slowest"}
+    return {"writer_ranks": "unknown", "source": None, "bounds": [lo, hi],
+            "why": f"Darshan reduced the file to one shared record (rank -1); {HOW_TO_SEE}"}
+
+
+def _by_id(records) -> dict:
+    out = defaultdict(list)
+    for r in records:
+        out[r["id"]].append(r)
+    return out
+
+
+def is_written(entry: dict) -> bool:
+    return entry["bytes_written"] > 0 or entry.get("mpiio_bytes_written", 0) > 0
+
+
+def _bytes_written(records: list[dict], module: str) -> int:
+    return sum(max(r["counters"].get(f"{PREFIX[module]}BYTES_WRITTEN", 0), 0) for r in records)
+
+
+def shared_files(records: dict, dxt: dict, names: dict, nprocs: int) -> list[dict]:
+    """Files that more than one rank opened, with their writers, largest writes first.
+
+    records: {"POSIX": [...], "MPI-IO": [...]} application records; dxt: {"DXT_POSIX": [...],
+    "DXT_MPIIO": [...]} (a key is absent when the log has no such module).
+    Entries: {"path", "bytes_written" (POSIX; MPI-IO's for a file POSIX never saw),
+    "writer_ranks" (POSIX writers), "writer_ranks_source", ["writer_ranks_bounds", "why"],
+    ["mpiio_bytes_written", "mpiio_writer_ranks"]}.
+    """
+    if nprocs < 2:
+        return []  # one process: Darshan still writes rank -1 records, but nothing is shared
+    posix, mpiio = _by_id(records.get("POSIX", [])), _by_id(records.get("MPI-IO", []))
+    dxt_posix = _by_id(dxt["DXT_POSIX"]) if "DXT_POSIX" in dxt else None
+    dxt_mpiio = _by_id(dxt["DXT_MPIIO"]) if "DXT_MPIIO" in dxt else None
+    out = []
+    for rid in sorted(set(posix) | set(mpiio)):
+        ranks = {r["rank"] for r in posix.get(rid, []) + mpiio.get(rid, [])}
+        if -1 not in ranks and len(ranks) < 2:
+            continue
+        layer = "POSIX" if rid in posix else "MPI-IO"
+        recs = posix[rid] if layer == "POSIX" else mpiio[rid]
+        trace = dxt_posix if layer == "POSIX" else dxt_mpiio
+        who = writer_ranks(recs, None if trace is None else trace.get(rid, []), nprocs, layer)
+        entry = {"path": names.get(rid, f"<record {rid}>"), "bytes_written": _bytes_written(recs, layer),
+                 "writer_ranks": who["writer_ranks"], "writer_ranks_source": who["source"]}
+        if rid in mpiio and layer == "POSIX":
+            trace = None if dxt_mpiio is None else dxt_mpiio.get(rid, [])
+            entry["mpiio_bytes_written"] = _bytes_written(mpiio[rid], "MPI-IO")
+            entry["mpiio_writer_ranks"] = writer_ranks(mpiio[rid], trace, nprocs, "MPI-IO")["writer_ranks"]
+            if who["writer_ranks"] == 0 and entry["mpiio_bytes_written"] > 0:
+                who = {"writer_ranks": "unknown", "source": None, "bounds": [1, nprocs],
+                       "why": f"Darshan's POSIX module saw no writes although MPI-IO wrote "
+                              f"{entry['mpiio_bytes_written']} bytes (writes outside its wrappers)"}
+                entry.update(writer_ranks="unknown", writer_ranks_source=None)
+        if who["writer_ranks"] == "unknown":
+            entry.update(writer_ranks_bounds=who["bounds"], why=who["why"])
+        out.append(entry)
+    out.sort(key=lambda e: (-max(e["bytes_written"], e.get("mpiio_bytes_written", 0)), e["path"]))
+    return out
+
+
+def observed(shared: list[dict]) -> dict:
+    """The aggregator count the shared files show: the most writer ranks over written shared files.
+
+    {"observed": int | None, "written_shared_files": n, "unknown_files": n, "reason": str | None}.
+    """
+    written = [f for f in shared if is_written(f)]
+    unknown = [f for f in written if f["writer_ranks"] == "unknown"]
+    out = {"observed": None, "written_shared_files": len(written), "unknown_files": len(unknown),
+           "reason": None}
+    if not written:
+        out["reason"] = "no shared file was written"
+    elif unknown:
+        lo = max(f["writer_ranks_bounds"][0] for f in unknown)
+        hi = max(f["writer_ranks_bounds"][1] for f in unknown)
+        out["reason"] = (f"writer ranks of {len(unknown)} shared file(s) not observable "
+                         f"(between {lo} and {hi}): {unknown[0]['why']}")
+    else:
+        out["observed"] = max(f["writer_ranks"] for f in written)
+    return out
+
+
+def observed_aggregators(summary: dict, requested_cb_nodes: int | None) -> dict:
+    """Requested cb_nodes against the writer ranks the shared files show.
+
+    {"requested": int | None, "observed": int | None, "differs": bool, "reason": str | None,
+    "files": [{"path", "writer_ranks"}] (the listed written shared files)}. observed is None when
+    no shared file was written or some writer count is not observable; differs is then False.
+    """
+    agg = summary.get("aggregators") or {}
+    reason = agg.get("reason") if summary.get("status") == "ok" else summary.get("reason", "unreadable")
+    got = agg.get("observed") if summary.get("status") == "ok" else None
+    return {"requested": requested_cb_nodes, "observed": got,
+            "differs": requested_cb_nodes is not None and got is not None and got != requested_cb_nodes,
+            "reason": reason,
+            "files": [{"path": f["path"], "writer_ranks": f["writer_ranks"]}
+                      for f in summary.get("shared_files") or [] if is_written(f)]}
