@@ -103,8 +103,8 @@ def cmd_render(args) -> int:
     return 0
 
 
-def _tables(exp_id: str, run: str | None, metrics):
-    from .report import build_tables, report_settings
+def _tables(exp_id: str, run: str | None, metrics, darshan_columns: str | None = None):
+    from .report import DARSHAN, DEFAULT_METRICS, build_tables, report_settings, with_darshan_columns
     from .results import RunDir, find_run, results_root
 
     path = find_run(results_root(_root()), exp_id, run)
@@ -112,14 +112,26 @@ def _tables(exp_id: str, run: str | None, metrics):
     records = rundir.records()
     if not records:
         raise IolabError(f"run {path.name} has no records yet")
-    return path, build_tables(records, metrics, report_settings(rundir.manifest()))
+    settings = report_settings(rundir.manifest())
+    if darshan_columns:
+        from .darshan import parse_columns
+
+        columns = parse_columns(darshan_columns)
+        records = with_darshan_columns(records, columns)
+        if metrics is None:
+            bench = records[0]["benchmark"]
+            metrics = list(settings.get("metrics") or DEFAULT_METRICS.get(bench, []))
+            present = {m["name"] for r in records for m in r.get("metrics", [])}
+            metrics = [m for m in metrics if m in present]
+        metrics = metrics + [DARSHAN + c for c in columns]
+    return path, build_tables(records, metrics, settings)
 
 
 def cmd_table(args) -> int:
     from .report import render
 
     metrics = args.metrics.split(",") if args.metrics else None
-    path, tables = _tables(args.experiment, args.run, metrics)
+    path, tables = _tables(args.experiment, args.run, metrics, args.darshan)
     sys.stdout.write(render(tables, args.format))
     return 0
 
@@ -182,6 +194,53 @@ def cmd_import(args) -> int:
     return 0
 
 
+def cmd_darshan(args) -> int:
+    from . import darshan
+    from .darshan import view
+    from .results import RunDir, find_run, results_root
+
+    out_dir = Path(args.html) if args.html else None
+    shown = []
+    if all(Path(t).is_file() for t in args.targets):
+        # Any Darshan logs, e.g. from production jobs.
+        for target in args.targets:
+            summary = darshan.summarize(target)
+            found = darshan.findings(summary, {}) if summary["status"] == "ok" else []
+            shown.append({"log": target, "summary": summary, "findings": found})
+            if out_dir and summary["status"] == "ok":
+                shown[-1]["html"] = str(darshan.html_report(target, out_dir))
+    else:
+        if len(args.targets) != 1:
+            raise IolabError("give one experiment id, or Darshan log files")
+        run = RunDir(find_run(results_root(_root()), args.targets[0], args.run))
+        recs = [r for r in run.records() if (r.get("observed") or {}).get("darshan")
+                and (args.case is None or r["case_id"].startswith(args.case))]
+        if not recs:
+            raise IolabError(f"run {run.run_id} has no Darshan data"
+                             + (f" for case {args.case}" if args.case else ""),
+                             hint="enable it with darshan: {enabled: true} or IOLAB_DARSHAN=1")
+        work = view.scratch_dir()
+        for rec in recs:
+            dar = rec["observed"]["darshan"]
+            item = {"case_id": rec["case_id"], "repetition": rec["repetition"],
+                    "summary": dar.get("summary") or {"status": dar["status"], "reason": dar.get("reason")},
+                    "findings": dar.get("findings", []), "aggregators": dar.get("aggregators")}
+            log = view.stored_log(run.path, rec)
+            if out_dir and log is not None and dar.get("status") == "ok":
+                item["html"] = str(darshan.html_report(view.readable_copy(log, work),
+                                                       out_dir / f"{rec['case_id']}-rep{rec['repetition']}"))
+            shown.append(item)
+    if args.json:
+        print(json.dumps(shown, indent=2, default=str))
+        return 0
+    for item in shown:
+        title = item.get("log") or f"case {item['case_id']} rep {item['repetition']}"
+        print(view.render(title, item["summary"], item["findings"], item.get("aggregators")))
+        if item.get("html"):
+            print(f"   job summary: {item['html']}")
+    return 0
+
+
 def cmd_runs(args) -> int:
     from .results import RunDir, list_runs, results_root
 
@@ -222,6 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--run", help="run id (or a unique prefix/suffix); default: the latest")
     s.add_argument("--format", choices=["md", "csv", "json"], default="md")
     s.add_argument("--metrics", help="comma-separated metric names, e.g. write_bw,write_bw_max")
+    s.add_argument("--darshan", metavar="COLUMNS",
+                   help="add Darshan columns, e.g. small_write_pct,agg_ranks,posix_write_time")
     s.set_defaults(func=cmd_table)
 
     s = sub.add_parser("compare", help="two runs, two values of a parameter, or a run and a published study",
@@ -256,9 +317,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--label", help="free text stored in the manifest, e.g. the source system")
     s.set_defaults(func=cmd_import)
 
+    s = sub.add_parser("darshan", help="Darshan summary and findings of a run's cases, or of any logs")
+    s.add_argument("targets", nargs="+", metavar="ID|LOG")
+    s.add_argument("--run", help="run id (or a unique prefix/suffix); default: the latest")
+    s.add_argument("--case", help="a case id (or its prefix)")
+    s.add_argument("--json", action="store_true", help="print JSON")
+    s.add_argument("--html", metavar="DIR", help="also write PyDarshan's HTML job summary into DIR")
+    s.set_defaults(func=cmd_darshan)
+
     s = sub.add_parser("runs", help="list an experiment's results runs")
     s.add_argument("experiment", metavar="ID")
     s.set_defaults(func=cmd_runs)
+
     return p
 
 

@@ -24,8 +24,31 @@ DEFAULT_METRICS = {
 _WORDS = {"bw": "Bandwidth", "iops": "IOPS", "ops": "OPs", "clat": "Latency", "io": "I/O"}
 
 
+DARSHAN = "darshan."
+
+
 def metric_label(name: str) -> str:
+    if name.startswith(DARSHAN):
+        return f"Darshan {name.removeprefix(DARSHAN)}"
     return " ".join(_WORDS.get(w, w.capitalize()) for w in name.split("_"))
+
+
+def with_darshan_columns(records: list[dict], columns: list[str]) -> list[dict]:
+    """Records with the requested Darshan summary values added as metrics `darshan.<column>`,
+    so tables treat them like any measured value (mean, interval, n). Missing stays missing."""
+    from .darshan import COLUMNS, column
+
+    out = []
+    for rec in records:
+        summary = ((rec.get("observed") or {}).get("darshan") or {}).get("summary")
+        extra = []
+        for name in columns:
+            value = column(summary, name) if summary else None
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                extra.append({"name": DARSHAN + name, "value": float(value),
+                              "unit": COLUMNS[name].unit, "source": "darshan"})
+        out.append({**rec, "metrics": list(rec.get("metrics", [])) + extra} if extra else rec)
+    return out
 
 
 DERIVED = {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import getpass
+import gzip
 import hashlib
 import json
 import os
@@ -24,6 +25,7 @@ from .errors import IolabError
 
 RECORD_SCHEMA = 1
 RECORDS = "records.jsonl"
+COMPRESS_OVER = 1 << 20
 MANIFEST = "manifest.json"
 
 
@@ -113,17 +115,26 @@ class RunDir:
         finally:
             os.close(fd)
 
-    def store_raw(self, case_id: str, repetition: int, files: list[Path]) -> dict:
-        """Copy a case's raw outputs into cases/<case_id>/rep<N>/ (a new directory)."""
+    def store_raw(self, case_id: str, repetition: int, files: list[Path],
+                  compress: set[str] = frozenset()) -> dict:
+        """Copy a case's raw outputs into cases/<case_id>/rep<N>/ (a new directory). Files named
+        in `compress` are gzipped when larger than COMPRESS_OVER bytes."""
         rel = Path("cases") / case_id / f"rep{repetition}"
         dest = self.path / rel
         dest.mkdir(parents=True, exist_ok=False)
         stored = {}
         for src in files:
-            if src.is_file():
-                shutil.copyfile(src, dest / src.name)
-                os.chmod(dest / src.name, 0o444)  # results are never edited in place
-                stored[src.name] = sha256_file(dest / src.name)
+            if not src.is_file():
+                continue
+            name = src.name
+            if name in compress and src.stat().st_size > COMPRESS_OVER:
+                name += ".gz"
+                with open(src, "rb") as fin, gzip.open(dest / name, "wb") as fout:
+                    shutil.copyfileobj(fin, fout)
+            else:
+                shutil.copyfile(src, dest / name)
+            os.chmod(dest / name, 0o444)  # results are never edited in place
+            stored[name] = sha256_file(dest / name)
         return {"dir": str(rel), "files": stored}
 
     def manifest(self) -> dict:

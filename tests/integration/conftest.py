@@ -33,7 +33,10 @@ def rfm_env(tmp_path):
     env.update(IOLAB_RESULTS=str(tmp_path / "results"), IOLAB_RFM_OUTPUT=str(tmp_path / "rfm"),
                IOLAB_SCRATCH=str(tmp_path / "scratch"), IOR_STANDIN_LOG=str(tmp_path / "ior-args.log"),
                IOLAB_PROFILE="local")
-    env.pop("IOLAB_ROOT", None)
+    # A neutral start: tests that want a stack, Darshan or a project root set them themselves.
+    for name in ("IOLAB_ROOT", "IOLAB_STACK_PREFIX", "IOLAB_DARSHAN", "IOLAB_DARSHAN_DXT",
+                 "IOLAB_KEEP_DATA"):
+        env.pop(name, None)
     # Only the missing binaries are stood in for: a real one on PATH is always used.
     missing = [p for p in STANDIN_BIN.iterdir() if not have(p.name)]
     if missing:

@@ -63,7 +63,7 @@ def test_quickstart_runs_and_publishes_a_table(rfm_env, tmp_path):
 
     table = iolab(["table", "quickstart"], rfm_env)
     assert table.returncode == 0, table.stderr
-    assert "Mean Write Bandwidth (MiB/s)" in table.stdout
+    assert "Mean Write Bandwidth ± 95% CI (MiB/s)" in table.stdout
     assert "| POSIX |" in table.stdout and "| MPIIO |" in table.stdout
 
 

@@ -323,7 +323,42 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
                 "flavour": h["flavour"], "verify": h["verify"], "requested": h["requested"],
                 "effective": effective, "comparison": mpiio.compare_hints(h["requested"], effective),
                 "echo": mpiio.parse_ior_showhints(text), "notes": h["notes"]}
+        if self._iolab_darshan is not None:
+            observed["darshan"] = self._iolab_observe_darshan(stage, observed)
         return observed
+
+    def _iolab_observe_darshan(self, stage: Path, observed: dict) -> dict:
+        """Summary, findings and observed aggregators from the case's Darshan log; its Lustre
+        records are a second witness of the layout, next to lfs getstripe."""
+        from .. import darshan
+
+        info = dict(self._iolab_darshan)
+        if info["status"] != "enabled":
+            return info
+        log = stage / darshan_files.LOG
+        if not log.is_file():
+            return {**info, "status": "no log",
+                    "reason": f"the job wrote no {darshan_files.LOG} (was libdarshan.so preloaded?)"}
+        try:
+            summary = darshan.summarize(log)
+        except IolabError as exc:          # PyDarshan itself is missing
+            return {**info, "status": "unreadable", "reason": str(exc)}
+        if summary["status"] != "ok":
+            return {**info, "status": "unreadable", "reason": summary.get("reason")}
+        params = self._iolab_case.params
+        hints = (observed.get("mpiio_hints") or {}).get("requested") or {}
+        cb_nodes = int(hints["cb_nodes"]) if str(hints.get("cb_nodes", "")).isdigit() else None
+        requested = {"collective": params.get("collective"), "cb_nodes": cb_nodes,
+                     "api": params.get("api")}
+        out = {**info, "status": "ok", "summary": summary,
+               "findings": darshan.findings(summary, requested),
+               "aggregators": darshan.observed_aggregators(summary, cb_nodes)}
+        req = lustre.requested(params)
+        layouts = darshan.lustre_layouts(summary)
+        if req and layouts:
+            lay = observed.get("lustre", {})
+            out["lustre_witness"] = lustre.compare_layout(req, layouts, lay.get("ost_count"))
+        return out
 
     def _iolab_failing(self, observed: dict) -> str | None:
         """A difference that the experiment says must fail the case."""

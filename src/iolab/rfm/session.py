@@ -63,6 +63,13 @@ def describe_flags(observed: dict) -> list[str]:
             f"{u['key']}={u['requested']}" for u in lay.get("unverified", [])) if lay.get("unverified")
             else "striping unverified")
     hints = observed.get("mpiio_hints") or {}
+    dar = observed.get("darshan") or {}
+    for m in dar.get("lustre_witness") or []:
+        if m["status"] == "changed":
+            out.append(f"Darshan saw {m['key']} {m['observed']} on {m['path']} "
+                       f"(requested {m['requested']})")
+    if dar.get("status") in ("unreadable", "no log"):
+        out.append(f"Darshan log {dar['status']}: {dar.get('reason')}")
     for c in hints.get("comparison", []):
         if c["status"] == "changed":
             out.append(f"hint {c['key']}: requested {c['requested']}, effective {c['effective']}")
@@ -86,7 +93,8 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
         names = ["rfm_job.sh", "rfm_job.out", "rfm_job.err", *(spec.outputs if spec else []),
                  darshan_files.LOG,
                  *sorted(p.name for p in stage.glob("iolab-*.txt"))]
-        raw = rundir.store_raw(case.case_id, test.repetition, [stage / n for n in dict.fromkeys(names)])
+        raw = rundir.store_raw(case.case_id, test.repetition, [stage / n for n in dict.fromkeys(names)],
+                               compress={darshan_files.LOG})
 
     job = test.job
     launcher = " ".join(job.launcher.run_command(job).split()) if job is not None and spec else ""
@@ -128,7 +136,9 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
                        "version": parsed.version if parsed else None},
             "stack": _stack(test, run, binary.get("path")),
             "input": getattr(test, "_iolab_input", None),
-            "command": (f"{launcher} {spec.command}".strip() if spec else None),
+            # exactly what the job script ran (the executable may carry a preload prefix)
+            "command": (" ".join([launcher, test.executable, *map(str, test.executable_opts)]).strip()
+                        if spec else None),
             "env": {**_partition_env(test), **dict(test.env_vars)},
             "case_dir": getattr(test, "_iolab_case_dir", None),
             "stagedir": str(stage) if stage else None,

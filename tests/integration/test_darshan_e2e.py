@@ -1,0 +1,61 @@
+"""Darshan around every case: logs stored and summarised where the runtime exists, and an honest
+"not available" where it does not."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from .conftest import have, iolab, only_run, records, reframe
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(not have("mpirun"), reason="mpirun (Open MPI) is not installed"),
+              pytest.mark.skipif(not have("fio"), reason="fio is not installed")]
+
+PREFIX = os.environ.get("IOLAB_STACK_PREFIX", "")
+LIBDARSHAN = Path(PREFIX) / "lib" / "libdarshan.so" if PREFIX else None
+
+
+def test_without_a_darshan_runtime_cases_still_run(rfm_env, tmp_path):
+    rfm_env.update(IOLAB_DARSHAN="1")
+    rfm_env.pop("IOLAB_STACK_PREFIX", None)
+    if any(Path(d, "libdarshan.so").exists() for d in ("/usr/lib", "/usr/local/lib")):
+        pytest.skip("a system-wide libdarshan.so exists here")
+    out = reframe(["-r", "-n", "quickstart%case=3cf5ac1a"], rfm_env)
+    assert out.returncode == 0, out.stdout[-3000:]
+    for rec in records(only_run(tmp_path / "results", "quickstart")):
+        assert rec["status"] == "ok" and rec["metrics"]
+        dar = rec["observed"]["darshan"]
+        assert dar["status"] == "not available" and "darshan-runtime" in dar["reason"]
+        assert "LD_PRELOAD" not in rec["provenance"]["command"]
+
+
+@pytest.mark.skipif(LIBDARSHAN is None or not LIBDARSHAN.exists(),
+                    reason="libdarshan.so not found: set IOLAB_STACK_PREFIX to a stack with darshan-runtime")
+def test_darshan_log_per_case_summarised_and_tabled(rfm_env, tmp_path):
+    rfm_env.update(IOLAB_DARSHAN="1", IOLAB_DARSHAN_DXT="1", IOLAB_STACK_PREFIX=PREFIX)
+    out = reframe(["-r", "-n", "quickstart"], rfm_env)
+    assert out.returncode == 0, out.stdout[-3000:]
+    run = only_run(tmp_path / "results", "quickstart")
+    recs = records(run)
+    for rec in recs:
+        dar = rec["observed"]["darshan"]
+        assert dar["status"] == "ok", dar.get("reason")
+        assert dar["env"]["DARSHAN_LOGHINTS"] == "cb_nodes=1"
+        stored = [n for n in rec["raw"]["files"] if n.startswith("darshan.log")]
+        assert len(stored) == 1, "one readable log per case"
+        summary = dar["summary"]
+        if rec["benchmark"] == "ior":
+            assert rec["provenance"]["command"].startswith(f"mpirun -np 2 -x LD_PRELOAD={LIBDARSHAN}")
+            written = sum(m["bytes_written"] for m in summary["modules"].values())
+            assert written >= rec["params"]["block_size"] * 2 * rec["params"]["iterations"]
+        else:
+            # not an MPI program: the preload prefixes fio itself, not a launcher
+            assert rec["provenance"]["command"].startswith(f"LD_PRELOAD={LIBDARSHAN} fio ")
+            assert dar["env"]["DARSHAN_ENABLE_NONMPI"] == "1"
+    table = iolab(["table", "quickstart", "--darshan", "small_write_pct,posix_write_time"], rfm_env)
+    assert table.returncode == 0 and "Darshan small_write_pct" in table.stdout
+    view = iolab(["darshan", "quickstart", "--case", recs[0]["case_id"]], rfm_env)
+    assert view.returncode == 0 and "Darshan 3." in view.stdout
