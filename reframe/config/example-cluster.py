@@ -2,7 +2,7 @@
 # replace every value marked SITE, and run:
 #   reframe -C reframe/config/<site>.py -c reframe/ -R -r -n <experiment>
 # Site facts belong here (in the partition's extras['iolab']), never in experiments or tests.
-from iolab.rfm.systems import general, logging, stage_dirs
+from iolab.rfm.systems import general, logging, stage_dirs, storage
 
 site_configuration = {
     'systems': [{
@@ -50,4 +50,5 @@ site_configuration = {
     }],
     'general': general(),
     'logging': logging(),
+    'storage': storage(),
 }

@@ -13,7 +13,7 @@
 import os
 
 from iolab.rfm.systems import (OPENMPI_ENVIRON, RUN_AS_ROOT, darshan_from_env, general, logging,
-                                stack_from_env, stage_dirs)
+                                stack_from_env, stage_dirs, storage)
 
 CORES_PER_NODE = int(os.environ.get('IOLAB_SLURM_CPUS', '8'))
 
@@ -76,4 +76,5 @@ site_configuration = {
     'environments': [OPENMPI_ENVIRON],
     'general': general(),
     'logging': logging(),
+    'storage': storage(),
 }

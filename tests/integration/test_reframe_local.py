@@ -64,6 +64,15 @@ def test_quickstart_runs_and_publishes_a_table(rfm_env, tmp_path):
     table = iolab(["table", "quickstart"], rfm_env)
     assert table.returncode == 0, table.stderr
     assert "Mean Write Bandwidth ± 95% CI (MiB/s)" in table.stdout
+
+    # ReFrame's own results database groups by iolab's parameters (README's example)
+    spec = "now-1h:now/now-1h:now/mean:iolab_experiment,rw,bs,pvar,punit/+psamples"
+    cmp = reframe([f"--performance-compare={spec}", "--table-format=csv"], rfm_env)
+    rows = [line.split(",") for line in cmp.stdout.splitlines() if line.startswith("quickstart,")]
+    bw = {(r[1], r[2]): r for r in rows if r[3] == "write_bw" and r[1]}  # r[1] empty: IOR
+    assert set(bw) == {("write", "4096"), ("write", "1048576"), ("randwrite", "4096"),
+                       ("randwrite", "1048576")}, cmp.stdout[-2000:]
+    assert all(r[-3] == "2" for r in bw.values()), "both repetitions in each group"
     assert "| POSIX |" in table.stdout and "| MPIIO |" in table.stdout
 
 

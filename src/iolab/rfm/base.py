@@ -56,6 +56,7 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
     _iolab_varied: dict = {}
     _iolab_producer: dict = {}      # read case id -> write case id
     _iolab_consumers: dict = {}     # write case id -> read case ids
+    _iolab_param_vars: dict = {}    # loggable variable name -> parameter key
 
     @run_after("init")
     def _iolab_init(self):
@@ -67,6 +68,9 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         self.time_limit = case.job.time_limit
         self.exclusive_access = case.job.exclusive
         self.tags = {case.experiment, case.benchmark, *self._iolab_exp.tags}
+        for name, key in self._iolab_param_vars.items():
+            value = case.params.get(key)
+            setattr(self, name, "" if value is None else str(value))
         self.executable = get_adapter(case.benchmark).executable
         self.sourcesdir = None
         self._iolab_recorded = False

@@ -79,6 +79,16 @@ def _register(module_name: str, yaml_path: Path) -> None:
         "_iolab_producer": producer,
         "_iolab_consumers": consumers,
     }
+    # Each varied parameter as a loggable variable (stripe_count, cb_nodes...), so ReFrame's
+    # results database can group by it: reframe --performance-compare=.../mean:+stripe_count/...
+    param_vars = {}
+    for key in dict.fromkeys(k for part in body["_iolab_varied"].values() for k in part):
+        name = key.split(".")[-1]
+        if name in param_vars or hasattr(IolabTest, name) or name in body:
+            name = "iolab_" + key.replace(".", "_")
+        param_vars[name] = key
+        body[name] = builtins.variable(str, value="", loggable=True)
+    body["_iolab_param_vars"] = param_vars
     if _system_uses_spack():
         # Built once per partition, before any case of any experiment runs there.
         body["iolab_stack"] = builtins.fixture(build_iolab_stack, scope="partition")

@@ -23,6 +23,12 @@ def stage_dirs(name: str) -> dict:
             "outputdir": os.path.join(OUTPUT, name, "output")}
 
 
+def storage() -> list:
+    """ReFrame's own results database (off by default in 4.10), for --performance-compare.
+    iolab's records under results/ stay the source of truth for tables."""
+    return [{"enable": True, "sqlite_db_file": os.path.join(OUTPUT, "results.db")}]
+
+
 def general() -> list:
     return [{"report_file": os.path.join(OUTPUT, "reports", "run-report-{sessionid}.json")}]
 
@@ -100,4 +106,5 @@ def local_system(name: str, mpi_flavour: str, descr: str) -> dict:
         "environments": [OPENMPI_ENVIRON],
         "general": general(),
         "logging": logging(),
+        "storage": storage(),
     }
