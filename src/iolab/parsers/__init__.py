@@ -38,6 +38,15 @@ def number(value, what: str, source: str) -> float:
     return float(value)
 
 
+def printed_number(token: str, what: str, source: str) -> float:
+    """A number as a benchmark printed it. Fortran prints '****' on overflow and printf 'inf' or
+    '-nan' after a division by zero: all of them fail the case rather than become a value."""
+    try:
+        return number(float(token), what, source)
+    except ValueError:
+        raise ParseError(f"{source}: {what} is {token!r}, not a number") from None
+
+
 def mean(values: list[float]) -> float:
     return sum(values) / len(values)
 

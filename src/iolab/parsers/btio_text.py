@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from ..errors import ParseError
-from . import Metric, Parsed, number
+from . import Metric, Parsed, printed_number
 
 SOURCE = "btio-text"
 MIB = 1024 * 1024
@@ -54,12 +54,6 @@ def failures(text: str) -> list[str]:
     return list(dict.fromkeys(m.group(1).strip() for m in _FAILURE.finditer(text)))
 
 
-def _value(token: str, what: str, source: str) -> float:
-    # Fortran writes '************' when a value overflows its F12.2 field
-    try:
-        return number(float(token), what, source)
-    except ValueError:
-        raise ParseError(f"{source}: {what} is {token!r}, not a number") from None
 
 
 def _optional_int(token: str | None) -> int | None:
@@ -103,18 +97,19 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
     amount_text = field("Total I/O amount")
     if not amount_text.endswith(" MiB"):
         raise ParseError(f"{source}: Total I/O amount {amount_text!r} is not in MiB")
-    bw = _value(bw_text.removesuffix(" MiB/s"), "I/O bandwidth", source)
+    bw = printed_number(bw_text.removesuffix(" MiB/s"), "I/O bandwidth", source)
     if bw <= 0:
         raise ParseError(f"{source}: {op} bandwidth is {bw} MiB/s")
     metrics = [Metric(f"{op}_bw", bw, "MiB/s", SOURCE),
-               Metric(f"{op}_amount", _value(amount_text.removesuffix(" MiB"), "Total I/O amount", source),
+               Metric(f"{op}_amount",
+                      printed_number(amount_text.removesuffix(" MiB"), "Total I/O amount", source),
                       "MiB", SOURCE)]
     open_label = "Max file create time in sec" if op == "write" else "Max file open time in sec"
     for label, (name, unit) in _TIMES.items():
         label = label.format(op=op)
         if label.startswith("Max file") and label != open_label:
             continue
-        metrics.append(Metric(f"{op}_{name}", _value(field(label), label, source), unit, SOURCE))
+        metrics.append(Metric(f"{op}_{name}", printed_number(field(label), label, source), unit, SOURCE))
 
     method = _METHOD.search(text, header.end())
     if not method:
@@ -122,9 +117,9 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
                          f"truncated")
     if method.group(1) not in METHODS:
         raise ParseError(f"{source}: unknown BTIO method {method.group(1)!r}")
-    grid = [int(_value(field(f"Global array size {axis}"), f"array size {axis}", source))
+    grid = [int(printed_number(field(f"Global array size {axis}"), f"array size {axis}", source))
             for axis in "XYZ"]
-    iterations = int(_value(field("Number of I/O iterations"), "iterations", source))
+    iterations = int(printed_number(field("Number of I/O iterations"), "iterations", source))
     # The amount is X*Y*Z*40 bytes per iteration (bt.f90): anything else is a misread report
     expected = grid[0] * grid[1] * grid[2] * BYTES_PER_POINT * iterations / MIB
     amount = metrics[1].value
@@ -135,7 +130,7 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
     details = {
         "mode": op,
         "io_method": METHODS[method.group(1)],
-        "ranks": int(_value(field("Number of MPI processes"), "number of processes", source)),
+        "ranks": int(printed_number(field("Number of MPI processes"), "number of processes", source)),
         "grid": grid,
         "iterations": iterations,
         "path": fields.get("output file path"),

@@ -12,7 +12,8 @@ import re
 
 from ..errors import ParseError
 from . import Parsed
-from .h5bench_text import OPERATIONS, SHARED, metrics, to_mib, value
+from . import printed_number
+from .h5bench_text import OPERATIONS, SHARED, metrics, to_mib
 
 SOURCE = "h5bench-csv"
 HEADER = "metric, value, unit"
@@ -54,14 +55,14 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
         if row.endswith("time"):
             if unit != "seconds":
                 raise ParseError(f"{source}: {row} is in {unit!r}, not seconds")
-            values[row] = value(cell, row, source)
+            values[row] = printed_number(cell, row, source)
             continue
         m = _UNIT.match(unit)
         if not m or bool(m.group(2)) != row.endswith("rate"):
             raise ParseError(f"{source}: {row} has an unknown unit {unit!r}")
         values[row] = to_mib(cell, m.group(1), row, source)
     details = {"operation": operation,
-               "ranks": int(value(table["ranks"][0], "ranks", source)),
+               "ranks": int(printed_number(table["ranks"][0], "ranks", source)),
                **{k: v for k, (v, _u) in table.items()
                   if k not in SHARED and k not in ("operation", "ranks")}}
     return Parsed(metrics(OPERATIONS[operation], values, SOURCE, source), version=None, details=details)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 
 from ..errors import ParseError
-from . import Metric, Parsed, number
+from . import Metric, Parsed, printed_number
 
 SOURCE = "h5bench-text"
 RESULTS = "=================== Performance Results =================="
@@ -65,19 +65,13 @@ _LINES = {
 }
 
 
-def value(token: str, what: str, source: str) -> float:
-    """A printed number (printf writes 'inf' and '-nan' where h5bench divides by zero)."""
-    try:
-        return number(float(token), what, source)
-    except ValueError:
-        raise ParseError(f"{source}: {what} is {token!r}, not a number") from None
 
 
 def to_mib(token: str, prefix: str, what: str, source: str) -> float:
     """h5bench's '<value> <prefix>B' (base 1024) in MiB."""
     if prefix not in _PREFIX:
         raise ParseError(f"{source}: {what} has an unknown unit {prefix + 'B'!r}")
-    return value(token, what, source) * _PREFIX[prefix]
+    return printed_number(token, what, source) * _PREFIX[prefix]
 
 
 def metrics(op: str, values: dict[str, float], source_tag: str, source: str) -> list[Metric]:
@@ -135,11 +129,11 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
         raise ParseError(f"{source}: the results block mixes SYNC and ASYNC rates")
 
     values = {
-        "total compute time": value(found["total compute time"].group(1), "compute time", source),
+        "total compute time": printed_number(found["total compute time"].group(1), "compute time", source),
         "total size": to_mib(*found["total size"].group(2, 3), "total size", source),
-        "raw time": value(found["raw time"].group(2), "raw time", source),
-        "metadata time": value(found["metadata time"].group(1), "metadata time", source),
-        "observed time": value(found["observed time"].group(2), "observed time", source),
+        "raw time": printed_number(found["raw time"].group(2), "raw time", source),
+        "metadata time": printed_number(found["metadata time"].group(1), "metadata time", source),
+        "observed time": printed_number(found["observed time"].group(2), "observed time", source),
         "raw rate": to_mib(*found["raw rate"].group(3, 4), "raw rate", source),
         "observed rate": to_mib(*found["observed rate"].group(3, 4), "observed rate", source),
     }
@@ -148,8 +142,8 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
         for t in FILE_TIMES:
             if f"H5F{t}" not in found:
                 raise ParseError(f"{source}: no 'H5F{t}() time' line in the results block")
-            out.append(Metric(f"h5f{t}_time", value(found[f"H5F{t}"].group(1), f"H5F{t} time", source),
-                              "s", SOURCE))
+            seconds = printed_number(found[f"H5F{t}"].group(1), f"H5F{t} time", source)
+            out.append(Metric(f"h5f{t}_time", seconds, "s", SOURCE))
     details = {"operation": op, "mode": modes.pop(),
-               "ranks": int(value(found["ranks"].group(1), "number of ranks", source))}
+               "ranks": int(printed_number(found["ranks"].group(1), "number of ranks", source))}
     return Parsed(out, version=None, details=details)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ..errors import ParseError
-from . import Metric, Parsed, mean, number
+from . import Metric, Parsed, mean, printed_number
 
 SOURCE = "ior-text"
 _ERROR = re.compile(r"(^|\s)(ERROR|Error invalid argument|Invalid options)\b")
@@ -23,11 +23,6 @@ def redirected_to(text: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _float(token: str, what: str, source: str) -> float:
-    try:
-        return number(float(token), what, source)
-    except ValueError:
-        raise ParseError(f"{source}: {what} is {token!r}, not a number") from None
 
 
 def parse(text: str, source: str = SOURCE) -> Parsed:
@@ -61,7 +56,7 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
                 continue
             if tokens[0] in ("write", "read") and len(tokens) >= 11:
                 per_op.setdefault(tokens[0], []).append(
-                    [_float(t, f"{tokens[0]} {col}", source)
+                    [printed_number(t, f"{tokens[0]} {col}", source)
                      for t, col in zip(tokens[6:10], ("open", "wr/rd", "close", "total"))])
 
     summary_part = text.split("Summary of all tests:", 1)[1]
@@ -77,11 +72,11 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
         op = tokens[0]
         if len(tokens) < len(header):
             raise ParseError(f"{source}: truncated {op} summary line")
-        reps = int(_float(tokens[header.index("reps")], f"{op} reps", source))
+        reps = int(printed_number(tokens[header.index("reps")], f"{op} reps", source))
         runs = per_op.get(op, [])
         if len(runs) != reps:
             raise ParseError(f"{source}: {len(runs)} of {reps} {op} iterations reported")
-        vals = [_float(t, f"{op} {c}", source) for t, c in zip(tokens[1:10], header[1:10])]
+        vals = [printed_number(t, f"{op} {c}", source) for t, c in zip(tokens[1:10], header[1:10])]
         if vals[2] <= 0:
             raise ParseError(f"{source}: {op} bandwidth is {vals[2]} MiB/s")
         for name, value, unit in (("bw", vals[2], "MiB/s"), ("bw_max", vals[0], "MiB/s"),
