@@ -254,6 +254,18 @@ def cmd_runs(args) -> int:
     return 0
 
 
+def cmd_publish(args) -> int:
+    from .publish import publish
+
+    done = publish(args.experiment, Path(args.out), args.runs, force=args.force)
+    for note in done.notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(f"published {args.experiment} (run{'s' if len(done.runs) > 1 else ''} "
+          f"{', '.join(done.runs)}): {len(done.files)} files, {done.plots} plot(s) in {done.out}")
+    print(f"open {done.out / 'index.html'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="iolab", description=__doc__)
     p.add_argument("--version", action="version", version=f"iolab {__version__}")
@@ -329,6 +341,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("experiment", metavar="ID")
     s.set_defaults(func=cmd_runs)
 
+    s = sub.add_parser("publish", help="write a self-contained report folder (HTML, Markdown, CSV, plots)",
+                       description="iolab publish ID [--runs RUN ...] --out DIR: index.html with the "
+                                   "experiment, provenance, tables, plots, requested vs applied, Darshan "
+                                   "findings and the published study; tables.md, tables.csv, report.md, "
+                                   "plots/. Results are only read.")
+    s.add_argument("experiment", metavar="ID")
+    s.add_argument("--runs", nargs="+", metavar="RUN",
+                   help="run ids (or unique prefixes/suffixes); default: the latest")
+    s.add_argument("--out", required=True, metavar="DIR", help="a new or empty directory")
+    s.add_argument("--force", action="store_true",
+                   help="replace the files an earlier `iolab publish` wrote in DIR (others are left alone)")
+    s.set_defaults(func=cmd_publish)
     return p
 
 

@@ -1,0 +1,557 @@
+"""`iolab publish`: a run (or several) as a self-contained static folder.
+
+    index.html      the experiment, provenance, tables, plots, requested vs applied, Darshan
+                    findings and the comparison with the published study (no server, no CDN, no
+                    external resources; the images are files next to it)
+    report.md       the same page as Markdown (for wikis)
+    tables.md/.csv  the tables exactly as `iolab table` prints them
+    plots/*.png/svg the plots (iolab.plots)
+
+Publishing only reads results/. It refuses a non-empty output directory unless --force, and
+then replaces only files an earlier `iolab publish` wrote there (listed in .iolab-publish.json);
+any other file is left alone, and one in the way stops it.
+
+Which published study an experiment is set against is the PUBLISHED_STUDIES mapping below: the
+experiment schema has no `published:` field (yet), so the pairing lives here, in one place.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import math
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from . import __version__, plots, stats
+from .compare import Side, compare_published, render_published
+from .errors import IolabError
+from .matrix import show_value
+from .published import load_study
+from .render import render_template
+from .report import (LEGEND, NOISY_MARK, OUTLIER_MARK, build_tables, render, report_settings,
+                     table_rows)
+from .results import find_run
+
+MARKER = ".iolab-publish.json"
+PLOTS_DIR = "plots"
+SCALE_COLUMNS = ("scale.num_tasks", "scale.nodes", "scale.tasks_per_node")
+# Columns that set the size of the problem: a laptop run differs from the study in them.
+SIZE_COLUMNS = ("block_size", "segments", "size", "grid", "time_steps", "timesteps", "dim_1")
+
+
+@dataclass(frozen=True)
+class StudyLink:
+    """How an experiment's run is set against results/published/<study>.csv."""
+
+    study: str
+    metric: str | None = None           # the run's metric (default: the study's)
+    part: str | None = None             # only this part of the run
+    where: tuple[str, ...] = ()         # study rows: COLUMN=VALUE, as `iolab compare --where`
+    ignore: tuple[str, ...] = ()        # study columns not matched, as `iolab compare --ignore`
+    why: str = ""
+
+
+# experiment id -> its published study. One place; the schema has no `published:` field.
+PUBLISHED_STUDIES: dict[str, StudyLink] = {
+    "archer-fpp-vs-ssf": StudyLink("archer-fpp-ssf"),
+    "csc-btio-hints": StudyLink("csc-btio-mahti"),
+    "cp2k-aggregators": StudyLink("cp2k-aggregators", metric="write_total_time"),
+    "kaust-stripe-count": StudyLink(
+        "kaust-wrf-striping", metric="write_total_time", part="shared-file",
+        why="the study times WRF's I/O (seconds) at stripe counts 1 and 144; the run's shared-file "
+            "write time (IOR's write_total_time) is set against it"),
+}
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+def _short(sha: str | None, n: int = 12) -> str | None:
+    return sha[:n] if sha else None
+
+
+def _yaml_doc(text: str | None) -> dict:
+    try:
+        doc = yaml.safe_load(text or "") or {}
+    except yaml.YAMLError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _num_tasks(params: dict) -> int:
+    return params.get("scale.nodes", 1) * params.get("scale.tasks_per_node", 1)
+
+
+def setting(rec: dict) -> str:
+    """The case's varied parameters, as `iolab plan` shows them."""
+    keys = rec.get("varied") or []
+    bench = rec.get("benchmark", "ior")
+    params = rec.get("params") or {}
+    text = ", ".join(f"{k}={show_value(bench, k, params.get(k))}" for k in keys if k in params)
+    return text or rec.get("case_id", "")
+
+
+def _reps(values) -> str:
+    reps = sorted({v for v in values if v is not None})
+    return ", ".join(map(str, reps)) if reps else "-"
+
+
+# --------------------------------------------------------------------------------- provenance
+
+def provenance(path: Path, manifest: dict, records: list[dict]) -> dict:
+    """What the run is: system, versions, git state, stack, per part the benchmark binaries."""
+    stack_locks = set()
+    parts: dict[str, dict] = {}
+    for rec in records:
+        prov = rec.get("provenance") or {}
+        part = parts.setdefault(rec.get("part", "main"), {
+            "part": rec.get("part", "main"), "benchmark": rec.get("benchmark"), "names": [],
+            "versions": [], "paths": [], "sha256": [], "stacks": []})
+        binary = prov.get("binary") or {}
+        if rec.get("status") == "ok":
+            for key, out in (("name", "names"), ("version", "versions"), ("path", "paths"),
+                             ("sha256", "sha256")):
+                value = binary.get(key)
+                if value and value not in part[out]:
+                    part[out].append(value)
+        stack = prov.get("stack")
+        if isinstance(stack, dict):
+            shown = ", ".join(f"{k}={v}" for k, v in sorted(stack.items())
+                              if v not in (None, "", [], {}) and k != "spack_lock_sha256")
+            if shown and shown not in part["stacks"]:
+                part["stacks"].append(shown)
+            if stack.get("spack_lock_sha256"):
+                stack_locks.add(stack["spack_lock_sha256"])
+    status = {s: sum(r.get("status") == s for r in records) for s in ("ok", "failed", "skipped")}
+    reframe = manifest.get("reframe") or next(
+        ((r.get("provenance") or {}).get("reframe") for r in records
+         if (r.get("provenance") or {}).get("reframe")), None)
+    lock = manifest.get("spack_lock_sha256") or (sorted(stack_locks)[0] if len(stack_locks) == 1 else None)
+    return {
+        "run_id": path.name,
+        "path": str(path),
+        "system": manifest.get("system") or manifest.get("label") or "unknown",
+        "origin": manifest.get("origin") or "-",
+        "created": manifest.get("created") or "-",
+        "profile": manifest.get("profile") or "(base)",
+        "git": manifest.get("git"),
+        "git_short": _short(manifest.get("git")) or "unknown",
+        "dirty": manifest.get("dirty"),
+        "iolab": manifest.get("iolab") or "-",
+        "reframe": reframe or "-",
+        "spack_lock_sha256": lock,
+        "spack_lock_short": _short(lock),
+        "experiment_sha256": manifest.get("experiment_sha256"),
+        "host": (manifest.get("host") or {}).get("hostname") or "-",
+        "records": len(records),
+        "status": status,
+        "parts": list(parts.values()),
+    }
+
+
+# ------------------------------------------------------------------------------------- tables
+
+_MARK_TITLES = {NOISY_MARK: f"noisy: coefficient of variation above {stats.NOISY_CV:.0%}",
+                OUTLIER_MARK: "outlier among the repetitions (see Notes)"}
+_MARKED = re.compile(rf"^(.*?) ([{NOISY_MARK}{OUTLIER_MARK}]+)$")
+
+
+def _cell(text: str) -> dict:
+    m = _MARKED.match(text)
+    if not m:
+        return {"text": text, "marks": []}
+    return {"text": m.group(1), "marks": [{"mark": c, "title": _MARK_TITLES[c]} for c in m.group(2)]}
+
+
+def html_table(table) -> dict:
+    """A report table for the HTML page: the Markdown table's cells, marks split out."""
+    header, body, footnotes = table_rows(table, "md")
+    if not table.keys:
+        header = ["Case"] + header
+        body = [[row.case_id] + line for row, line in zip(table.rows, body)]
+    return {"title": f"{table.experiment} · {table.part} ({table.benchmark}) · run {table.run_id}",
+            "part": table.part, "header": header, "rows": [[_cell(c) for c in line] for line in body],
+            "footnotes": footnotes}
+
+
+# ------------------------------------------------------------------------- requested vs applied
+
+def flags_by_case(records: list[dict]) -> list[dict]:
+    """Every flag (requested vs applied difference), by case, with the repetitions it concerns."""
+    cases: dict[tuple, dict] = {}
+    for rec in records:
+        flags = rec.get("flags")
+        if flags is None:
+            from .report import record_notes
+            flags = record_notes(rec)
+        if not flags:
+            continue
+        key = (rec.get("part", "main"), rec.get("case_id"))
+        case = cases.setdefault(key, {"part": key[0], "case_id": key[1], "setting": setting(rec),
+                                      "flags": {}})
+        for flag in flags:
+            case["flags"].setdefault(flag, []).append(rec.get("repetition"))
+    return [{**c, "flags": [{"text": t, "reps": _reps(r)} for t, r in c["flags"].items()]}
+            for c in cases.values()]
+
+
+def darshan_by_case(records: list[dict]) -> list[dict]:
+    """observed.darshan of each case: findings (with their repetitions) and logs without any."""
+    cases: dict[tuple, dict] = {}
+    for rec in records:
+        dar = (rec.get("observed") or {}).get("darshan")
+        if not isinstance(dar, dict):
+            continue
+        key = (rec.get("part", "main"), rec.get("case_id"))
+        case = cases.setdefault(key, {"part": key[0], "case_id": key[1], "setting": setting(rec),
+                                      "findings": {}, "other": {}})
+        rep = rec.get("repetition")
+        status = dar.get("status", "unknown")
+        for f in dar.get("findings") or []:
+            text = f.get("text") if isinstance(f, dict) else str(f)
+            rule = f.get("rule") if isinstance(f, dict) else None
+            case["findings"].setdefault((rule, text), []).append(rep)
+        if status != "ok":
+            why = f"{status}: {dar.get('reason') or 'no reason recorded'}"
+            case["other"].setdefault(why, []).append(rep)
+        elif not dar.get("findings"):
+            case["other"].setdefault("ok: no findings", []).append(rep)
+    return [{"part": c["part"], "case_id": c["case_id"], "setting": c["setting"],
+             "findings": [{"rule": r or "", "text": t, "reps": _reps(v)}
+                          for (r, t), v in c["findings"].items()],
+             "other": [{"text": t, "reps": _reps(v)} for t, v in c["other"].items()]}
+            for c in cases.values()]
+
+
+# ----------------------------------------------------------------------------------- published
+
+@dataclass
+class PublishedSection:
+    study: str
+    title: str = ""
+    url: str = ""
+    link: StudyLink | None = None
+    adjustments: list[str] = field(default_factory=list)
+    markdown: str = ""
+    blocks: list[dict] = field(default_factory=list)
+    verdict: str = ""
+    error: str = ""
+
+
+def _log_distance(a: float, b: float) -> float:
+    return abs(math.log2(a) - math.log2(b)) if a > 0 and b > 0 else math.inf
+
+
+def published_comparison(path: Path, manifest: dict, records: list[dict], link: StudyLink,
+                         project_root: Path) -> PublishedSection:
+    """The run against its published study, as `iolab compare ID RUN published:STUDY` does.
+
+    The shape is what is compared (hardware differs). When the run is at another scale than the
+    study (no process count in common), the scale columns are not matched: the run's cases at its
+    largest process count are set against the study's rows at the closest one. Problem-size
+    columns (block_size, grid...) with values the study does not have are not matched either; a
+    parameter the run varies but the study does not mention keeps its largest value only.
+    """
+    section = PublishedSection(link.study, link=link)
+    try:
+        study = load_study(link.study, project_root)
+    except IolabError as exc:
+        section.error = str(exc)
+        return section
+    section.title = study.citation.get("title", "")
+    section.url = study.citation.get("url", "")
+    if link.why:
+        section.adjustments.append(link.why)
+    if not study.rows:
+        missing = study.citation.get("missing")
+        section.error = "the study file has no rows" + (f" (its header says: {missing})" if missing else "")
+        return section
+    recs = [r for r in records if link.part is None or r.get("part", "main") == link.part]
+    if link.part:
+        section.adjustments.append(f"only the run's part {link.part!r}")
+    ok = [r for r in recs if r.get("status") == "ok"]
+    ignore, where = list(link.ignore), list(link.where)
+    columns = study.param_columns
+
+    def study_tasks(row):
+        p = row.params
+        if isinstance(p.get("scale.num_tasks"), int):
+            return p["scale.num_tasks"]
+        if isinstance(p.get("scale.nodes"), int) and isinstance(p.get("scale.tasks_per_node"), int):
+            return p["scale.nodes"] * p["scale.tasks_per_node"]
+        return None
+    run_tasks = sorted({_num_tasks(r["params"]) for r in ok})
+    known = sorted({t for t in map(study_tasks, study.rows) if t is not None})
+    if run_tasks and known and not set(run_tasks) & set(known):
+        target = run_tasks[-1]
+        ignore += [c for c in SCALE_COLUMNS if c in columns and c not in ignore]
+        recs = [r for r in recs if _num_tasks(r["params"]) == target]
+        ok = [r for r in ok if _num_tasks(r["params"]) == target]
+        text = (f"the run's process counts ({', '.join(map(str, run_tasks))}) are not the study's "
+                f"({', '.join(map(str, known))}): scale columns not matched; the run's cases at "
+                f"{target} processes")
+        if "scale.num_tasks" in columns and len(known) > 1:
+            closest = min(known, key=lambda t: (_log_distance(t, target), t))
+            where.append(f"scale.num_tasks={closest}")
+            text += f" against the study's rows at {closest} processes"
+        section.adjustments.append(text)
+    for col in SIZE_COLUMNS:
+        if col not in columns or col in ignore:
+            continue
+        have = [r["params"].get(col) for r in ok if col in r["params"]]
+        want = [row.params[col] for row in study.rows if col in row.params]
+        if have and any(v not in want for v in have):
+            ignore.append(col)
+            section.adjustments.append(f"{col}: the run's values are not the study's: not matched")
+    varied = list(dict.fromkeys(k for r in recs for k in (r.get("varied") or [])))
+    for key in varied:
+        if key in columns or key.startswith("scale."):
+            continue
+        values = [r["params"].get(key) for r in ok]
+        distinct = list(dict.fromkeys(json.dumps(v, sort_keys=True) for v in values))
+        if len(distinct) < 2:
+            continue
+        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        keep = max(numbers) if len(numbers) == len(values) else values[0]
+        recs = [r for r in recs if r["params"].get(key) == keep]
+        ok = [r for r in ok if r["params"].get(key) == keep]
+        bench = recs[0].get("benchmark", "ior") if recs else "ior"
+        section.adjustments.append(f"the study does not mention {key}: the run's cases with "
+                                   f"{key}={show_value(bench, key, keep)} only")
+    if not recs:
+        section.error = "no case of the run is left to compare"
+        return section
+    side = Side("run", path, manifest, recs)
+    try:
+        pc = compare_published(side, study, link.metric, where, ignore)
+    except IolabError as exc:
+        section.error = str(exc)
+        return section
+    text = render_published(pc)
+    section.blocks = markdown_blocks(text)
+    section.markdown = re.sub(r"^## ", "### ", text, flags=re.M)     # under the page's "## Published study"
+    section.verdict = pc.shape_verdict()
+    return section
+
+
+def markdown_blocks(text: str) -> list[dict]:
+    """The Markdown that compare.py renders (headings, lines, pipe tables) as blocks for HTML."""
+    blocks: list[dict] = []
+    table: list[list[str]] | None = None
+    for line in text.splitlines():
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if table is None:
+                table = [cells]
+                blocks.append({"kind": "table", "header": cells, "rows": []})
+            elif not all(set(c) <= {"-", ":"} and c for c in cells):
+                blocks[-1]["rows"].append(cells)
+            continue
+        table = None
+        if line.startswith("#"):
+            blocks.append({"kind": "heading", "text": line.lstrip("#").strip()})
+        elif line.strip():
+            kind = "verdict" if line.startswith(("verdict", "absolute")) else "line"
+            blocks.append({"kind": kind, "text": line})
+    return blocks
+
+
+# ----------------------------------------------------------------------------------- the page
+
+@dataclass
+class RunReport:
+    provenance: dict
+    tables: list[dict]
+    tables_md: str
+    tables_csv: str
+    plots: list[dict]
+    plot_notes: list[str]
+    flags: list[dict]
+    darshan: list[dict]
+    published: PublishedSection | None
+    settings: dict
+
+
+def _plot_entry(plot: plots.Plot, out: Path) -> dict:
+    rel = {fmt: p.relative_to(out).as_posix() for fmt, p in plot.files.items()}
+    return {"title": plot.title, "png": rel.get("png"), "svg": rel.get("svg"), "notes": plot.notes,
+            "rule": plot.spec.rule, "part": plot.spec.part, "metric": plot.spec.metric,
+            "name": plot.spec.name, "alt": _alt(plot)}
+
+
+def _alt(plot: plots.Plot) -> str:
+    if plot.spec.kind == "heatmap":
+        return f"Heatmap of the mean {plot.spec.metric} over {plot.xlabel} and {plot.ylabel}"
+    return f"{plot.ylabel} against {plot.xlabel}"
+
+
+def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str,
+               prefix: str = "") -> RunReport:
+    from .results import RunDir
+
+    run = RunDir(path)
+    records = run.records()
+    if not records:
+        raise IolabError(f"run {path.name} has no records yet")
+    manifest = run.manifest()
+    settings = report_settings(manifest)
+    tables = build_tables(records, None, settings)
+    made, notes = plots.make_plots(records, staging / PLOTS_DIR, settings, manifest, prefix=prefix)
+    link = PUBLISHED_STUDIES.get(experiment_id)
+    published = (published_comparison(path, manifest, records, link, project_root) if link else None)
+    return RunReport(provenance(path, manifest, records), [html_table(t) for t in tables],
+                     render(tables, "md"), render(tables, "csv"), [_plot_entry(p, staging) for p in made],
+                     notes, flags_by_case(records), darshan_by_case(records), published, settings)
+
+
+def _csv_with_runs(reports: list[RunReport]) -> str:
+    """One run: `iolab table --format csv` as is. Several: a leading run column."""
+    if len(reports) == 1:
+        return reports[0].tables_csv
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for i, rep in enumerate(reports):
+        if i:
+            writer.writerow([])
+        for row in csv.reader(io.StringIO(rep.tables_csv)):
+            if not row:
+                writer.writerow([])
+            elif row[:2] == ["part", "case_id"]:
+                writer.writerow(["run"] + row)
+            else:
+                writer.writerow([rep.provenance["run_id"]] + row)
+    return buf.getvalue()
+
+
+def experiment_info(experiment_id: str, manifests: list[dict], project_root: Path) -> dict:
+    doc = _yaml_doc(manifests[-1].get("experiment_yaml")) if manifests else {}
+    if not doc:
+        path = project_root / "experiments" / f"{experiment_id}.yaml"
+        doc = _yaml_doc(path.read_text()) if path.is_file() else {}
+    shas = sorted({m.get("experiment_sha256") for m in manifests if m.get("experiment_sha256")})
+    return {"id": experiment_id, "description": " ".join(str(doc.get("description") or "").split()),
+            "source": doc.get("source") or "", "tags": list(doc.get("tags") or []),
+            "yaml_differs": len(shas) > 1}
+
+
+def build_context(experiment_id: str, reports: list[RunReport], project_root: Path,
+                  manifests: list[dict]) -> dict:
+    link = PUBLISHED_STUDIES.get(experiment_id)
+    return {
+        "experiment": experiment_info(experiment_id, manifests, project_root),
+        "runs": reports,
+        "legend": LEGEND,
+        "plot_rules": plots.describe_rules(),
+        "study_link": link,
+        "iolab_version": __version__,
+        "multiple": len(reports) > 1,
+        "has_darshan": any(r.darshan for r in reports),
+    }
+
+
+# ----------------------------------------------------------------------------- writing safely
+
+def _inside(path: Path, parent: Path) -> bool:
+    try:
+        path.resolve().relative_to(parent.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def _previous_files(out: Path, force: bool) -> list[str]:
+    if out.exists() and not out.is_dir():
+        raise IolabError(f"--out {out}: exists and is not a directory")
+    if not out.is_dir() or not any(out.iterdir()):
+        return []
+    if not force:
+        raise IolabError(f"--out {out} is not empty",
+                         hint="publish into a new or empty directory, or pass --force to replace "
+                              "what an earlier `iolab publish` wrote there")
+    marker = out / MARKER
+    try:
+        data = json.loads(marker.read_text())
+        files = [str(f) for f in data["files"]]
+    except FileNotFoundError:
+        raise IolabError(f"--force: {out} was not written by `iolab publish` (no {MARKER}); "
+                         "its files are left alone", hint="choose another --out") from None
+    except (ValueError, KeyError, TypeError):
+        raise IolabError(f"--force: {marker} is unreadable; the directory's files are left alone",
+                         hint="choose another --out") from None
+    for f in files:
+        if Path(f).is_absolute() or ".." in Path(f).parts:
+            raise IolabError(f"--force: {marker} lists {f!r}, outside the directory; nothing replaced")
+    return files
+
+
+def _install(staging: Path, out: Path, previous: list[str]) -> list[str]:
+    new = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
+    foreign = [f for f in new if (out / f).exists() and f not in previous]
+    if foreign:
+        raise IolabError(f"--out {out}: {', '.join(foreign[:5])} would be overwritten and was not "
+                         "written by `iolab publish`; nothing replaced", hint="choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    for f in previous:
+        if f not in new and (out / f).is_file():
+            (out / f).unlink()
+    for d in sorted({(out / f).parent for f in previous}, key=lambda p: len(p.parts), reverse=True):
+        if d != out and d.is_dir() and not any(d.iterdir()):
+            d.rmdir()
+    for f in new:
+        target = out / f
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(staging / f, target)
+    return new
+
+
+@dataclass
+class Published:
+    out: Path
+    files: list[str]
+    runs: list[str]
+    plots: int
+    notes: list[str]
+
+
+def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, force: bool = False,
+            project_root: Path | None = None, results: Path | None = None) -> Published:
+    """Write the static report of an experiment's run(s) into `out` (see the module docstring)."""
+    from .render import project_root as default_root
+    from .results import RunDir, results_root
+
+    root = project_root or default_root()
+    res = results or results_root(root)
+    out = Path(out)
+    if _inside(out, res):
+        raise IolabError(f"--out {out} is inside the results directory {res}; publishing never "
+                         "writes there", hint="choose a directory outside it, e.g. site/")
+    paths = list(dict.fromkeys(find_run(res, experiment_id, r) for r in (runs or [None])))
+    previous = _previous_files(out, force)
+    manifests = [RunDir(p).manifest() for p in paths]
+    with tempfile.TemporaryDirectory(prefix="iolab-publish-") as tmp:
+        staging = Path(tmp)
+        reports = [run_report(p, staging, root, experiment_id,
+                              prefix=f"{p.name}-" if len(paths) > 1 else "") for p in paths]
+        context = build_context(experiment_id, reports, root, manifests)
+        files = {
+            "index.html": render_template("report/index.html.j2", **context),
+            "report.md": render_template("report/report.md.j2", **context),
+            "tables.md": "\n".join(r.tables_md for r in reports),
+            "tables.csv": _csv_with_runs(reports),
+        }
+        for name, text in files.items():
+            (staging / name).write_text(text, encoding="utf-8")
+        written = _install(staging, out, previous)
+    marker = {"tool": f"iolab {__version__}", "experiment": experiment_id,
+              "runs": [p.name for p in paths], "files": written,
+              "written": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    (out / MARKER).write_text(json.dumps(marker, indent=2) + "\n")
+    notes = [n for r in reports for n in r.plot_notes]
+    return Published(out, written, [p.name for p in paths], sum(len(r.plots) for r in reports), notes)

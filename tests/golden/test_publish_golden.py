@@ -1,0 +1,49 @@
+"""Golden tests of `iolab publish`'s Markdown: report.md (the whole page) and tables.md.
+Timestamps are normalised. Regenerate with IOLAB_UPDATE_GOLDEN=1."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from iolab.publish import publish
+from tests.golden.publish_data import REPO, experiment, make_run, records
+
+EXPECTED = Path(__file__).parent / "expected"
+UPDATE = os.environ.get("IOLAB_UPDATE_GOLDEN") == "1"
+TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?\b")
+
+
+def normalise(text: str) -> str:
+    return TIMESTAMP.sub("<timestamp>", text)
+
+
+def check_golden(name: str, text: str) -> None:
+    path = EXPECTED / name
+    if UPDATE:
+        path.write_text(text)
+    assert path.exists(), f"{path} missing: run with IOLAB_UPDATE_GOLDEN=1"
+    assert text == path.read_text()
+
+
+def test_archer_report_markdown(tmp_path):
+    exp = experiment("archer-fpp-vs-ssf")
+    run_id = "20261121T000000Z-9a1de4"
+    make_run(tmp_path / "results", exp, run_id, records(exp, run_id, darshan_cases=2, fail_last=True))
+    out = tmp_path / "site"
+    publish(exp.id, out, project_root=REPO, results=tmp_path / "results")
+    report = (out / "report.md").read_text()
+    assert str(tmp_path) not in report
+    check_golden("publish_archer_report.md", normalise(report))
+    check_golden("publish_archer_tables.md", normalise((out / "tables.md").read_text()))
+
+
+def test_aggregators_report_markdown(tmp_path):
+    exp = experiment("cp2k-aggregators")
+    run_id = "20261121T000000Z-c2b7a9"
+    make_run(tmp_path / "results", exp, run_id, records(exp, run_id, effective_cb_nodes=1),
+             spack_lock_sha256="ef" * 32, dirty=True)
+    out = tmp_path / "site"
+    publish(exp.id, out, project_root=REPO, results=tmp_path / "results")
+    check_golden("publish_cp2k_report.md", normalise((out / "report.md").read_text()))

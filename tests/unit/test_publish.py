@@ -1,0 +1,258 @@
+"""`iolab publish`: the static folder, what the page holds, and that results are only read.
+
+Records are built as the ReFrame session writes them, with metrics parsed from real IOR outputs
+(tests/golden/publish_data.py).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from iolab.cli import main
+from iolab.errors import IolabError
+from iolab.publish import MARKER, PUBLISHED_STUDIES, StudyLink, markdown_blocks, publish
+from iolab.report import build_tables, render
+from iolab.results import RunDir
+from tests.golden.publish_data import DARSHAN_FINDINGS, REPO, STRIPING_FLAG, experiment, make_run, records
+
+RUN_A = "20261121T000000Z-aaaaaa"
+RUN_B = "20261122T000000Z-bbbbbb"
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch):
+    monkeypatch.setenv("IOLAB_RESULTS", str(tmp_path / "results"))
+    monkeypatch.delenv("IOLAB_ROOT", raising=False)
+    monkeypatch.delenv("IOLAB_TEMPLATES", raising=False)
+    return tmp_path / "results"
+
+
+def archer_run(results: Path, run_id: str = RUN_A, **manifest) -> Path:
+    exp = experiment("archer-fpp-vs-ssf")
+    return make_run(results, exp, run_id, records(exp, run_id, darshan_cases=2, fail_last=True), **manifest)
+
+
+def tree_digest(root: Path) -> dict:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def publish_archer(results: Path, out: Path, **kw):
+    return publish("archer-fpp-vs-ssf", out, project_root=REPO, results=results, **kw)
+
+
+# -------------------------------------------------------------------------------------- folder
+
+def test_folder_files_and_tables_as_iolab_table_prints_them(results, tmp_path):
+    run = archer_run(results)
+    out = tmp_path / "site"
+    done = publish_archer(results, out)
+    names = set(done.files)
+    assert {"index.html", "report.md", "tables.md", "tables.csv"} <= names
+    plots = sorted(n for n in names if n.startswith("plots/"))
+    assert plots == ["plots/main-line-read_bw-by-scale-num_tasks.png",
+                     "plots/main-line-read_bw-by-scale-num_tasks.svg",
+                     "plots/main-line-write_bw-by-scale-num_tasks.png",
+                     "plots/main-line-write_bw-by-scale-num_tasks.svg"]
+    assert done.plots == 2 and done.runs == [RUN_A]
+    tables = build_tables(RunDir(run).records(), None, {})
+    assert (out / "tables.md").read_text() == render(tables, "md")
+    assert (out / "tables.csv").read_text() == render(tables, "csv")
+    marker = json.loads((out / MARKER).read_text())
+    assert marker["files"] == sorted(names) and marker["runs"] == [RUN_A]
+
+
+def test_page_contents(results, tmp_path):
+    archer_run(results)
+    out = tmp_path / "site"
+    publish_archer(results, out)
+    html = (out / "index.html").read_text()
+    # experiment and provenance
+    assert "<h1>archer-fpp-vs-ssf</h1>" in html
+    assert "ARCHER Best Practice Guide, section 8 (I/O)" in html
+    for text in (RUN_A, "local:default", "0123456789ab", "4.10.4", "0.1.0", "cdcdcdcdcdcd",
+                 "/opt/stack/bin/ior", "4.0.0", "provider=spack", "48 (47 ok, 1 failed)"):
+        assert text in html, text
+    # the tables with their marks and footnotes
+    assert html.count('<table class="report-table"') == 1
+    assert '<span class="mark" title="noisy: coefficient of variation above 10%">§</span>' in html
+    assert '<span class="mark" title="outlier among the repetitions (see Notes)">‡</span>' in html
+    assert f"† {STRIPING_FLAG}" in html
+    # the plots, as files next to the page
+    imgs = re.findall(r'<img src="([^"]+)"', html)
+    assert imgs == ["plots/main-line-write_bw-by-scale-num_tasks.png",
+                    "plots/main-line-read_bw-by-scale-num_tasks.png"]
+    assert all((out / src).is_file() for src in imgs)
+    # requested vs applied: every flag by case, with its repetitions
+    applied = html.split('id="applied"')[1].split("</section>")[0]
+    assert applied.count(STRIPING_FLAG) == 16
+    assert "Darshan log unreadable: truncated log" in applied
+    # Darshan findings
+    darshan = html.split('id="darshan"')[1].split("</section>")[0]
+    for finding in DARSHAN_FINDINGS:
+        assert finding["text"] in darshan
+    assert "unreadable: truncated log (darshan-parser: unexpected end of file)" in darshan
+    # the published study, with the shape verdict
+    published = html.split('id="published"')[1].split("</section>")[0]
+    assert "archer-fpp-ssf" in published
+    assert re.search(r'class="verdict shape-verdict"[^>]*>Shape verdict: shape ', published)
+    assert "scale columns not matched; the run&#39;s cases at 4 processes against the study&#39;s rows at " \
+           "24 processes" in published
+    assert "verdict (shape):" in published
+
+
+def test_page_is_self_contained(results, tmp_path):
+    archer_run(results)
+    out = tmp_path / "site"
+    publish_archer(results, out)
+    html = (out / "index.html").read_text()
+    refs = re.findall(r'(?:src|href)="([^"]*)"', html)
+    assert refs and not [r for r in refs if re.match(r"[a-z]+:|//", r)]
+    assert "<link" not in html and "@import" not in html and "url(" not in html
+    assert re.findall(r"<script[^>]*\bsrc=", html) == []
+    for ref in refs:
+        if not ref.startswith("#"):
+            assert (out / ref).is_file(), ref
+
+
+def test_results_are_only_read(results, tmp_path):
+    archer_run(results)
+    before = tree_digest(results)
+    publish_archer(results, tmp_path / "site")
+    publish_archer(results, tmp_path / "site", force=True)
+    assert tree_digest(results) == before
+
+
+def test_out_inside_results_is_refused(results, tmp_path):
+    run = archer_run(results)
+    with pytest.raises(IolabError, match="inside the results directory"):
+        publish_archer(results, run / "site")
+
+
+# ---------------------------------------------------------------------------------- overwriting
+
+def test_non_empty_out_needs_force_and_force_replaces_only_its_own_files(results, tmp_path):
+    archer_run(results)
+    out = tmp_path / "site"
+    publish_archer(results, out)
+    (out / "notes.txt").write_text("mine")
+    stale = out / "plots" / "old-plot.png"           # pretend an earlier publish wrote it
+    stale.write_bytes(b"old")
+    marker = json.loads((out / MARKER).read_text())
+    marker["files"].append("plots/old-plot.png")
+    (out / MARKER).write_text(json.dumps(marker))
+    with pytest.raises(IolabError, match="is not empty"):
+        publish_archer(results, out)
+    publish_archer(results, out, force=True)
+    assert (out / "notes.txt").read_text() == "mine"          # not ours: left alone
+    assert not stale.exists()                                  # ours and no longer produced
+    assert (out / "index.html").is_file()
+
+
+def test_force_refuses_a_directory_it_did_not_write(results, tmp_path):
+    archer_run(results)
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / "index.html").write_text("somebody else's page")
+    with pytest.raises(IolabError, match="was not written by `iolab publish`"):
+        publish_archer(results, out, force=True)
+    assert (out / "index.html").read_text() == "somebody else's page"
+
+
+def test_force_refuses_to_overwrite_a_foreign_file_in_the_way(results, tmp_path):
+    archer_run(results)
+    out = tmp_path / "site"
+    publish_archer(results, out)
+    marker = json.loads((out / MARKER).read_text())
+    marker["files"].remove("tables.csv")                     # now tables.csv is somebody else's
+    (out / MARKER).write_text(json.dumps(marker))
+    (out / "tables.csv").write_text("hand-made")
+    with pytest.raises(IolabError, match="tables.csv would be overwritten"):
+        publish_archer(results, out, force=True)
+    assert (out / "tables.csv").read_text() == "hand-made"
+
+
+# ------------------------------------------------------------------------------ runs and studies
+
+def test_several_runs(results, tmp_path):
+    archer_run(results, RUN_A)
+    archer_run(results, RUN_B, system="other:compute")
+    out = tmp_path / "site"
+    done = publish_archer(results, out, runs=["aaaaaa", "bbbbbb"])
+    assert done.runs == [RUN_A, RUN_B] and done.plots == 4
+    html = (out / "index.html").read_text()
+    assert f"Results: run {RUN_A} (local:default)" in html and f"Results: run {RUN_B} (other:compute)" in html
+    assert (out / "plots" / f"{RUN_B}-main-line-write_bw-by-scale-num_tasks.svg").is_file()
+    rows = list(csv.reader(io.StringIO((out / "tables.csv").read_text())))
+    assert rows[0][:3] == ["run", "part", "case_id"]
+    assert {r[0] for r in rows if r and r[0] not in ("run",)} == {RUN_A, RUN_B}
+    assert html.count('class="verdict shape-verdict"') == 2
+
+
+def test_study_without_rows_says_why(results, tmp_path):
+    exp = experiment("cp2k-aggregators")
+    make_run(results, exp, RUN_A, records(exp, RUN_A, effective_cb_nodes=1))
+    out = tmp_path / "site"
+    publish("cp2k-aggregators", out, project_root=REPO, results=results)
+    html = (out / "index.html").read_text()
+    assert "Not compared: the study file has no rows" in html
+    assert "hint cb_nodes: requested 4, effective 1" in html
+    assert "eff. 1" in (out / "plots" / "main-line-write_bw-by-mpiio-cb_nodes.svg").read_text()
+
+
+def test_experiment_without_a_study(results, tmp_path, monkeypatch):
+    monkeypatch.delitem(PUBLISHED_STUDIES, "archer-fpp-vs-ssf")
+    archer_run(results)
+    out = tmp_path / "site"
+    publish_archer(results, out)
+    assert "No published study is paired with archer-fpp-vs-ssf" in (out / "index.html").read_text()
+
+
+def test_study_part_and_unmentioned_parameters(results, tmp_path):
+    """KAUST: the run's shared-file part at its largest block size against the study's two rows."""
+    exp = experiment("kaust-stripe-count")
+    make_run(results, exp, RUN_A, records(exp, RUN_A))
+    out = tmp_path / "site"
+    publish("kaust-stripe-count", out, project_root=REPO, results=results)
+    md = (out / "report.md").read_text()
+    assert "- only the run's part 'shared-file'" in md
+    assert "- the study does not mention block_size: the run's cases with block_size=16MiB only" in md
+    assert "metric: run write_total_time against study io_time (s)" in md
+    assert "**Shape verdict: " in md
+
+
+def test_mapping_names_shipped_studies():
+    for exp_id, link in PUBLISHED_STUDIES.items():
+        assert (REPO / "experiments" / f"{exp_id}.yaml").is_file(), exp_id
+        assert (REPO / "results" / "published" / f"{link.study}.csv").is_file(), link.study
+        assert isinstance(link, StudyLink)
+
+
+def test_markdown_blocks():
+    text = "## title\n\nline one\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nverdict (shape): x\n"
+    assert markdown_blocks(text) == [
+        {"kind": "heading", "text": "title"}, {"kind": "line", "text": "line one"},
+        {"kind": "table", "header": ["a", "b"], "rows": [["1", "2"]]},
+        {"kind": "verdict", "text": "verdict (shape): x"}]
+
+
+# ------------------------------------------------------------------------------------------- CLI
+
+def test_cli_publish(results, tmp_path, capsys):
+    archer_run(results)
+    out = tmp_path / "site"
+    assert main(["publish", "archer-fpp-vs-ssf", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"published archer-fpp-vs-ssf (run {RUN_A}): 8 files, 2 plot(s)" in printed
+    assert main(["publish", "archer-fpp-vs-ssf", "--out", str(out)]) == 2
+    assert "is not empty" in capsys.readouterr().err
+    assert main(["publish", "archer-fpp-vs-ssf", "--runs", RUN_A, "--out", str(out), "--force"]) == 0
+    assert main(["publish", "archer-fpp-vs-ssf", "--runs", "nope", "--out", str(tmp_path / "x")]) == 2
+    assert "no run matching 'nope'" in capsys.readouterr().err
