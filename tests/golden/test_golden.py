@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -13,11 +12,10 @@ from iolab.matrix import expand, varied_keys
 from iolab.render import render_shim
 from iolab.report import build_tables, render
 from iolab.results import RunDir
+from tests.golden.golden import check_golden
 
 HERE = Path(__file__).parent
 DATA = HERE.parent / "data" / "ior"
-EXPECTED = HERE / "expected"
-UPDATE = os.environ.get("IOLAB_UPDATE_GOLDEN") == "1"
 
 ARCHER_LIKE = """\
 id: golden-study
@@ -34,13 +32,6 @@ matrix:
 repetitions: 2
 """
 
-
-def check_golden(name: str, text: str) -> None:
-    path = EXPECTED / name
-    if UPDATE:
-        path.write_text(text)
-    assert path.exists(), f"{path} missing: run with IOLAB_UPDATE_GOLDEN=1"
-    assert text == path.read_text()
 
 
 @pytest.fixture

@@ -3,28 +3,18 @@ Timestamps are normalised. Regenerate with IOLAB_UPDATE_GOLDEN=1."""
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 from iolab.publish import publish
 from tests.golden.publish_data import REPO, experiment, make_run, records
+from tests.golden.golden import check_golden
 
-EXPECTED = Path(__file__).parent / "expected"
-UPDATE = os.environ.get("IOLAB_UPDATE_GOLDEN") == "1"
 TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?\b")
 
 
 def normalise(text: str) -> str:
     return TIMESTAMP.sub("<timestamp>", text)
 
-
-def check_golden(name: str, text: str) -> None:
-    path = EXPECTED / name
-    if UPDATE:
-        path.write_text(text)
-    assert path.exists(), f"{path} missing: run with IOLAB_UPDATE_GOLDEN=1"
-    assert text == path.read_text()
 
 
 def test_archer_report_markdown(tmp_path):
