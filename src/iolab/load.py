@@ -14,7 +14,7 @@ from typing import Any
 
 from . import schema as schemas
 from .errors import IolabError
-from .units import SIZE_HELP, parse_size
+from .units import SIZE_HELP
 from .yamlpos import Located, dotted, load_yaml
 
 PARAM_SECTIONS = ("fixed", "matrix", "zip", "exclude")
@@ -256,7 +256,7 @@ def _param(doc: Located, bench: str, path: tuple, key, value):
     errors = list(schemas.validator(spec).iter_errors(value))
     if errors:
         raise _explain(doc, errors[0], path)
-    return parse_size(value) if schemas.is_size_param(spec) else value
+    return schemas.typed(spec, value)
 
 
 def _unset_or_param(doc: Located, bench: str, path: tuple, key, value):

@@ -21,7 +21,8 @@ SETSTRIPE_FILE = "iolab-setstripe.txt"
 GETSTRIPE_FILE = "iolab-getstripe.txt"
 LFSDF_FILE = "iolab-lfsdf.txt"
 MAX_FILES = 64  # enough to see the layout; a 12288-rank file-per-process run would take minutes
-KEYS = ("lustre.stripe_count", "lustre.stripe_size", "lustre.stripe_offset", "lustre.pool")
+KEYS = ("lustre.stripe_count", "lustre.stripe_size", "lustre.stripe_offset", "lustre.pool",
+        "lustre.components")
 
 
 def requested(params: dict) -> dict:
@@ -30,6 +31,14 @@ def requested(params: dict) -> dict:
 
 def setstripe_args(req: dict) -> list[str]:
     args = ["lfs", "setstripe"]
+    for comp in req.get("components", []):
+        # a progressive file layout: each -E opens a component up to that offset
+        end = comp["end"]
+        args += ["-E", "-1" if end == -1 else _lfs_size(end)]
+        if "stripe_count" in comp:
+            args += ["-c", str(comp["stripe_count"])]
+        if "stripe_size" in comp:
+            args += ["-S", _lfs_size(comp["stripe_size"])]
     if "stripe_count" in req:
         args += ["-c", str(req["stripe_count"])]
     if "stripe_size" in req:
@@ -319,6 +328,17 @@ def _as_int(key: str, value) -> int:
 
 def check_request(req: dict, ost_count: int | None) -> str | None:
     """Why `lfs setstripe` would refuse or quietly change this request, found before submission."""
+    if req.get("components") and ({"stripe_count", "stripe_size"} & req.keys()):
+        return ("give either lustre.components (a progressive layout) or lustre.stripe_count/"
+                "stripe_size, not both")
+    for comp in req.get("components", []):
+        problem = check_request({k: comp[k] for k in ("stripe_count", "stripe_size") if k in comp},
+                                ost_count)
+        if problem:
+            return f"lustre.components: {problem}"
+    ends = [c["end"] for c in req.get("components", [])]
+    if ends and (ends[-1] != -1 or -1 in ends[:-1] or ends[:-1] != sorted(ends[:-1])):
+        return "lustre.components: ends must grow, and only the last one may be -1 (end of file)"
     if "stripe_count" in req:
         count = _as_int("stripe_count", req["stripe_count"])
         if count < -1:
@@ -355,6 +375,28 @@ def _layout_status(key: str, want, got, ost_count: int | None) -> str | None:
     return None if got == want else "changed"
 
 
+def _compare_components(want: list[dict], layout: dict, ost_count: int | None) -> list[dict]:
+    """A requested progressive layout against a file's components, one by one."""
+    got = layout.get("components") or []
+    path = layout.get("path")
+    if len(got) != len(want):
+        return [{"path": path, "key": "components", "requested": len(want), "observed": len(got),
+                 "status": "changed"}]
+    out = []
+    for i, (w, g) in enumerate(zip(want, got)):
+        end = g.get("extent_end")
+        if (w["end"] == -1) != (end is None) or (w["end"] != -1 and end != w["end"]):
+            out.append({"path": path, "key": f"components[{i}].end", "requested": w["end"],
+                        "observed": -1 if end is None else end, "status": "changed"})
+        for key in ("stripe_count", "stripe_size"):
+            if key in w:
+                status = _layout_status(key, w[key], g.get(key), ost_count)
+                if status:
+                    out.append({"path": path, "key": f"components[{i}].{key}", "requested": w[key],
+                                "observed": g.get(key), "status": status})
+    return out
+
+
 def compare_layout(req: dict, files: list[dict], ost_count: int | None) -> list[dict]:
     """What differs between the requested layout and each observed file or directory.
 
@@ -362,12 +404,18 @@ def compare_layout(req: dict, files: list[dict], ost_count: int | None) -> list[
     unverified (stripe_count -1 without an OST count, or no observed files). Empty: all applied.
     """
     keys = [k for k in LAYOUT_KEYS if k in req]
+    if req.get("components"):
+        keys.append("components")
     if not files:
         return [{"path": None, "key": k, "requested": req[k], "observed": None, "status": "unverified"}
                 for k in keys]
     out = []
     for f in files:
+        if "components" in keys:
+            out += _compare_components(req["components"], f, ost_count)
         for key in keys:
+            if key == "components":
+                continue
             status = _layout_status(key, req[key], f.get(key), ost_count)
             if status:
                 out.append({"path": f.get("path"), "key": key, "requested": req[key],

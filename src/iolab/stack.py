@@ -38,7 +38,7 @@ class Stack:
     def modules_for(self, benchmark: str) -> list[str]:
         return list(self.modules.get(benchmark, [])) if self.provider == "modules" else []
 
-    def available(self, executable: str) -> bool | None:
+    def available(self, executable: str, benchmark: str | None = None) -> bool | None:
         """Whether the binary exists, where this process can tell; None when only the job can
         (modules and Spack environments are loaded inside the job)."""
         if self.provider == "prefix":
@@ -48,7 +48,8 @@ class Stack:
         if self.provider == "path":
             return shutil.which(executable) is not None
         if self.provider == "modules":
-            return None
+            # no module named for this benchmark: it can only come from PATH
+            return None if self.modules.get(benchmark) else shutil.which(executable) is not None
         return None
 
     def libdarshan(self) -> str | None:

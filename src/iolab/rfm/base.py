@@ -125,8 +125,9 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
                                 input_dir=self._iolab_input["case_dir"] if self._iolab_input else None)
         self._iolab_spec = spec
         self._iolab_stack = stack = self._iolab_use_stack(extras, case.benchmark)
-        if not self.is_dry_run() and stack.available(spec.executable) is False:
-            where = {"prefix": f"in {stack.prefix}/bin", "path": "on PATH"}[stack.provider]
+        if not self.is_dry_run() and stack.available(spec.executable, case.benchmark) is False:
+            where = {"prefix": f"in {stack.prefix}/bin or on PATH", "path": "on PATH",
+                     "modules": "on PATH, and no module is configured for it"}[stack.provider]
             self._iolab_skip(f"benchmark binary {spec.executable!r} not found {where}; provide it "
                              f"with Spack (spack.yaml), a module, or a prefix (see README)")
 

@@ -96,3 +96,20 @@ def benchmarks() -> list[str]:
 
 def is_size_param(spec: dict) -> bool:
     return spec.get("format") == "size"
+
+
+def typed(spec: dict, value):
+    """A validated value with every size in it (nested ones too) turned into bytes."""
+    spec = resolve(spec)
+    if is_size_param(spec) and is_size(value):
+        from ..units import parse_size
+
+        return parse_size(value)
+    for branch in spec.get("oneOf", []):
+        if validator(branch).is_valid(value):
+            return typed(branch, value)
+    if isinstance(value, list) and "items" in spec:
+        return [typed(spec["items"], v) for v in value]
+    if isinstance(value, dict) and "properties" in spec:
+        return {k: typed(spec["properties"].get(k, {}), v) for k, v in value.items()}
+    return value
