@@ -1,23 +1,34 @@
-"""h5bench 1.6 pattern kernels (VPIC-IO style write, BDCATS-IO style read, and their variants).
+"""h5bench 1.6 kernels: the pattern kernels (VPIC-IO style write, BDCATS-IO style read, and their
+variants), metadata (h5bench_hdf5_iotest) and exerciser (h5bench_exerciser).
 
-Each kernel is its own executable, run as `h5bench_<kernel> h5bench.cfg <dir>/h5bench.h5` with a
-KEY=VALUE config rendered from templates/h5bench/h5bench.cfg.j2 (the Python `h5bench` driver is
-not used: iolab launches, places and checks the run itself). read and overwrite use the file of
-a write case, append that of a write_unlimited case (see produces/consumes).
+Each pattern kernel is its own executable, run as `h5bench_<kernel> h5bench.cfg <dir>/h5bench.h5`
+with a KEY=VALUE config rendered from templates/h5bench/h5bench.cfg.j2 (the Python `h5bench`
+driver is not used: iolab launches, places and checks the run itself). read and overwrite use the
+file of a write case, append that of a write_unlimited case (see produces/consumes).
 
-Not offered: metadata (h5bench_hdf5_iotest) and exerciser, which take other inputs and print other
-outputs with no recorded example; the STRIDED patterns and the PARTIAL/STRIDED/LDC/RDC/PRL/CS
-read options, which need keys iolab does not type (STRIDE_SIZE, BLOCK_SIZE, BLOCK_CNT,
-TO_READ_NUM_PARTICLES).
+metadata runs `h5bench_hdf5_iotest hdf5_iotest.ini` (templates/h5bench/hdf5_iotest.ini.j2, the
+metadata_* parameters); it writes <dir>/hdf5_iotest.h5, reads it back in the same run, and writes
+its results to stdout and hdf5_iotest.csv. exerciser runs `h5bench_exerciser --numdims ...` (the
+exerciser_* parameters); it writes, reads back and deletes hdf5TestFile-<random> in its WORKING
+DIRECTORY (the file name is not configurable): the job's stage directory, not the case directory,
+so check() refuses lustre.* and storage other than scratch for it. Neither reads another case's
+data. Parameters of one kind of kernel are refused with another (a defaulted one only when it
+differs from its default).
+
+Not offered: the STRIDED patterns and the PARTIAL/STRIDED/LDC/RDC/PRL/CS read options, which need
+keys iolab does not type (STRIDE_SIZE, BLOCK_SIZE, BLOCK_CNT, TO_READ_NUM_PARTICLES); the
+exerciser's --keepfile (the file would stay in the stage directory).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
 from ..errors import IolabError, ParseError
-from ..parsers import Parsed, h5bench_csv, h5bench_text
+from ..parsers import (Parsed, h5bench_csv, h5bench_exerciser, h5bench_metadata, h5bench_metadata_csv,
+                       h5bench_text)
 from . import Adapter, RunSpec, read_output
 from .btio import layout_key
 
@@ -27,7 +38,28 @@ DATA = "h5bench.h5"
 PARTICLE_BYTES = 32                              # 7 floats + 1 int per particle
 ASYNC_CONNECTOR = "async under_vol=0;under_info={}"   # HDF5_VOL_CONNECTOR of the async VOL
 KERNELS = {"write": "h5bench_write", "write_unlimited": "h5bench_write_unlimited",
-           "read": "h5bench_read", "overwrite": "h5bench_overwrite", "append": "h5bench_append"}
+           "read": "h5bench_read", "overwrite": "h5bench_overwrite", "append": "h5bench_append",
+           "metadata": "h5bench_hdf5_iotest", "exerciser": "h5bench_exerciser"}
+OWN_KERNELS = ("metadata", "exerciser")          # kernels with their own prefixed parameters
+# Parameters of the pattern kernels (write ... append)
+PATTERN_PARAMS = ("mem_pattern", "file_pattern", "timesteps", "delayed_close_timesteps",
+                  "emulated_compute_time", "num_dims", "dim_1", "dim_2", "dim_3", "read_option",
+                  "collective_data", "collective_metadata", "compress", "chunk_dim_1", "chunk_dim_2",
+                  "chunk_dim_3", "align", "align_threshold", "align_len", "mode")
+INI = "hdf5_iotest.ini"
+METADATA_CSV = "hdf5_iotest.csv"
+METADATA_DATA = "hdf5_iotest.h5"
+INI_MAX_LINE = 200                  # metadata_stress/ini.h: longer lines are cut (fgets)
+EXERCISER_ITERATIONS = 10           # NUM_ITERATIONS in h5bench_exerciser.c
+DERIVED_BYTES = 40                  # sizeof(sim_params_t): 5 ints and 2 doubles, padded
+ATTRIBUTES_BYTES = 64 * 1024        # NUM_ATTRIBUTES x ATTRIBUTE_SIZE chars, per iteration
+# exerciser_* parameter -> its option; the booleans are flags
+EXERCISER_FLAGS = ("metacoll", "derivedtype", "addattr", "indepio", "usechunked")
+EXERCISER_LISTS = ("bufmult", "fileblocks", "filestrides")
+EXERCISER_SCALARS = ("maxcheck", "memblock", "memstride", "rshift")
+# The flags the exerciser echoes ('useMetaDataCollectives: 0 ...') for each option
+EXERCISER_ECHO = {"metacoll": "useMetaDataCollectives", "derivedtype": "addDerivedTypeDataset",
+                  "addattr": "addAttributes", "indepio": "useIndependentIO", "usechunked": "useChunked"}
 WRITES = ("write", "write_unlimited")
 # The CSV 'operation' each executable writes
 OPERATION = {"h5bench_write": "write", "h5bench_write_unlimited": "write unlimited",
@@ -59,14 +91,93 @@ def hdf5_errors(stderr: str) -> list[str]:
             for i, line in enumerate(lines) if "Error detected in HDF5" in line]
 
 
+def _given(p: dict, name: str) -> bool:
+    """Whether a parameter was set: present and, when it has a default, not at it."""
+    from ..matrix import defaults
+
+    base = defaults("h5bench")
+    return name in p and (name not in base or p[name] != base[name])
+
+
+def metadata_grid(case) -> tuple[int, int]:
+    """(process-rows, process-columns): rows default to ranks / columns."""
+    p = case.params
+    cols = p["metadata_process_columns"]
+    return p.get("metadata_process_rows", case.num_tasks // cols), cols
+
+
+def exerciser_dimranks(case) -> list[int]:
+    p = case.params
+    return p.get("exerciser_dimranks", [case.num_tasks] + [1] * (p["exerciser_numdims"] - 1))
+
+
+def exerciser_sizes(p: dict) -> list[list[int]]:
+    """Elements per dimension of one rank's buffer, for each buffer size."""
+    n = p["exerciser_numdims"]
+    mult = p.get("exerciser_bufmult", [2] * n)
+    return [[e * m ** k for e, m in zip(p["exerciser_minels"], mult)] for k in range(p["exerciser_nsizes"])]
+
+
+def exerciser_args(case) -> list[str]:
+    """h5bench_exerciser's options; --numdims first (the list options need it before them)."""
+    p = case.params
+    args = ["--numdims", str(p["exerciser_numdims"]), "--minels", *map(str, p["exerciser_minels"]),
+            "--nsizes", str(p["exerciser_nsizes"])]
+    if "exerciser_bufmult" in p:
+        args += ["--bufmult", *map(str, p["exerciser_bufmult"])]
+    args += ["--dimranks", *map(str, exerciser_dimranks(case))]
+    args += [f"--{f}" for f in ("addattr", "derivedtype", "usechunked", "indepio", "metacoll")
+             if p[f"exerciser_{f}"]]
+    for name in ("fileblocks", "filestrides"):
+        if f"exerciser_{name}" in p:
+            args += [f"--{name}", *map(str, p[f"exerciser_{name}"])]
+    for name in ("memblock", "memstride"):
+        if f"exerciser_{name}" in p:
+            args += [f"--{name}", str(p[f"exerciser_{name}"])]
+    if p["exerciser_rshift"]:
+        args += ["--rshift", str(p["exerciser_rshift"])]
+    if "exerciser_maxcheck" in p:
+        args += ["--maxcheck", str(p["exerciser_maxcheck"])]
+    return args
+
+
+def exerciser_options(args: list[str]) -> dict[str, list[str]]:
+    """argv -> {option: its values} (flags get []); the inverse of exerciser_args."""
+    out: dict[str, list[str]] = {}
+    for arg in args:
+        if arg.startswith("--"):
+            key = arg[2:]
+            out[key] = []
+        else:
+            out[key].append(arg)
+    return out
+
+
+def _ini(text: str) -> dict[str, str]:
+    """key = value lines of the rendered hdf5_iotest.ini."""
+    pairs = (ln.partition("=") for ln in text.splitlines() if not ln.startswith((";", "#")))
+    return {k.strip(): v.strip() for k, eq, v in pairs if eq}
+
+
 class H5benchAdapter(Adapter):
     name = "h5bench"
     executable = "h5bench_write"      # per kernel: the RunSpec names the one that runs
-    formats = ("h5bench-text", "h5bench-csv")
+    formats = ("h5bench-text", "h5bench-csv", "h5bench-metadata-text", "h5bench-metadata-csv",
+               "h5bench-exerciser-text")
 
     def check(self, case) -> str | None:
         p = case.params
         kernel, n = p["kernel"], p["num_dims"]
+        for own in OWN_KERNELS:
+            foreign = [k for k in p if k.startswith(f"{own}_") and _given(p, k)]
+            if foreign and kernel != own:
+                return f"{foreign[0]} applies to kernel {own} only, not to kernel {kernel}"
+        if kernel in OWN_KERNELS:
+            foreign = [k for k in PATTERN_PARAMS if _given(p, k)]
+            if foreign:
+                return (f"{foreign[0]} applies to the pattern kernels (write, read, overwrite, append, "
+                        f"write_unlimited), not to kernel {kernel}")
+            return self._check_metadata(case) if kernel == "metadata" else self._check_exerciser(case)
         for i in (2, 3):
             if i > n and p[f"dim_{i}"] != 1:
                 return f"h5bench ignores dim_{i} when num_dims is {n}: leave it at 1"
@@ -88,6 +199,72 @@ class H5benchAdapter(Adapter):
                     return f"{key} must be below 2GiB (h5bench reads it with atoi)"
         elif "align_len" in p or p["align_threshold"] != 0:
             return "align_len and align_threshold need align: true"
+        return None
+
+    @staticmethod
+    def _check_metadata(case) -> str | None:
+        """What hdf5_iotest asserts (configuration.c sanity_check/validate), before it runs."""
+        p, ranks = case.params, case.num_tasks
+        cols = p["metadata_process_columns"]
+        if "metadata_process_rows" not in p and ranks % cols:
+            return (f"metadata_process_columns {cols} does not divide the {ranks} ranks (the process "
+                    f"rows default to ranks / columns)")
+        rows, cols = metadata_grid(case)
+        if rows * cols != ranks:
+            return (f"the process grid metadata_process_rows x metadata_process_columns ({rows}x{cols}) "
+                    f"must have as many processes as there are ranks ({ranks})")
+        if p["metadata_scaling"] == "strong":
+            for what, total, procs in (("rows", p["metadata_rows"], rows),
+                                       ("columns", p["metadata_columns"], cols)):
+                if total % procs:
+                    return (f"strong scaling splits metadata_{what} ({total}) over {procs} process "
+                            f"{what}: make it a multiple")
+        return None
+
+    @staticmethod
+    def _check_exerciser(case) -> str | None:
+        """What h5bench_exerciser would silently change (dimranks, blocks) or cannot do."""
+        p, ranks = case.params, case.num_tasks
+        n = p["exerciser_numdims"]
+        if p["storage"] != "scratch" or any(k.startswith("lustre.") for k in p):
+            return ("h5bench_exerciser writes its file in its working directory (the job's stage "
+                    "directory), not in the case directory: storage and lustre.* cannot apply")
+        for name in ("minels", "bufmult", "dimranks", "fileblocks", "filestrides"):
+            values = p.get(f"exerciser_{name}")
+            if values is not None and len(values) != n:
+                return (f"exerciser_{name} has {len(values)} value(s): give one per dimension "
+                        f"(exerciser_numdims is {n})")
+        dims = exerciser_dimranks(case)
+        if math.prod(dims) != ranks:
+            return (f"exerciser_dimranks {'x'.join(map(str, dims))} is {math.prod(dims)} ranks, not "
+                    f"{ranks} (h5bench_exerciser would drop it and split dimension 1 only)")
+        minels = p["exerciser_minels"]
+        blocks = p.get("exerciser_fileblocks")
+        if blocks:
+            bad = [i for i, (e, b) in enumerate(zip(minels, blocks)) if e % b]
+            if bad:
+                return (f"exerciser_fileblocks {blocks[bad[0]]} does not divide exerciser_minels "
+                        f"{minels[bad[0]]} in dimension {bad[0] + 1} (h5bench_exerciser would ignore it)")
+        strides = p.get("exerciser_filestrides")
+        if strides and not blocks:
+            return "exerciser_filestrides needs exerciser_fileblocks"
+        if strides and any(s < b for s, b in zip(strides, blocks)):
+            return "exerciser_filestrides must be at least exerciser_fileblocks in every dimension"
+        elements = math.prod(minels)
+        if "exerciser_memblock" in p and elements % p["exerciser_memblock"]:
+            return (f"exerciser_memblock {p['exerciser_memblock']} does not divide the {elements} "
+                    f"elements of the buffer (h5bench_exerciser would ignore it)")
+        if "exerciser_memstride" in p:
+            if "exerciser_memblock" not in p:
+                return "exerciser_memstride needs exerciser_memblock"
+            if p["exerciser_memstride"] < p["exerciser_memblock"]:
+                return "exerciser_memstride must be at least exerciser_memblock"
+        largest = exerciser_sizes(p)[-1]
+        if math.prod(largest) >= _INT_MAX:
+            return (f"the largest buffer ({'x'.join(map(str, largest))} elements) is 2^31 elements or "
+                    f"more (h5bench_exerciser counts them in an int)")
+        if 2 * p["exerciser_rshift"] > ranks:
+            return f"exerciser_rshift must be at most half the rank count ({ranks // 2})"
         return None
 
     @staticmethod
@@ -119,9 +296,24 @@ class H5benchAdapter(Adapter):
         return None
 
     def bytes_written(self, case) -> int:
+        """Data written, from the parameters (the kernels' own arithmetic). metadata also reads it all
+        back; exerciser writes (and reads back) each buffer size 10 times, truncating its file each
+        time, plus the compound dataset (--derivedtype) and 64 KiB of attributes an iteration
+        (--addattr). HDF5's own metadata is not counted."""
         p = case.params
         if p["kernel"] == "read":
             return 0
+        if p["kernel"] == "metadata":
+            rows, cols = metadata_grid(case)
+            strong = p["metadata_scaling"] == "strong"
+            my_rows = p["metadata_rows"] // rows if strong else p["metadata_rows"]
+            my_cols = p["metadata_columns"] // cols if strong else p["metadata_columns"]
+            return case.num_tasks * p["metadata_steps"] * p["metadata_arrays"] * my_rows * my_cols * 8
+        if p["kernel"] == "exerciser":
+            per_element = 8 + (DERIVED_BYTES if p["exerciser_derivedtype"] else 0)
+            data = sum(math.prod(size) for size in exerciser_sizes(p)) * per_element * case.num_tasks
+            attrs = ATTRIBUTES_BYTES * p["exerciser_nsizes"] if p["exerciser_addattr"] else 0
+            return EXERCISER_ITERATIONS * (data + attrs)
         particles = p["dim_1"] * p["dim_2"] * p["dim_3"]
         return case.num_tasks * particles * PARTICLE_BYTES * p["timesteps"]
 
@@ -150,7 +342,8 @@ class H5benchAdapter(Adapter):
         return None
 
     def consumes(self, case) -> str | None:
-        return None if case.params["kernel"] in WRITES else self.data_key(case)
+        kernel = case.params["kernel"]
+        return None if kernel in WRITES or kernel in OWN_KERNELS else self.data_key(case)
 
     def run_spec(self, case, case_dir: str, hints: dict | None = None, show_hints: bool = False,
                  keep_files: bool = False, input_dir: str | None = None) -> RunSpec:
@@ -161,6 +354,10 @@ class H5benchAdapter(Adapter):
 
         p = case.params
         kernel = p["kernel"]
+        if kernel == "exerciser":
+            return RunSpec(KERNELS[kernel], exerciser_args(case), mpi=True)
+        if kernel == "metadata":
+            return self._metadata_spec(case, case_dir)
         if kernel in WRITES:
             directory = case_dir
         elif input_dir:
@@ -176,7 +373,94 @@ class H5benchAdapter(Adapter):
         return RunSpec(KERNELS[kernel], [CONFIG, f"{directory}/{DATA}"], env=env, files={CONFIG: config},
                        outputs=[CONFIG, CSV], mpi=True)
 
+    @staticmethod
+    def _metadata_spec(case, case_dir: str) -> RunSpec:
+        from ..render import render_template
+
+        data = f"{case_dir}/{METADATA_DATA}"
+        line = f"hdf5-file = {data}"
+        if len(line) + 1 >= INI_MAX_LINE:
+            raise IolabError(f"h5bench_hdf5_iotest reads ini lines of up to {INI_MAX_LINE - 1} characters; "
+                             f"'{line}' is longer (the path would be cut): use a shorter scratch path")
+        if ";" in data or "#" in data:
+            raise IolabError(f"the case directory {case_dir!r} has ';' or '#', which the ini file "
+                             f"would read as a comment")
+        rows, _cols = metadata_grid(case)
+        ini = render_template("h5bench/hdf5_iotest.ini.j2", case=case, params=case.params,
+                              process_rows=rows, hdf5_file=data, csv_file=METADATA_CSV)
+        return RunSpec(KERNELS["metadata"], [INI], files={INI: ini}, outputs=[INI, METADATA_CSV], mpi=True)
+
     def parse_outputs(self, stage: Path, spec: RunSpec):
+        if spec.executable == KERNELS["metadata"]:
+            return self._parse_metadata(stage, spec)
+        if spec.executable == KERNELS["exerciser"]:
+            return self._parse_exerciser(stage, spec)
+        return self._parse_patterns(stage, spec)
+
+    @staticmethod
+    def _stderr_failures(stage: Path, kernel: str) -> None:
+        stderr = read_output(stage / "rfm_job.err", "stderr")
+        asserts = [ln.strip() for ln in stderr.splitlines() if "Assertion" in ln]
+        if asserts:
+            raise ParseError(f"rfm_job.err: {kernel} failed an assertion (a rejected input): {asserts[0]}")
+        errors = hdf5_errors(stderr)
+        if errors:
+            raise ParseError(f"rfm_job.err: HDF5 reported {len(errors)} error(s) under {kernel}, whose "
+                             f"results are then not to be trusted: {errors[0]}")
+
+    def _parse_metadata(self, stage: Path, spec: RunSpec):
+        """stderr first (assertions leave stdout empty), then stdout and the CSV, which must agree
+        with each other and with the ini iolab wrote (an unknown key is ignored by the kernel)."""
+        self._stderr_failures(stage, spec.executable)
+        text = h5bench_metadata.parse(read_output(stage / "rfm_job.out", "stdout"), "rfm_job.out")
+        csv = h5bench_metadata_csv.parse(read_output(stage / METADATA_CSV, "hdf5_iotest CSV"), METADATA_CSV)
+        from_text = text.by_name()
+        for metric in csv.metrics:
+            if from_text[metric.name].value != metric.value:
+                raise ParseError(f"{METADATA_CSV} and stdout disagree on {metric.name} ({metric.value} vs "
+                                 f"{from_text[metric.name].value}): not the same run?")
+        if INI in spec.files:
+            wanted = _ini(spec.files[INI])
+            for key, value in text.details.items():
+                ini_key = key.replace("_", "-")
+                if ini_key in wanted and wanted[ini_key] != str(value):
+                    raise ParseError(f"rfm_job.out: h5bench_hdf5_iotest ran with {ini_key}={value}, but "
+                                     f"{INI} says {wanted[ini_key]}")
+        return Parsed(text.metrics, version=None, details=text.details)
+
+    def _parse_exerciser(self, stage: Path, spec: RunSpec):
+        """stdout, stderr for HDF5 errors; the echoed flags, the decomposition and the buffer sizes
+        must be those requested (the kernel drops a bad --dimranks and --metacoll silently)."""
+        self._stderr_failures(stage, spec.executable)
+        parsed = h5bench_exerciser.parse(read_output(stage / "rfm_job.out", "stdout"), "rfm_job.out")
+        d = parsed.details
+        opts = exerciser_options(spec.args)
+        if "metacoll" in opts and not d["metacoll_available"]:
+            raise ParseError("rfm_job.out: exerciser_metacoll was requested, but this h5bench_exerciser "
+                             "was built without METACOLOK ('Metadata Collectives are DISABLED')")
+        if d["dimranks_dropped"]:
+            raise ParseError("rfm_job.out: h5bench_exerciser dropped --dimranks "
+                             f"{' '.join(opts.get('dimranks', []))} ('Only dividing dim-0')")
+        for option, echo in EXERCISER_ECHO.items():
+            if d[echo] != (option in opts):
+                raise ParseError(f"rfm_job.out: h5bench_exerciser reports {echo}: {d[echo]}, but --{option} "
+                                 f"was {'' if option in opts else 'not '}given")
+        numdims = int(opts["numdims"][0])
+        shift = int(opts.get("rshift", ["0"])[0])
+        if d["numDims"] != numdims or d["rankShift"] != shift:
+            raise ParseError(f"rfm_job.out: h5bench_exerciser reports numDims {d['numDims']}, rankShift "
+                             f"{d['rankShift']}; --numdims {numdims} --rshift {shift} were given")
+        params = {"exerciser_numdims": numdims, "exerciser_minels": list(map(int, opts["minels"])),
+                  "exerciser_nsizes": int(opts["nsizes"][0])}
+        if "bufmult" in opts:
+            params["exerciser_bufmult"] = list(map(int, opts["bufmult"]))
+        want = [8 * math.prod(size) for size in exerciser_sizes(params)]
+        if d["bufsizes"] != want:
+            raise ParseError(f"rfm_job.out: buffer sizes {d['bufsizes']} B, expected {want} B from the "
+                             f"options")
+        return parsed
+
+    def _parse_patterns(self, stage: Path, spec: RunSpec):
         """stdout for failures and the H5F* times, stderr for HDF5 errors (h5bench prints results
         even when HDF5 failed under it), the CSV for the rest; stdout and CSV must agree."""
         text = h5bench_text.parse(read_output(stage / "rfm_job.out", "stdout"), "rfm_job.out")
@@ -209,6 +493,16 @@ class H5benchAdapter(Adapter):
         for path in map(Path, paths):
             text = read_output(path, "h5bench output")
             lines = {line.strip() for line in text.splitlines()}
+            if h5bench_metadata_csv.HEADER in lines:
+                out.append(h5bench_metadata_csv.parse(text, path.name))
+                continue
+            if any(line.startswith("Config loaded from '") for line in lines):
+                out.append(h5bench_metadata.parse(text, path.name))
+                continue
+            if any(line.startswith(("useMetaDataCollectives:", "ERROR - unrecognized parameter"))
+                   for line in lines):
+                out.append(h5bench_exerciser.parse(text, path.name))
+                continue
             csv = h5bench_csv.HEADER in lines or path.suffix == ".csv"
             parser = h5bench_csv if csv else h5bench_text
             out.append(parser.parse(text, path.name))

@@ -58,6 +58,9 @@ FORMATS = {
     "btio-text": "iolab.parsers.btio_text",
     "h5bench-text": "iolab.parsers.h5bench_text",
     "h5bench-csv": "iolab.parsers.h5bench_csv",
+    "h5bench-metadata-text": "iolab.parsers.h5bench_metadata",
+    "h5bench-metadata-csv": "iolab.parsers.h5bench_metadata_csv",
+    "h5bench-exerciser-text": "iolab.parsers.h5bench_exerciser",
 }
 
 
