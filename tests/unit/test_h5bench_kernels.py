@@ -396,8 +396,6 @@ def test_exerciser_argv_matches_the_recorded_commands(write_experiment):
      "exerciser_memstride must be at least exerciser_memblock"),
     ({"exerciser_minels": [2**20], "exerciser_nsizes": 12}, "exerciser", 4, "2.31 elements or more"),
     ({"exerciser_rshift": 3}, "exerciser", 4, r"at most half the rank count \(2\)"),
-    ({"storage": "node_local"}, "exerciser", 4, "writes its file in its working directory"),
-    ({"lustre.stripe_count": 2}, "exerciser", 4, "storage and lustre.. cannot apply"),
     ({"exerciser_numdims": 5}, "exerciser", 4, r"5 is not allowed \(allowed: 1, 2, 3, 4\)"),
     ({"exerciser_minels": [0]}, "exerciser", 4, r"exerciser_minels\[0\]: 0 is out of range"),
 ])
@@ -413,6 +411,17 @@ def test_possible_kernel_cases(write_experiment):
                              "metadata_process_rows": 4}, "metadata", name="ok2")
     _case(write_experiment, {"exerciser_nsizes": 1, "metadata_steps": 20}, "write", name="ok3")
     _case(write_experiment, {"timesteps": 5}, "metadata", name="ok4")
+
+
+def test_exerciser_runs_in_the_case_directory(write_experiment):
+    """Its file goes to its working directory: iolab runs it in the case directory, so storage
+    targets and striping apply to it as to the other kernels."""
+    case = _case(write_experiment, {"storage": "node_local", "lustre.stripe_count": 2},
+                 "exerciser", name="placed")
+    spec = get_adapter("h5bench").run_spec(case, "/scratch/x/case-r1")
+    assert spec.workdir == "/scratch/x/case-r1"
+    assert get_adapter("h5bench").run_spec(
+        _case(write_experiment, {}, "write", name="plain"), "/scratch/y").workdir is None
 
 
 def test_no_data_shared(write_experiment):

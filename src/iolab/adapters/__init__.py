@@ -19,6 +19,8 @@ class RunSpec:
     files: dict[str, str] = field(default_factory=dict)   # stage-relative name -> rendered content
     outputs: list[str] = field(default_factory=list)      # stage-relative files kept with results
     mpi: bool = True                                      # launched with the MPI launcher
+    workdir: str | None = None    # run there, not in the stage dir (for files a benchmark
+                                  # names itself in its working directory)
 
     @property
     def command(self) -> str:

@@ -10,14 +10,13 @@ metadata runs `h5bench_hdf5_iotest hdf5_iotest.ini` (templates/h5bench/hdf5_iote
 metadata_* parameters); it writes <dir>/hdf5_iotest.h5, reads it back in the same run, and writes
 its results to stdout and hdf5_iotest.csv. exerciser runs `h5bench_exerciser --numdims ...` (the
 exerciser_* parameters); it writes, reads back and deletes hdf5TestFile-<random> in its WORKING
-DIRECTORY (the file name is not configurable): the job's stage directory, not the case directory,
-so check() refuses lustre.* and storage other than scratch for it. Neither reads another case's
-data. Parameters of one kind of kernel are refused with another (a defaulted one only when it
+DIRECTORY (the file name is not configurable), so it runs in the case directory (RunSpec.workdir)
+and storage and lustre.* apply to it as to the other kernels. Neither reads another case's data. Parameters of one kind of kernel are refused with another (a defaulted one only when it
 differs from its default).
 
 Not offered: the STRIDED patterns and the PARTIAL/STRIDED/LDC/RDC/PRL/CS read options, which need
 keys iolab does not type (STRIDE_SIZE, BLOCK_SIZE, BLOCK_CNT, TO_READ_NUM_PARTICLES); the
-exerciser's --keepfile (the file would stay in the stage directory).
+exerciser's --keepfile (the case directory is removed anyway).
 """
 
 from __future__ import annotations
@@ -226,9 +225,6 @@ class H5benchAdapter(Adapter):
         """What h5bench_exerciser would silently change (dimranks, blocks) or cannot do."""
         p, ranks = case.params, case.num_tasks
         n = p["exerciser_numdims"]
-        if p["storage"] != "scratch" or any(k.startswith("lustre.") for k in p):
-            return ("h5bench_exerciser writes its file in its working directory (the job's stage "
-                    "directory), not in the case directory: storage and lustre.* cannot apply")
         for name in ("minels", "bufmult", "dimranks", "fileblocks", "filestrides"):
             values = p.get(f"exerciser_{name}")
             if values is not None and len(values) != n:
@@ -355,7 +351,8 @@ class H5benchAdapter(Adapter):
         p = case.params
         kernel = p["kernel"]
         if kernel == "exerciser":
-            return RunSpec(KERNELS[kernel], exerciser_args(case), mpi=True)
+            # its file lands in its working directory: the case directory, like every other kernel
+            return RunSpec(KERNELS[kernel], exerciser_args(case), mpi=True, workdir=case_dir)
         if kernel == "metadata":
             return self._metadata_spec(case, case_dir)
         if kernel in WRITES:

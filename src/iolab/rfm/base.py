@@ -145,6 +145,10 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
                             f"{{ command -v {exe} && sha256sum \"$(command -v {exe})\"; }} > {BINARY_FILE}"]
         # $? of the benchmark must be read first, before any other command runs.
         self.postrun_cmds = [f"echo $? > {EXIT_FILE}"]
+        if spec.workdir:
+            # the benchmark runs where it writes; the job's own files stay in the stage dir
+            self.prerun_cmds.append(f"cd {dq(spec.workdir)}")
+            self.postrun_cmds = [f"iolab_rc=$?; cd - >/dev/null; echo $iolab_rc > {EXIT_FILE}"]
         if req:
             self.postrun_cmds += lustre.postrun_lines(self._iolab_case_dir)
         # A write whose file later reads use keeps it; iolab removes it after the last of them.
