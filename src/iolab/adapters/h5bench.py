@@ -11,8 +11,9 @@ metadata_* parameters); it writes <dir>/hdf5_iotest.h5, reads it back in the sam
 its results to stdout and hdf5_iotest.csv. exerciser runs `h5bench_exerciser --numdims ...` (the
 exerciser_* parameters); it writes, reads back and deletes hdf5TestFile-<random> in its WORKING
 DIRECTORY (the file name is not configurable), so it runs in the case directory (RunSpec.workdir)
-and storage and lustre.* apply to it as to the other kernels. Neither reads another case's data. Parameters of one kind of kernel are refused with another (a defaulted one only when it
-differs from its default).
+and storage and lustre.* apply to it as to the other kernels. Neither reads another case's data.
+Parameters of one kind of kernel are refused with another (a defaulted one only when it differs
+from its default).
 
 Not offered: the STRIDED patterns and the PARTIAL/STRIDED/LDC/RDC/PRL/CS read options, which need
 keys iolab does not type (STRIDE_SIZE, BLOCK_SIZE, BLOCK_CNT, TO_READ_NUM_PARTICLES); the
