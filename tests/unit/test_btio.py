@@ -7,7 +7,6 @@ Every expected number was read by hand from the file named in its table entry.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -22,6 +21,8 @@ from iolab.errors import IolabError, ParseError
 from iolab.load import load_experiment
 from iolab.matrix import expand
 from iolab.parsers import btio_text, parse
+from tests.unit.realrun import needs as _needs
+from tests.unit.realrun import run_spec as _run
 
 REPO = Path(__file__).resolve().parents[2]
 MIB = 1024 * 1024
@@ -419,29 +420,7 @@ def test_parse_outputs_from_a_stage(btio_dir, tmp_path, write_experiment, src_la
 # ---------------------------------------------------------------- real runs
 
 
-def _mpirun(np: int, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    if os.geteuid() == 0:
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    return subprocess.run(["mpirun", "-np", str(np), "--oversubscribe", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
 
-
-def _needs(*binaries):
-    for binary in binaries:
-        if shutil.which(binary) is None:
-            pytest.skip(f"{binary!r} is not on PATH")
-
-
-def _run(adapter, spec, stage: Path, np: int = 4):
-    stage.mkdir(parents=True)
-    for name, text in spec.files.items():
-        (stage / name).write_text(text)
-    env_args = [a for k, v in spec.env.items() for a in ("-x", f"{k}={v}")]
-    done = _mpirun(np, [*env_args, spec.executable, *spec.args], stage)
-    (stage / "rfm_job.out").write_text(done.stdout)
-    (stage / "rfm_job.err").write_text(done.stderr)
-    return done
 
 
 @pytest.mark.integration
@@ -458,7 +437,7 @@ def test_real_write_then_read(tmp_path, write_experiment, src_layout_templates, 
     data = tmp_path / "write-case"
     data.mkdir()
     spec = adapter.run_spec(write, str(data), hints={"romio_cb_write": "enable"})
-    done = _run(adapter, spec, tmp_path / "stage-w")
+    done = _run(spec, tmp_path / "stage-w")
     assert done.returncode == 0, done.stderr
     parsed = adapter.parse_outputs(tmp_path / "stage-w", spec).by_name()
     assert parsed["write_bw"].value > 0
@@ -466,7 +445,7 @@ def test_real_write_then_read(tmp_path, write_experiment, src_layout_templates, 
     file_size = (data / filename).stat().st_size
     assert file_size >= adapter.bytes_written(write) == 16**3 * 40 * 2
     spec = adapter.run_spec(read, str(tmp_path / "read-case"), input_dir=str(data))
-    done = _run(adapter, spec, tmp_path / "stage-r")
+    done = _run(spec, tmp_path / "stage-r")
     assert done.returncode == 0, done.stderr
     assert adapter.parse_outputs(tmp_path / "stage-r", spec).by_name()["read_bw"].value > 0
 
@@ -478,14 +457,14 @@ def test_real_failures_exit_0_and_fail_the_case(tmp_path, write_experiment, src_
     # 3 ranks: BTIO refuses, exits 0
     case = _case(write_experiment, "{grid: [16, 16, 16], time_steps: 1}", tasks=1)
     spec = adapter.run_spec(case, str(tmp_path))
-    done = _run(adapter, spec, tmp_path / "stage-3", np=3)
+    done = _run(spec, tmp_path / "stage-3", np=3)
     assert done.returncode == 0
     with pytest.raises(ParseError, match="Number of processes must be a square number"):
         adapter.parse_outputs(tmp_path / "stage-3", spec)
     # a read of a directory where no write ran: exits 0 too
     read = _case(write_experiment, "{grid: [16, 16, 16], time_steps: 1}", name="orphan", mode="read")
     spec = adapter.run_spec(read, str(tmp_path / "r"), input_dir=str(tmp_path / "nothing-here"))
-    done = _run(adapter, spec, tmp_path / "stage-r")
+    done = _run(spec, tmp_path / "stage-r")
     assert done.returncode == 0
     with pytest.raises(ParseError, match="Error opening file"):
         adapter.parse_outputs(tmp_path / "stage-r", spec)

@@ -8,7 +8,6 @@ Every expected number was read by hand from the file named in its table entry.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +21,8 @@ from iolab.errors import IolabError, ParseError
 from iolab.load import load_experiment
 from iolab.matrix import expand
 from iolab.parsers import h5bench_csv, h5bench_text, parse
+from tests.unit.realrun import needs as _needs
+from tests.unit.realrun import run_spec as _run
 
 REPO = Path(__file__).resolve().parents[2]
 KB = 1 / 1024          # h5bench's KB and KB/s, in MiB and MiB/s
@@ -566,25 +567,6 @@ def test_stage_mismatches(h5_dir, tmp_path):
 # ---------------------------------------------------------------- real runs
 
 
-def _needs(*binaries):
-    for binary in binaries:
-        if shutil.which(binary) is None:
-            pytest.skip(f"{binary!r} is not on PATH")
-
-
-def _run(spec, stage: Path, np: int = 4) -> subprocess.CompletedProcess:
-    stage.mkdir(parents=True)
-    for name, text in spec.files.items():
-        (stage / name).write_text(text)
-    env = dict(os.environ)
-    if os.geteuid() == 0:
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    env_args = [a for k, v in spec.env.items() for a in ("-x", f"{k}={v}")]
-    done = subprocess.run(["mpirun", "-np", str(np), "--oversubscribe", *env_args, spec.executable,
-                           *spec.args], cwd=stage, env=env, capture_output=True, text=True, timeout=300)
-    (stage / "rfm_job.out").write_text(done.stdout)
-    (stage / "rfm_job.err").write_text(done.stderr)
-    return done
 
 
 SMALL = {"timesteps": 2, "dim_1": 4096, "collective_data": True, "collective_metadata": True}

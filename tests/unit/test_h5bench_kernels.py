@@ -9,19 +9,19 @@ Every expected number was read by hand from the file named in its table entry.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from iolab.adapters import RunSpec, get_adapter
+from iolab.adapters import get_adapter
 from iolab.adapters.h5bench import INI, METADATA_CSV, exerciser_args
 from iolab.errors import IolabError, ParseError
 from iolab.load import load_experiment
 from iolab.matrix import expand
 from iolab.parsers import FORMATS, h5bench_exerciser, h5bench_metadata, h5bench_metadata_csv, parse
+from tests.unit.realrun import needs as _needs
+from tests.unit.realrun import run_spec as _run
 
 STEMS = ("wall_time", "file_size", "write_phase", "create_time", "write_time", "write_rate_per_rank",
          "read_phase", "read_time", "read_rate_per_rank")
@@ -564,24 +564,6 @@ def test_exerciser_stage_failures(h5_dir, tmp_path, write_experiment, stdout, st
 # ---------------------------------------------------------------- real runs
 
 
-def _needs(*binaries):
-    for binary in binaries:
-        if shutil.which(binary) is None:
-            pytest.skip(f"{binary!r} is not on PATH")
-
-
-def _run(spec: RunSpec, stage: Path, np: int = 4) -> subprocess.CompletedProcess:
-    stage.mkdir(parents=True)
-    for name, text in spec.files.items():
-        (stage / name).write_text(text)
-    env = dict(os.environ)
-    if os.geteuid() == 0:
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    done = subprocess.run(["mpirun", "-np", str(np), "--oversubscribe", spec.executable, *spec.args],
-                          cwd=stage, env=env, capture_output=True, text=True, timeout=300)
-    (stage / "rfm_job.out").write_text(done.stdout)
-    (stage / "rfm_job.err").write_text(done.stderr)
-    return done
 
 
 @pytest.mark.integration
