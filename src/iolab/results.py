@@ -2,6 +2,11 @@
 
 Nothing here overwrites: a run directory is created exclusively, records are appended one line
 per write, raw outputs go to fresh per-case directories.
+
+The manifest of a ReFrame run lists what was planned before anything ran (`planned`: one
+{part, case_id, repetition} per job) and, once, when the run ends, gains `finished`:
+{complete, reason, ended, counts}. A run with `planned` and no `finished` was killed (or is
+still running). Every planned job ends with one record whose status is one of STATUSES.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from . import __version__
 from .errors import IolabError
 
 RECORD_SCHEMA = 1
+# ok: measured; failed: ran (or tried to) and did not give a valid result, with a reason;
+# skipped: not run, with a reason; aborted: interrupted (SIGINT/SIGTERM) before it finished.
+STATUSES = ("ok", "failed", "skipped", "aborted")
 RECORDS = "records.jsonl"
 COMPRESS_OVER = 1 << 20
 MANIFEST = "manifest.json"
@@ -140,8 +148,32 @@ class RunDir:
     def manifest(self) -> dict:
         return json.loads((self.path / MANIFEST).read_text())
 
+    def finish(self, finished: dict) -> None:
+        """Once, at the end of the run: the manifest gains `finished` (atomic replace, so a
+        reader sees the old manifest or the new one, never half of either)."""
+        manifest = self.manifest()
+        if "finished" in manifest:
+            raise IolabError(f"run {self.run_id} is already finished; its manifest is not rewritten")
+        manifest["finished"] = finished
+        text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+        tmp = self.path / f".{MANIFEST}.tmp{os.getpid()}"
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path / MANIFEST)
+        _fsync_dir(self.path)
+
     def records(self) -> list[dict]:
         return load_records(self.path)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _write_new(path: Path, text: str) -> None:
