@@ -9,11 +9,10 @@ from __future__ import annotations
 import ctypes
 import os
 import re
-import shlex
 import sys
 from pathlib import Path
 
-from .shell import dq
+from . import shell
 from .units import parse_size
 
 FSTYPE_FILE = "iolab-fstype.txt"
@@ -58,26 +57,31 @@ def _lfs_size(nbytes: int) -> str:
     return str(nbytes)
 
 
-def prerun_lines(case_dir: str, req: dict) -> list[str]:
-    """Shell lines run in the job, on the compute node, after the case directory exists."""
-    d = dq(case_dir)
+def prerun_lines(case_dir: str, req: dict, stop_on_failure: bool = True) -> list[str]:
+    """Shell lines run in the job, on the compute node, after the case directory exists.
+
+    A failed `lfs setstripe` stops the job before the benchmark (its reason in SETSTRIPE_FILE),
+    unless the experiment only warns about layouts (stop_on_failure False)."""
+    d = shell.path_word(case_dir, "case directory")
     # findmnt names ext4 as such; stat -f (statfs magic) is the fallback and knows lustre.
     lines = [f"{{ findmnt -n -o FSTYPE -T {d} 2>/dev/null || stat -f -c %T {d}; }} > {FSTYPE_FILE}"]
     if req:
-        cmd = " ".join(shlex.quote(a) for a in setstripe_args(req)) + f" {d}"
+        cmd = shell.join(setstripe_args(req), "lfs setstripe argument") + f" {d}"
+        stop = (f"; if [ $iolab_ss -ne 0 ]; then "
+                f"{shell.stop_job('lfs setstripe failed', SETSTRIPE_FILE)}; fi") if stop_on_failure else ""
         lines.append(f"if [ \"$(cat {FSTYPE_FILE})\" = lustre ]; then {cmd} > {SETSTRIPE_FILE} 2>&1; "
-                     f"echo \"exit=$?\" >> {SETSTRIPE_FILE}; fi")
+                     f"iolab_ss=$?; echo \"exit=$iolab_ss\" >> {SETSTRIPE_FILE}{stop}; fi")
     return lines
 
 
 def postrun_lines(case_dir: str) -> list[str]:
     """After the benchmark, before cleanup: the OST count and the layout of the directory and of
     (up to MAX_FILES of) the files the benchmark wrote, as `### <path>` sections."""
-    d = dq(case_dir)
+    d = shell.path_word(case_dir, "case directory")
     collect = (f"{{ lfs df {d}; }} > {LFSDF_FILE} 2>&1; "
-               f"{{ echo \"### {case_dir}\"; lfs getstripe -d {d}; "
+               f"{{ printf '### %s\\n' {d}; lfs getstripe -d {d}; "
                f"ls -1 {d} | head -n {MAX_FILES} | while read -r f; do "
-               f"echo \"### {case_dir}/$f\"; lfs getstripe -y {d}/\"$f\"; done; }} "
+               f"printf '### %s/%s\\n' {d} \"$f\"; lfs getstripe -y {d}/\"$f\"; done; }} "
                f"> {GETSTRIPE_FILE} 2>&1")
     return [f"if [ \"$(cat {FSTYPE_FILE})\" = lustre ]; then {collect}; fi"]
 

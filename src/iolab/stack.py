@@ -13,6 +13,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
+from . import shell
 from .errors import IolabError
 
 PROVIDERS = ("path", "prefix", "modules", "spack")
@@ -29,11 +30,13 @@ class Stack:
     darshan_lib: str | None = None      # explicit path of libdarshan.so, if the config gives one
 
     def env(self) -> dict[str, str]:
-        """Variables the job needs so the stack's binaries and libraries are found."""
+        """Variables the job needs so the stack's binaries and libraries are found, as shell
+        words (the prefix literal, $PATH and $LD_LIBRARY_PATH expanded in the job)."""
         if self.provider != "prefix":
             return {}
-        return {"PATH": f"{self.prefix}/bin:$PATH",
-                "LD_LIBRARY_PATH": f"{self.prefix}/lib:${{LD_LIBRARY_PATH:-}}"}
+        return {"PATH": shell.word(f"{self.prefix}/bin", "stack prefix") + ':"$PATH"',
+                "LD_LIBRARY_PATH": shell.word(f"{self.prefix}/lib", "stack prefix")
+                + '"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"'}
 
     def modules_for(self, benchmark: str) -> list[str]:
         return list(self.modules.get(benchmark, [])) if self.provider == "modules" else []
@@ -54,19 +57,29 @@ class Stack:
 
     def libdarshan(self) -> str | None:
         """libdarshan.so to preload, or None when this stack has no Darshan runtime."""
+        preload = self.darshan_preload()
+        return preload[0] if preload else None
+
+    def darshan_preload(self) -> tuple[str, str] | None:
+        """(libdarshan.so as shown in records, the same as one shell word for the job), or None
+        when this stack has no Darshan runtime. Spack and modules name it by an expansion that
+        only the job can make."""
         if self.darshan_lib:
-            return self.darshan_lib
+            return self.darshan_lib, shell.word(self.darshan_lib, "darshan_lib")
         if self.provider == "prefix":
             path = os.path.join(self.prefix, "lib", "libdarshan.so")
-            return path if os.path.exists(path) else None
+            return (path, shell.word(path, "stack prefix")) if os.path.exists(path) else None
         if self.provider == "path":
             for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") + ["/usr/lib", "/usr/local/lib"]:
-                if d and os.path.exists(os.path.join(d, "libdarshan.so")):
-                    return os.path.join(d, "libdarshan.so")
+                path = os.path.join(d, "libdarshan.so") if d else ""
+                if path and os.path.exists(path):
+                    return path, shell.word(path, "LD_LIBRARY_PATH entry")
         if self.provider == "spack":
-            return "$(spack location -i darshan-runtime)/lib/libdarshan.so"
+            expr = "$(spack location -i darshan-runtime)/lib/libdarshan.so"
+            return expr, f'"{expr}"'
         if self.provider == "modules" and self.modules.get("darshan"):
-            return "${DARSHAN_RUNTIME_ROOT:-${DARSHAN_ROOT}}/lib/libdarshan.so"
+            expr = "${DARSHAN_RUNTIME_ROOT:-${DARSHAN_ROOT}}/lib/libdarshan.so"
+            return expr, f'"{expr}"'
         return None
 
     def supplied_by(self, binary_path: str | None) -> str:

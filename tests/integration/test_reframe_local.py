@@ -82,11 +82,16 @@ def test_missing_benchmark_is_skipped_with_its_name(rfm_env, tmp_path):
     exp = load_experiment(REPO / "experiments" / "quickstart.yaml")
     names = [f"quickstart%case={c.case_id}" for c in expand(exp) if c.benchmark == "ior"]
     out = reframe(["-r", *[a for n in names for a in ("-n", n)]], rfm_env)
-    assert out.returncode == 0, out.stdout[-3000:]
-    assert "not found on PATH" in out.stdout
-    recs = records(only_run(tmp_path / "results", "quickstart"))
+    # nothing the user asked for could run: the run says why and fails
+    assert out.returncode == 1, out.stdout[-3000:]
+    assert "not found on PATH" in out.stdout and "PASSED" not in out.stdout
+    run = only_run(tmp_path / "results", "quickstart")
+    recs = records(run)
     assert recs and all(r["status"] == "skipped" for r in recs)
     assert all("'ior'" in r["error"] for r in recs)
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert len(manifest["planned"]) == len(recs) == len(names) * exp.repetitions
+    assert manifest["finished"]["complete"] and manifest["finished"]["counts"] == {"skipped": len(recs)}
 
 
 def test_archer_dry_run_shows_exact_command_lines(rfm_env, tmp_path):

@@ -62,6 +62,10 @@ class Adapter:
         """`iolab parse` and `iolab import`: auto-detect the format of each file."""
         raise NotImplementedError
 
+    def error_lines(self, stdout: str, stderr: str, spec: RunSpec) -> list[str]:
+        """The benchmark's own error lines (failure.explain quotes the first ones)."""
+        return []
+
 
 def get_adapter(name: str) -> Adapter:
     from . import btio, fio, h5bench, ior

@@ -120,6 +120,9 @@ class BtioAdapter(Adapter):
             _check_against_deck(parsed, deck)
         return parsed
 
+    def error_lines(self, stdout, stderr, spec):
+        return btio_text.failures(stdout) + btio_text.failures(stderr)
+
     def parse_files(self, paths):
         return [btio_text.parse(read_output(Path(p), "BTIO output"), Path(p).name) for p in paths]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ..parsers import fio_json
@@ -45,6 +46,11 @@ class FioAdapter(Adapter):
 
     def parse_outputs(self, stage: Path, spec: RunSpec):
         return fio_json.parse(read_output(stage / OUTPUT, "fio JSON output"), OUTPUT)
+
+    def error_lines(self, stdout, stderr, spec):
+        # fio prefixes its own complaints with "fio: " (and "err=" in per-job lines)
+        return [line.strip() for line in f"{stderr}\n{stdout}".splitlines()
+                if line.startswith("fio: ") or re.search(r"\berr=\s*\d+", line)]
 
     def parse_files(self, paths):
         return [fio_json.parse(read_output(Path(p), "fio output"), Path(p).name) for p in paths]

@@ -486,6 +486,12 @@ class H5benchAdapter(Adapter):
         metrics = csv.metrics + [m for m in text.metrics if m.name.startswith("h5f")]
         return Parsed(metrics, version=None, details={**csv.details, "mode": text.details["mode"]})
 
+    def error_lines(self, stdout, stderr, spec):
+        parser = {KERNELS["metadata"]: h5bench_metadata, KERNELS["exerciser"]: h5bench_exerciser}.get(
+            spec.executable, h5bench_text)
+        asserts = [ln.strip() for ln in stderr.splitlines() if "Assertion" in ln]
+        return asserts + hdf5_errors(stderr) + parser.failures(stdout)
+
     def parse_files(self, paths):
         out = []
         for path in map(Path, paths):

@@ -120,6 +120,9 @@ class IorAdapter(Adapter):
     def parse_files(self, paths):
         return [parse_any(Path(p)) for p in paths]
 
+    def error_lines(self, stdout, stderr, spec):
+        return ior_text.errors(stderr) + ior_text.errors(stdout)
+
 
 def parse_any(path: Path):
     text = read_output(path, "IOR output")

@@ -8,7 +8,6 @@ partition's `extras['iolab']`.
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,23 +15,23 @@ from pathlib import Path
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
-from reframe.core.builtins import run_after, run_before, sanity_function
+from reframe.core.builtins import run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import ReframeError, SanityError
 from reframe.core.logging import getlogger
 
-from .. import lustre, mpiio
+from .. import failure, lustre, mpiio, shell
 from ..adapters import get_adapter
 from ..errors import IolabError
 from ..load import Darshan
 from ..matrix import describe, hints_of
-from ..shell import dq
 from ..stack import SPACK_PACKAGES, Stack
 from ..stack import from_extras as stack_from_extras
-from . import darshan_files, session
+from . import darshan_files, jobshape, session
 
 EXIT_FILE = "iolab-exit-code.txt"
 BINARY_FILE = "iolab-binary.txt"
 CASEDIR_FILE = "iolab-casedir.txt"
+MKDIR_FILE = "iolab-mkdir.txt"
 MPI_LAUNCHERS = ("mpirun", "mpiexec", "mpirun-openmpi")
 DEFAULT_FLAVOUR = "openmpi-ompio"
 # Where each storage target's case directories go, unless the partition's extras say otherwise.
@@ -74,6 +73,7 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         self.executable = get_adapter(case.benchmark).executable
         self.sourcesdir = None
         self._iolab_recorded = False
+        self._iolab_env = {}            # what iolab exported for the job, as values (provenance)
         self._iolab_hints = None
         self._iolab_spec = None
         self._iolab_input = None
@@ -134,20 +134,26 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         stage = Path(self.stagedir)
         for name, text in {**spec.files, **(self._iolab_hints or {}).get("files", {})}.items():
             (stage / name).write_text(text)
-        self.executable = spec.executable
-        self.executable_opts = list(spec.args)
-        self.env_vars.update(spec.env)
-        d = dq(self._iolab_case_dir)
-        exe = shlex.quote(spec.executable)
-        self.prerun_cmds = [f"mkdir -p {d}", f"echo {d} > {CASEDIR_FILE}",
-                            *lustre.prerun_lines(self._iolab_case_dir, req),
-                            # which binary ran, and its checksum: versions are not always printed
-                            f"{{ command -v {exe} && sha256sum \"$(command -v {exe})\"; }} > {BINARY_FILE}"]
+        # ReFrame joins executable and options with spaces: each is made one literal word here.
+        self.executable = shell.word(spec.executable, "executable")
+        self.executable_opts = shell.words(spec.args, "benchmark argument")
+        self._iolab_export(spec.env)
+        d = shell.path_word(self._iolab_case_dir, "case directory")
+        exe = shell.word(spec.executable)
+        self.prerun_cmds = [
+            # a case directory that cannot be made stops the job before the benchmark, with why
+            f"mkdir -p {d} 2> {MKDIR_FILE} || "
+            + shell.stop_job(f"cannot create the case directory {self._iolab_case_dir}", MKDIR_FILE),
+            f"printf '%s\\n' {d} > {CASEDIR_FILE}",
+            *lustre.prerun_lines(self._iolab_case_dir, req,
+                                 stop_on_failure=self._iolab_exp.verify.layout == "fail"),
+            # which binary ran, and its checksum: versions are not always printed
+            f"{{ command -v {exe} && sha256sum \"$(command -v {exe})\"; }} > {BINARY_FILE}"]
         # $? of the benchmark must be read first, before any other command runs.
         self.postrun_cmds = [f"echo $? > {EXIT_FILE}"]
         if spec.workdir:
             # the benchmark runs where it writes; the job's own files stay in the stage dir
-            self.prerun_cmds.append(f"cd {dq(spec.workdir)}")
+            self.prerun_cmds.append(f"cd {shell.path_word(spec.workdir, 'working directory')}")
             self.postrun_cmds = [f"iolab_rc=$?; cd - >/dev/null; echo $iolab_rc > {EXIT_FILE}"]
         if req:
             self.postrun_cmds += lustre.postrun_lines(self._iolab_case_dir)
@@ -178,8 +184,7 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
                 return True
             problem = lustre.check_request(req, osts)
             if problem:
-                self._iolab_record(status="failed", error=problem)
-                raise ReframeError(f"iolab: {problem}")
+                self._iolab_fail(problem)
         return fstype == "lustre"
 
     def _iolab_translate_hints(self, case, extras) -> dict[str, str]:
@@ -190,11 +195,18 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
             plan = mpiio.translate(hints, flavour, launcher)
         except IolabError as exc:
             self._iolab_skip(f"MPI flavour {flavour}: {exc}")
-        self.env_vars.update(plan.env)
+        self._iolab_export(plan.env)
         self.job.launcher.options += plan.launcher_options
         self._iolab_hints = {"flavour": flavour, "requested": hints, "verify": plan.verify,
                              "notes": plan.notes, "files": plan.files}
         return hints
+
+    def _iolab_export(self, env: dict, shell_ready: bool = False) -> None:
+        """Variables for the job script. ReFrame writes `export NAME=value` as given, so values
+        are quoted here (shell_ready: already shell words, e.g. PATH with "$PATH")."""
+        for name, value in env.items():
+            self.env_vars[name] = value if shell_ready else shell.assignment_value(value, name)
+            self._iolab_env[name] = value
 
     def _iolab_shape_job(self, case, spec, extras) -> None:
         if not spec.mpi:
@@ -205,6 +217,11 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
                 cores = extras.get("cores_per_node")
                 if cores and case.tasks_per_node > int(cores):
                     self.job.launcher.options += ["--oversubscribe"]
+        # Directives and resources the scheduler would drop without a word are refused instead.
+        problem = (jobshape.check_directives(self.current_partition, case.job.extra_directives)
+                   or jobshape.check_resources(self.current_partition, case.job.resources))
+        if problem:
+            self._iolab_fail(problem)
         # Lines such as '#DW jobdw ...' go verbatim into the preamble (ReFrame keeps '#WORD' options).
         self.job.options += list(case.job.extra_directives)
         if case.job.resources:
@@ -220,8 +237,8 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         try:
             stack = stack_from_extras(extras)
         except IolabError as exc:
-            raise ReframeError(f"iolab: system config: {exc}") from None
-        self.env_vars.update(stack.env())
+            self._iolab_fail(f"system config: {exc}")
+        self._iolab_export(stack.env(), shell_ready=True)
         self.modules = stack.modules_for(benchmark)
         if stack.provider == "spack":
             fixture = getattr(self, "iolab_stack", None)
@@ -237,12 +254,13 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         conf = self._iolab_exp.darshan or Darshan(**(extras.get("darshan") or {}))
         if not conf.enabled:
             return
-        lib = self._iolab_stack.libdarshan()
-        if lib is None:
+        preload = self._iolab_stack.darshan_preload()
+        if preload is None:
             self._iolab_darshan = {"status": "not available",
                                    "reason": f"no darshan-runtime in the {self._iolab_stack.provider} "
                                              f"stack (set extras['iolab']['stack']['darshan_lib'])"}
             return
+        lib, lib_word = preload
         env = {"DARSHAN_LOGFILE": str(Path(self.stagedir) / darshan_files.LOG),
                # Darshan 3.4's default log hints corrupt logs under Open MPI's ompio (#1000/#1064).
                "DARSHAN_LOGHINTS": darshan_files.LOGHINTS}
@@ -250,23 +268,30 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
             env["DARSHAN_ENABLE_NONMPI"] = "1"
         if conf.dxt:
             env["DARSHAN_MOD_ENABLE"] = "DXT_POSIX,DXT_MPIIO"
-        self.env_vars.update(env)
+        self._iolab_export(env)
         launcher = self.job.launcher.registered_name if hasattr(self.job.launcher, "registered_name") \
             else type(self.job.launcher).__name__
+        exe = shell.word(spec.executable)
         if not spec.mpi:
-            self.executable = f"LD_PRELOAD={lib} {spec.executable}"
+            self.executable = f"LD_PRELOAD={lib_word} {exe}"
         elif launcher in MPI_LAUNCHERS:
-            self.job.launcher.options += ["-x", f"LD_PRELOAD={lib}",
+            self.job.launcher.options += ["-x", f"LD_PRELOAD={lib_word}",
                                           *[o for k in sorted(env) for o in ("-x", k)]]
         elif launcher == "srun":
-            self.job.launcher.options += [f"--export=ALL,LD_PRELOAD={lib}"]
+            self.job.launcher.options += [f"--export=ALL,LD_PRELOAD={lib_word}"]
         else:
-            self.executable = f"env LD_PRELOAD={lib} {spec.executable}"
+            self.executable = f"env LD_PRELOAD={lib_word} {exe}"
         self._iolab_darshan = {"status": "enabled", "lib": lib, "dxt": conf.dxt, "env": env}
 
     def _iolab_skip(self, reason: str):
+        """The case cannot run here. It is recorded as skipped with the reason, and the ReFrame
+        run fails with it: a run that did not do what was asked never ends as PASSED."""
         self._iolab_record(status="skipped", error=reason)
-        self.skip(reason)
+        raise ReframeError(f"iolab: not run: {reason}")
+
+    def _iolab_fail(self, reason: str):
+        self._iolab_record(status="failed", error=reason)
+        raise ReframeError(f"iolab: {reason}")
 
     # --- run: failures of the job itself surface in these stages ---
 
@@ -304,9 +329,14 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         try:
             code = _read(stage / EXIT_FILE)
             if code is None:
-                raise IolabError("the job did not reach the end of its script (no exit code)")
+                raise IolabError(_read(stage / shell.JOB_ERROR_FILE) or
+                                 "the job did not reach the end of its script (no exit code)"
+                                 + _last_line(stage / "rfm_job.err"))
             if code != "0":
-                raise IolabError(f"{self._iolab_spec.executable} exited with status {code}")
+                out, err = _read(stage / "rfm_job.out") or "", _read(stage / "rfm_job.err") or ""
+                raise IolabError(failure.explain(self._iolab_spec.executable, code,
+                                                 adapter.error_lines(out, err, self._iolab_spec),
+                                                 out, err))
             parsed = adapter.parse_outputs(stage, self._iolab_spec)
             flags = session.describe_flags(observed)
             failing = self._iolab_failing(observed)
@@ -403,9 +433,36 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
             raise SanityError(f"iolab could not store this case's record: {exc!r}") from exc
 
 
+class BrokenExperiment(rfm.RunOnlyRegressionTest):
+    """Stands for an experiment that could not be loaded (register.py names a subclass after it):
+    it fails at setup with the reason, on any system, so the run cannot end as PASSED."""
+
+    valid_systems = ["*"]
+    valid_prog_environs = ["*"]
+    executable = "true"
+    iolab_error = variable(str, value="")
+
+    @run_after("init")
+    def _iolab_describe(self):
+        self.descr = f"cannot run: {self.iolab_error}"
+
+    @run_before("setup")
+    def _iolab_refuse(self):
+        raise ReframeError(f"iolab: {self.iolab_error}")
+
+    @sanity_function
+    def _iolab_never(self):
+        return sn.assert_true(False, msg=f"iolab: {self.iolab_error}")
+
+
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text[:500]
+
+
+def _last_line(path: Path) -> str:
+    text = _read(path)
+    return f": {failure.shorten(text.splitlines()[-1])}" if text else ""
 
 
 def _read(path: Path) -> str | None:

@@ -7,6 +7,8 @@ module ReFrame imports first registers an experiment, so each is registered exac
 from __future__ import annotations
 
 import os
+import re
+import traceback
 from pathlib import Path
 
 import reframe as rfm
@@ -18,10 +20,12 @@ from ..errors import IolabError
 from ..load import load_experiment
 from ..matrix import expand, producers, varied_keys
 from ..render import class_name, render_shim, shim_path, sync_shims, write_atomic
-from .base import IolabTest
+from . import session
+from .base import BrokenExperiment, IolabTest
 from .spack import build_iolab_stack
 
-_REGISTERED: dict[str, str] = {}
+_REGISTERED: dict[str, str] = {}     # experiment id -> module that registered it
+_BROKEN: set[str] = set()           # test names of experiments that could not be loaded
 
 
 def selected_profile(exp_profiles: list[str]) -> str | None:
@@ -97,8 +101,25 @@ def _register(module_name: str, yaml_path: Path) -> None:
     _REGISTERED[exp.id] = module_name
 
 
-def _warn(exc: IolabError) -> None:
-    getlogger().warning(f"iolab: skipping experiment: {exc}")
+def _broken(module_name: str, yaml_path: Path, exc: BaseException) -> None:
+    """An experiment that cannot be loaded becomes a test that fails with the reason, named as
+    the experiment's test would be: `-n <id>` selects it and the run exits non-zero, while the
+    other experiments load and run as usual."""
+    message = str(exc) if isinstance(exc, IolabError) else \
+        f"{yaml_path.name}: iolab could not build its tests: {type(exc).__name__}: {exc}"
+    if not isinstance(exc, IolabError):
+        getlogger().verbose("".join(traceback.format_exception(exc)))
+    getlogger().warning(f"iolab: experiment {yaml_path.stem} cannot run: {message}")
+    name = class_name(yaml_path.stem)
+    name = re.sub(r"\W", "_", name)
+    if not name.isidentifier():
+        name = "x" + name
+    if name in {class_name(i) for i in _REGISTERED} or name in _BROKEN:
+        return
+    _BROKEN.add(name)
+    cls = make_test(name, (BrokenExperiment,), {"iolab_error": message},
+                    module=module_name)
+    rfm.simple_test(cls)
 
 
 def register_experiment(module_name: str, module_file: str, yaml_relpath: str, sha256: str) -> None:
@@ -114,13 +135,14 @@ def register_experiment(module_name: str, module_file: str, yaml_relpath: str, s
             write_atomic(shim, render_shim(yaml_path, exp.id, exp.sha256, shim.parent))
             getlogger().info(f"iolab: regenerated {shim.name}: {yaml_path.name} changed")
         _register(module_name, yaml_path)
-    except IolabError as exc:
-        _warn(exc)
+    except Exception as exc:  # noqa: BLE001 - any failure becomes a failing test, never a silent skip
+        _broken(module_name, yaml_path, exc)
 
 
 def register_all(module_name: str, module_file: str) -> None:
     """Called by reframe/experiments.py: new or stale shims are regenerated, and every experiment
     is registered, so adding an experiment needs only its YAML."""
+    session.install()
     root = Path(module_file).resolve().parent.parent
     experiments, generated = root / "experiments", root / "reframe" / "generated"
     for yaml_path in sorted(experiments.glob("*.yaml")):
@@ -132,8 +154,8 @@ def register_all(module_name: str, module_file: str) -> None:
                 write_atomic(target, render_shim(yaml_path, exp.id, exp.sha256, generated))
                 getlogger().info(f"iolab: wrote {target.relative_to(root)} for {yaml_path.name}")
             _register(module_name, yaml_path)
-        except IolabError as exc:
-            _warn(exc)
+        except Exception as exc:  # noqa: BLE001 - any failure becomes a failing test, never a silent skip
+            _broken(module_name, yaml_path, exc)
 
 
 __all__ = ["register_all", "register_experiment", "sync_shims"]

@@ -1,11 +1,23 @@
-"""Per-process state of a ReFrame session: one results run per experiment, created lazily."""
+"""Per-process state of a ReFrame session: one results run per experiment.
+
+When ReFrame starts running (Runner.runall), each experiment's run directory is created with the
+jobs this session plans; when it ends, however it ends, every planned job has a record (those
+that an interrupt or ReFrame itself stopped are recorded as aborted or failed, their jobs are
+killed and their scratch is removed) and the manifest says whether the run completed.
+"""
 
 from __future__ import annotations
 
+import collections
+import functools
+import os
 import shutil
+import signal
+import time
 from pathlib import Path
 
 import reframe
+from reframe.core.logging import getlogger
 
 from ..load import Experiment
 from . import darshan_files
@@ -14,6 +26,7 @@ from ..lustre import requested as lustre_requested
 from ..render import shim_path
 from ..results import (RECORD_SCHEMA, RunDir, base_manifest, git_state, new_run_id, results_root,
                        sha256_file, utcnow)
+from ..shell import has_variables
 
 
 class _Run:
@@ -23,6 +36,9 @@ class _Run:
         self.dir: RunDir | None = None
         self.git = git_state(exp.root)
         self.pending: dict[tuple[str, int], int] = {}   # (write case, repetition) -> reads left
+        self.planned: list[dict] = []                   # {part, case_id, repetition, system}
+        self.counts: collections.Counter = collections.Counter()   # records written, by status
+        self.recorded: set[tuple[str, int, str]] = set()            # (case_id, repetition, system)
 
     def store_lock(self, lock: Path) -> None:
         """The Spack environment's spack.lock, once per run, next to the manifest."""
@@ -32,14 +48,21 @@ class _Run:
     def open(self, system: str, system_extras: dict | None = None) -> RunDir:
         if self.dir is None:
             shim = shim_path(self.exp.root / "reframe" / "generated", self.exp.id)
+            extra = {"run_id": self.run_id, "reframe": reframe.VERSION,
+                     # e.g. same_machine_as: which published studies this system reproduces
+                     "system_extras": system_extras or {}}
+            if self.planned:
+                extra["planned"] = self.planned
             manifest = base_manifest(self.exp, origin="reframe", system=system,
                                      shim_text=shim.read_text() if shim.is_file() else None,
-                                     extra={"run_id": self.run_id, "reframe": reframe.VERSION,
-                                            # e.g. same_machine_as: which published studies
-                                            # this system reproduces absolutely
-                                            "system_extras": system_extras or {}})
+                                     extra=extra)
             self.dir = RunDir.create(results_root(self.exp.root), self.exp.id, self.run_id, manifest)
         return self.dir
+
+    def append(self, rec: dict) -> None:
+        self.dir.append(rec)
+        self.counts[rec["status"]] += 1
+        self.recorded.add((rec["case_id"], rec["repetition"], rec["provenance"].get("system")))
 
 
 _RUNS: dict[str, _Run] = {}
@@ -81,11 +104,13 @@ def describe_flags(observed: dict) -> list[str]:
 
 
 def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
-           observed: dict | None = None, flags: list[str] | None = None) -> dict:
+           observed: dict | None = None, flags: list[str] | None = None, partition=None) -> dict:
+    """partition: for a case that never reached setup (ReFrame sets current_partition there)."""
     exp, case = test._iolab_exp, test._iolab_case
     run = for_experiment(exp)
-    system = test.current_partition.fullname
-    rundir = run.open(system, test.current_partition.extras.get("iolab", {}))
+    partition = test.current_partition or partition
+    system = partition.fullname
+    rundir = run.open(system, partition.extras.get("iolab", {}))
     spec = getattr(test, "_iolab_spec", None)
 
     raw = {}
@@ -139,12 +164,12 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
             # exactly what the job script ran (the executable may carry a preload prefix)
             "command": (" ".join([launcher, test.executable, *map(str, test.executable_opts)]).strip()
                         if spec else None),
-            "env": {**_partition_env(test), **dict(test.env_vars)},
+            "env": {**_partition_env(test), **getattr(test, "_iolab_env", {})},
             "case_dir": getattr(test, "_iolab_case_dir", None),
             "stagedir": str(stage) if stage else None,
         },
     }
-    rundir.append(rec)
+    run.append(rec)
     _after_record(test, run, rec)
     return rec
 
@@ -160,9 +185,9 @@ def _after_record(test, run: _Run, rec: dict) -> None:
             run.pending[(case.case_id, rep)] = len(readers)
         else:
             for reader in readers:
-                run.dir.append({**_skeleton(rec), "case_id": reader, "status": "skipped",
-                                "params": test._iolab_cases[reader].params,
-                                "error": f"the write case {case.case_id} it reads did not succeed"})
+                run.append({**_skeleton(rec), "case_id": reader, "status": "skipped",
+                            "params": test._iolab_cases[reader].params,
+                            "error": f"the write case {case.case_id} it reads did not succeed"})
             if not keep and getattr(test, "_iolab_case_dir", None):
                 shutil.rmtree(test._iolab_case_dir, ignore_errors=True)
     source = getattr(test, "_iolab_input", None)
@@ -185,6 +210,8 @@ def _partition_env(test) -> dict:
     """Variables the shipped system config exports (e.g. Open MPI's run-as-root pair)."""
     env = {}
     for source in (test.current_partition, test.current_environ):
+        if source is None:
+            continue
         local = getattr(source, "local_env", source)
         env.update(getattr(local, "env_vars", {}) or {})
     return env
@@ -222,3 +249,128 @@ def _read(path: Path) -> str | None:
         return None
     return text or None
 
+
+
+# --- the session around ReFrame's run: planned jobs first, a record for each at the end ---
+
+def _reason(exc: BaseException | None) -> str | None:
+    if exc is None:
+        return None
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted by SIGINT"
+    text = str(exc)
+    if type(exc).__name__ == "ForceExitError" and "signal" in text:
+        num = int(text.rsplit(" ", 1)[-1]) if text.rsplit(" ", 1)[-1].isdigit() else None
+        return f"interrupted by {signal.Signals(num).name}" if num else f"interrupted: {text}"
+    if type(exc).__name__ == "FailureLimitError":
+        return f"ReFrame stopped the run: {text}"
+    if type(exc).__name__ == "RunSessionTimeout":
+        return f"ReFrame stopped the run: {text}"
+    return f"the run stopped: {type(exc).__name__}: {text}"
+
+
+class _Session:
+    """The iolab cases of one Runner.runall: what was planned, and its end."""
+
+    def __init__(self, testcases):
+        from .base import IolabTest
+
+        self.cases = [tc for tc in testcases if isinstance(tc.check, IolabTest)]
+        self.runs: dict[str, _Run] = {}
+        for tc in self.cases:
+            check = tc.check
+            run = for_experiment(check._iolab_exp)
+            self.runs[check._iolab_exp.id] = run
+            run.planned.append({"part": check._iolab_case.part, "case_id": check._iolab_case.case_id,
+                                "repetition": check.repetition, "system": tc.partition.fullname})
+        # The run directories exist, with their plans, before the first job starts.
+        for tc in self.cases:
+            run = self.runs[tc.check._iolab_exp.id]
+            if run.dir is None:
+                run.open(tc.partition.fullname, tc.partition.extras.get("iolab", {}))
+
+    def end(self, exc: BaseException | None) -> None:
+        reason = _reason(exc)
+        for tc in self.cases:
+            check = tc.check
+            run = self.runs[check._iolab_exp.id]
+            key = (check._iolab_case.case_id, check.repetition, tc.partition.fullname)
+            if key in run.recorded:
+                continue
+            _stop_job(getattr(check, "job", None))
+            status = "aborted" if reason else "failed"
+            why = reason or "ReFrame ended this case without a result (see its log)"
+            try:
+                check._iolab_recorded = True
+                record(check, status=status, error=why, parsed=None,
+                       stage=Path(check.stagedir) if check.stagedir else None, partition=tc.partition)
+            except Exception as err:  # noqa: BLE001 - keep going: the other cases need records too
+                getlogger().error(f"iolab: could not record {key}: {err!r}")
+            case_dir = getattr(check, "_iolab_case_dir", None)
+            if case_dir and not has_variables(case_dir) and not check._iolab_keep_data():
+                shutil.rmtree(case_dir, ignore_errors=True)
+        for run in self.runs.values():
+            planned = len(run.planned)
+            missing = sum((p["case_id"], p["repetition"], p["system"]) not in run.recorded
+                          for p in run.planned)
+            finished = {"complete": reason is None and missing == 0, "reason": reason,
+                        "ended": utcnow(), "planned": planned, "counts": dict(run.counts)}
+            try:
+                run.dir.finish(finished)
+            except Exception as err:  # noqa: BLE001 - readers then see an unfinished run
+                getlogger().error(f"iolab: could not mark run {run.run_id} finished: {err!r}")
+
+
+def _stop_job(job, grace: float = 5.0) -> None:
+    """A local job whose ReFrame task was aborted got SIGTERM on its process group, and ReFrame
+    will not poll it again: wait for the group to go, then SIGKILL what is left of it."""
+    if job is None or getattr(job, "jobid", None) is None:
+        return
+    if job.scheduler.registered_name != "local":
+        return      # the scheduler's cancel (scancel...) owns the job's processes
+    pgid = int(job.jobid)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            os.waitpid(pgid, os.WNOHANG)      # the job script is ReFrame's child: reap it
+        except ChildProcessError:
+            pass
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+_INSTALLED = False
+
+
+def install() -> None:
+    """Wrap ReFrame's Runner.runall (once per process). ReFrame has no session hooks, and only
+    here are the cases it will run known before the first one starts."""
+    global _INSTALLED
+    if _INSTALLED:
+        return
+    from reframe.frontend.executors import Runner
+
+    original = Runner.runall
+
+    @functools.wraps(original)
+    def runall(runner, testcases, *args, **kwargs):
+        if getattr(runner.policy, "dry_run_mode", False):
+            return original(runner, testcases, *args, **kwargs)
+        session = _Session(testcases)
+        try:
+            result = original(runner, testcases, *args, **kwargs)
+        except BaseException as exc:
+            session.end(exc)
+            raise
+        session.end(None)
+        return result
+
+    Runner.runall = runall
+    _INSTALLED = True

@@ -7,6 +7,7 @@ system's config file, in the partition's extras['iolab'].
 from __future__ import annotations
 
 import os
+import time
 
 from ..render import project_root
 
@@ -18,9 +19,14 @@ RUN_AS_ROOT = ([["OMPI_ALLOW_RUN_AS_ROOT", "1"], ["OMPI_ALLOW_RUN_AS_ROOT_CONFIR
                if os.geteuid() == 0 else [])
 
 
+# One stage and output directory per ReFrame process: two runs at the same time never share a
+# case's files (ReFrame names a case's stage directory after the test alone).
+SESSION = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}"
+
+
 def stage_dirs(name: str) -> dict:
-    return {"stagedir": os.path.join(OUTPUT, name, "stage"),
-            "outputdir": os.path.join(OUTPUT, name, "output")}
+    base = os.path.join(OUTPUT, name, "runs", SESSION)
+    return {"stagedir": os.path.join(base, "stage"), "outputdir": os.path.join(base, "output")}
 
 
 def storage() -> list:
