@@ -1,0 +1,287 @@
+"""Real `reframe -r` runs under hostile input, broken experiments, concurrency and signals.
+
+Each test runs ReFrame for real on this machine (the `local` systems), with the test stand-ins
+only where a benchmark binary is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import REFRAME, have, make_project, only_run, records, reframe
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(not have("mpirun"), reason="mpirun (Open MPI) is not installed"),
+              pytest.mark.skipif(not have("fio"), reason="fio is not installed")]
+
+
+def _config(root: Path, name: str = "local") -> str:
+    return str(root / "reframe" / "config" / f"{name}.py")
+
+
+def _hostile(marker_dir: Path) -> list[str]:
+    """Strings that would run a command (each touching a marker file) if a shell read them."""
+    m = marker_dir
+    return [f"; touch {m}/semicolon ;", f"$(touch {m}/dollar)", f"`touch {m}/backtick`",
+            f"' ; touch {m}/squote ; '", f'" ; touch {m}/dquote ; "', f"&& touch {m}/and",
+            f"| touch {m}/pipe", f"$(touch${{IFS}}{m}/ifs)", f"> {m}/redirect"]
+
+
+def _yaml_list(values: list[str]) -> str:
+    return "[" + ", ".join(json.dumps(v) for v in values) + "]"
+
+
+def test_hostile_strings_never_reach_a_shell(rfm_env, tmp_path):
+    """Every string field that reaches a job script carries ;, $(), backticks, quotes: a real
+    reframe -r runs them, and no marker file appears; the benchmark gets each one literally."""
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    evil = _hostile(markers)
+    fio_args = [f"--description={v}" for v in evil]
+    fio = f"""\
+id: evil-fio
+description: "hostile $(touch {markers}/description) `touch {markers}/descr2`"
+source: "; touch {markers}/source"
+benchmark: fio
+fixed: {{size: 64KiB, bs: 4KiB, extra_args: {_yaml_list(fio_args)}}}
+"""
+    ior = f"""\
+id: evil-ior
+description: hostile hint values and IOR arguments
+benchmark: ior
+scale: {{nodes: 1, tasks_per_node: 2}}
+fixed: {{api: MPIIO, transfer_size: 1MiB, block_size: 2MiB,
+        extra_args: ["-O", {json.dumps("stoneWallingWearOut=" + evil[1])}],
+        mpiio.cb_config_list: {json.dumps(evil[7])},
+        mpiio.romio_my_hint: {json.dumps(evil[7].replace("ifs", "hint"))}}}
+"""
+    root = make_project(tmp_path, {"evil-fio": fio, "evil-ior": ior})
+    env = dict(rfm_env, IOLAB_SCRATCH=str(tmp_path / "scratch" / f"x$(touch {markers}/scratch)"),
+               IOLAB_NODE_LOCAL=f"/tmp/`touch {markers}/nodelocal`")
+    out = reframe(["-r", "-n", "evil_fio", "-n", "evil_ior"], env, cwd=root,
+                  config=_config(root, "local-romio"))
+    assert not list(markers.iterdir()), (list(markers.iterdir()), out.stdout[-3000:])
+
+    (fio_rec,) = records(only_run(tmp_path / "results", "evil-fio"))
+    assert fio_rec["provenance"]["case_dir"].startswith(str(tmp_path / "scratch" / "x$(touch"))
+    argv = shlex.split(fio_rec["provenance"]["command"])   # as the job's shell split it
+    start = argv.index(fio_args[0])
+    assert argv[start:start + len(fio_args)] == fio_args, "each value is one argument, as written"
+    (ior_rec, *_rest) = records(only_run(tmp_path / "results", "evil-ior"))
+    if (tmp_path / "standin-bin" / "ior").exists():
+        logged = [json.loads(line) for line in (tmp_path / "ior-args.log").read_text().splitlines()]
+        assert logged and all(["-O", "stoneWallingWearOut=" + evil[1]] == a[-2:] for a in logged), logged
+        stage = only_run(tmp_path / "results", "evil-ior") / ior_rec["raw"]["dir"]
+        hints = (stage / "iolab-romio-hints.txt").read_text()
+        assert f"cb_config_list {evil[7]}\n" in hints
+        assert f"romio_my_hint {evil[7].replace('ifs', 'hint')}\n" in hints
+
+
+DIRECTIVE_ON_LOCAL = """\
+id: needs-sbatch
+description: a Slurm directive, run where there is no Slurm
+benchmark: fio
+job: {extra_directives: ["#SBATCH --constraint=nvme"]}
+fixed: {size: 64KiB, bs: 4KiB}
+"""
+
+RESOURCE_ON_LOCAL = """\
+id: needs-datawarp
+description: a partition resource this partition does not define
+benchmark: fio
+job: {resources: {datawarp: {capacity: 1GiB}}}
+fixed: {size: 64KiB, bs: 4KiB}
+"""
+
+
+@pytest.mark.parametrize("exp_id,text,words", [
+    ("needs-sbatch", DIRECTIVE_ON_LOCAL, "'#SBATCH --constraint=nvme' cannot be applied on local:default"),
+    ("needs-datawarp", RESOURCE_ON_LOCAL, "local:default defines no resource 'datawarp'"),
+])
+def test_job_settings_a_partition_would_drop_fail_the_case(rfm_env, tmp_path, exp_id, text, words):
+    root = make_project(tmp_path, {exp_id: text})
+    out = reframe(["-r", "-n", exp_id.replace("-", "_")], rfm_env, cwd=root, config=_config(root))
+    assert out.returncode == 1 and words in out.stdout, out.stdout[-3000:]
+    (rec,) = records(only_run(tmp_path / "results", exp_id))
+    assert rec["status"] == "failed" and words in rec["error"]
+
+
+GOOD = """\
+id: good
+description: a small fio write
+benchmark: fio
+fixed: {size: 64KiB, bs: 4KiB}
+"""
+
+
+def test_a_broken_experiment_fails_the_run_and_the_others_still_load(rfm_env, tmp_path):
+    broken = GOOD.replace("id: good", "id: broken").replace("bs: 4KiB", "bz: 4KiB")
+    root = make_project(tmp_path, {"good": GOOD, "broken": broken})
+    out = reframe(["-r", "-n", "broken"], rfm_env, cwd=root, config=_config(root))
+    assert out.returncode == 1, out.stdout[-3000:]
+    assert "broken.yaml:4: fixed.bz: unknown parameter 'bz' for fio" in out.stdout
+    assert "Ran 1/1" in out.stdout and "PASSED" not in out.stdout
+    listed = reframe(["-l"], rfm_env, cwd=root, config=_config(root))
+    assert "good %case=" in listed.stdout and "cannot run: " in listed.stdout
+
+    ok = reframe(["-r", "-n", "^good"], rfm_env, cwd=root, config=_config(root))
+    assert ok.returncode == 0, ok.stdout[-3000:]
+    assert [r["status"] for r in records(only_run(tmp_path / "results", "good"))] == ["ok"]
+
+
+def test_an_unknown_profile_fails_the_run(rfm_env, tmp_path):
+    text = GOOD + "profiles:\n  local: {fixed: {size: 32KiB}}\n"
+    root = make_project(tmp_path, {"good": text})
+    out = reframe(["-r", "-n", "good"], dict(rfm_env, IOLAB_PROFILE="lcoal"), cwd=root, config=_config(root))
+    assert out.returncode == 1
+    assert "no profile 'lcoal' in this experiment (profiles: local)" in out.stdout
+
+
+def test_a_misconfigured_stack_fails_the_run(rfm_env, tmp_path):
+    root = make_project(tmp_path, {"good": GOOD})
+    config = root / "reframe" / "config" / "badstack.py"
+    config.write_text("from iolab.rfm.systems import local_system\n"
+                      "site_configuration = local_system('badstack', 'openmpi-ompio', 'x')\n"
+                      "site_configuration['systems'][0]['partitions'][0]['extras']['iolab']['stack'] = "
+                      "{'provider': 'spak'}\n")
+    out = reframe(["-r", "-n", "good"], rfm_env, cwd=root, config=str(config))
+    assert out.returncode == 1, out.stdout[-3000:]
+    assert "unknown stack provider 'spak'" in out.stdout
+    (rec,) = records(only_run(tmp_path / "results", "good"))
+    assert rec["status"] == "failed" and "spak" in rec["error"]
+
+
+def test_failure_reasons_quote_the_benchmark_and_the_system(rfm_env, tmp_path):
+    bad_engine = GOOD.replace("id: good", "id: bad-engine").replace("bs: 4KiB", "bs: 4KiB, ioengine: nope")
+    root = make_project(tmp_path, {"bad-engine": bad_engine, "good": GOOD})
+    out = reframe(["-r", "-n", "bad_engine"], rfm_env, cwd=root, config=_config(root))
+    assert out.returncode == 1
+    (rec,) = records(only_run(tmp_path / "results", "bad-engine"))
+    assert rec["error"].startswith("fio exited with status 1: fio: engine nope not loadable"), rec["error"]
+
+    # a scratch root that is a file: the case directory cannot be made, the benchmark never runs
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    out = reframe(["-r", "-n", "^good"], dict(rfm_env, IOLAB_SCRATCH=str(blocker)), cwd=root,
+                  config=_config(root))
+    assert out.returncode == 1
+    (rec,) = records(only_run(tmp_path / "results", "good"))
+    assert rec["error"].startswith(f"cannot create the case directory {blocker}/good/"), rec["error"]
+    assert "Not a directory" in rec["error"]
+    raw = only_run(tmp_path / "results", "good") / rec["raw"]["dir"]
+    assert not (raw / "fio.json").exists()
+
+
+def _mounted_tmpfs(path: Path, size: str) -> bool:
+    path.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                          capture_output=True, text=True)
+    return done.returncode == 0
+
+
+def test_a_full_scratch_disk_is_named_in_the_reason(rfm_env, tmp_path):
+    scratch = tmp_path / "small"
+    if os.geteuid() != 0 or not _mounted_tmpfs(scratch, "1m"):
+        pytest.skip("mounting a tmpfs needs root (and a kernel that allows it)")
+    try:
+        big = GOOD.replace("id: good", "id: too-big").replace("size: 64KiB", "size: 8MiB")
+        root = make_project(tmp_path, {"too-big": big})
+        out = reframe(["-r", "-n", "too_big"], dict(rfm_env, IOLAB_SCRATCH=str(scratch)), cwd=root,
+                      config=_config(root))
+        assert out.returncode == 1
+        (rec,) = records(only_run(tmp_path / "results", "too-big"))
+        assert rec["status"] == "failed"
+        assert "no space left on the device (ENOSPC)" in rec["error"], rec["error"]
+        assert "fio" in rec["error"]
+        assert not any(p.is_file() for p in scratch.rglob("*")), "the case's data was cleaned up"
+    finally:
+        subprocess.run(["umount", str(scratch)], check=False)
+
+
+def test_two_concurrent_runs_of_one_experiment_keep_to_themselves(rfm_env, tmp_path):
+    text = GOOD.replace("fixed:", "repetitions: 3\nmatrix: {rw: [write, randwrite]}\nfixed:")
+    root = make_project(tmp_path, {"good": text})
+    cmd = [REFRAME, "-C", _config(root), "-c", "reframe/", "-R", "-r", "-n", "good"]
+    procs = [subprocess.Popen(cmd, cwd=root, env=rfm_env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[-2000:] for o in outs]
+    runs = sorted(p for p in (tmp_path / "results" / "good").iterdir() if p.is_dir())
+    assert len(runs) == 2
+    stages = set()
+    for run in runs:
+        recs = records(run)
+        assert len(recs) == 6 and all(r["status"] == "ok" for r in recs)
+        assert {(r["case_id"], r["repetition"]) for r in recs} == {
+            (c, n) for c in {r["case_id"] for r in recs} for n in (1, 2, 3)}
+        for r in recs:
+            assert run.name in r["provenance"]["case_dir"]
+            stored = (run / r["raw"]["dir"] / "rfm_job.sh").read_text()
+            assert run.name in stored and not any(o.name in stored for o in runs if o != run)
+            stages.add(str(Path(r["provenance"]["stagedir"]).parents[4]))
+        assert json.loads((run / "manifest.json").read_text())["finished"]["complete"] is True
+    assert len(stages) == 2, "each ReFrame session stages in its own directory"
+
+
+SLOW = """\
+id: slow
+description: fio throttled to 1 MiB/s, so a signal arrives while it writes
+benchmark: fio
+repetitions: 2
+matrix: {rw: [write, randwrite]}
+fixed: {size: 64MiB, bs: 64KiB, extra_args: ["--rate=1m"]}
+"""
+
+
+def _processes_under(root: Path) -> list[str]:
+    """Processes whose working directory or command line is inside root (a job's stage dir)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(proc / "cwd")
+            args = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if cwd.startswith(str(root)) or str(root) in args:
+            found.append(f"{proc.name}: {args}")
+    return found
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_run_records_every_planned_case(rfm_env, tmp_path, signum):
+    root = make_project(tmp_path, {"slow": SLOW})
+    cmd = [REFRAME, "-C", _config(root), "-c", "reframe/", "-R", "-r", "-n", "slow"]
+    proc = subprocess.Popen(cmd, cwd=root, env=rfm_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    scratch = tmp_path / "scratch" / "slow"
+    deadline = time.monotonic() + 120
+    while not any(p.is_file() for p in scratch.rglob("*")):      # fio has started writing
+        assert time.monotonic() < deadline and proc.poll() is None, "fio never started"
+        time.sleep(0.1)
+    time.sleep(1)
+    proc.send_signal(signum)
+    out = proc.communicate(timeout=60)[0]
+    assert proc.returncode != 0, out[-2000:]
+
+    run = only_run(tmp_path / "results", "slow")
+    recs = records(run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    planned = {(p["case_id"], p["repetition"]) for p in manifest["planned"]}
+    assert len(planned) == 4 and {(r["case_id"], r["repetition"]) for r in recs} == planned
+    assert all(r["status"] == "aborted" for r in recs), [r["status"] for r in recs]
+    assert {r["error"] for r in recs} == {f"interrupted by {signum.name}"}
+    assert manifest["finished"]["complete"] is False
+    assert manifest["finished"]["reason"] == f"interrupted by {signum.name}"
+    # the job that was running was stopped whole, and its data removed
+    assert not _processes_under(tmp_path / "rfm"), _processes_under(tmp_path / "rfm")
+    assert not any(p.is_file() for p in scratch.rglob("*"))
