@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REFRAME, have, make_project, only_run, records, reframe
+from .conftest import REFRAME, have, iolab, make_project, only_run, records, reframe
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not have("mpirun"), reason="mpirun (Open MPI) is not installed"),
@@ -285,3 +285,23 @@ def test_an_interrupted_run_records_every_planned_case(rfm_env, tmp_path, signum
     # the job that was running was stopped whole, and its data removed
     assert not _processes_under(tmp_path / "rfm"), _processes_under(tmp_path / "rfm")
     assert not any(p.is_file() for p in scratch.rglob("*"))
+
+
+ONE_BAD_CELL = """\
+id: one-bad-cell
+description: one combination of the matrix cannot run
+benchmark: ior
+scale: {nodes: 1, tasks_per_node: 2}
+fixed: {transfer_size: 2MiB}
+matrix:
+  block_size: [4MiB, 3MiB]
+"""
+
+
+def test_an_invalid_cell_is_named_by_validate_and_fails_the_run(rfm_env, tmp_path):
+    root = make_project(tmp_path, {"one-bad-cell": ONE_BAD_CELL})
+    checked = iolab(["validate", str(root / "experiments" / "one-bad-cell.yaml")], rfm_env)
+    assert checked.returncode == 2
+    assert "(block_size=3MiB): block_size (3145728) must be a multiple of transfer_size" in checked.stderr
+    out = reframe(["-r", "-n", "one_bad_cell"], rfm_env, cwd=root, config=_config(root))
+    assert out.returncode == 1 and "block_size=3MiB" in out.stdout and "PASSED" not in out.stdout

@@ -306,9 +306,17 @@ class _Session:
                        stage=Path(check.stagedir) if check.stagedir else None, partition=tc.partition)
             except Exception as err:  # noqa: BLE001 - keep going: the other cases need records too
                 getlogger().error(f"iolab: could not record {key}: {err!r}")
+        # Nothing reads a case's data after the session: writes kept for reads that an interrupt
+        # (or a failure) stopped are removed too, and so are the run's emptied directories.
+        for tc in self.cases:
+            check = tc.check
             case_dir = getattr(check, "_iolab_case_dir", None)
             if case_dir and not has_variables(case_dir) and not check._iolab_keep_data():
                 shutil.rmtree(case_dir, ignore_errors=True)
+                try:
+                    os.rmdir(Path(case_dir).parent)
+                except OSError:
+                    pass
         for run in self.runs.values():
             planned = len(run.planned)
             missing = sum((p["case_id"], p["repetition"], p["system"]) not in run.recorded
