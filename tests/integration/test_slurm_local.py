@@ -94,3 +94,42 @@ def test_quickstart_through_sbatch_and_sacct(rfm_env, tmp_path):
     assert len(rows) == len({r["case_id"] for r in recs}), cmp.stdout
     # every case paired: two repetitions on each side (columns n A and n B)
     assert all(line.count("| 2 |") >= 2 for line in rows), cmp.stdout
+
+
+SLOW = """\
+id: slow
+description: fio throttled to 1 MiB/s, interrupted while its Slurm job writes
+benchmark: fio
+repetitions: 2
+fixed: {size: 64MiB, bs: 64KiB, extra_args: ["--rate=1m"]}
+"""
+
+
+def test_an_interrupted_slurm_run_cancels_its_job_and_records_every_case(rfm_env, tmp_path):
+    import json
+    import signal
+    import time
+
+    from .conftest import REFRAME, make_project, only_run
+
+    root = make_project(tmp_path, {"slow": SLOW})
+    cmd = [REFRAME, "-C", str(root / "reframe" / "config" / "localslurm.py"), "-c", "reframe/", "-R",
+           "-r", "-n", "slow"]
+    proc = subprocess.Popen(cmd, cwd=root, env=rfm_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while not any(p.is_file() for p in (tmp_path / "scratch").rglob("*")):
+        assert time.monotonic() < deadline and proc.poll() is None, "the job never started writing"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out = proc.communicate(timeout=120)[0]
+    assert proc.returncode != 0, out[-2000:]
+    run = only_run(tmp_path / "results", "slow")
+    recs = records(run)
+    assert sorted(r["repetition"] for r in recs) == [1, 2]
+    assert {(r["status"], r["error"]) for r in recs} == {("aborted", "interrupted by SIGINT")}
+    jobid = next(r["provenance"]["jobid"] for r in recs if r["provenance"]["jobid"])
+    queue = subprocess.run(["squeue", "-h", "-j", jobid], capture_output=True, text=True).stdout
+    assert not queue.strip(), f"job {jobid} still queued or running: {queue}"
+    assert json.loads((run / "manifest.json").read_text())["finished"]["complete"] is False
+    assert not any(p.is_file() for p in (tmp_path / "scratch").rglob("*"))
