@@ -162,3 +162,44 @@ def test_templates_cannot_reach_python_internals(tmp_path, monkeypatch):
     monkeypatch.setenv("IOLAB_TEMPLATES", str(tmp_path))
     with pytest.raises(IolabError, match="refused by the sandbox|template"):
         render_template("evil.j2")
+
+
+def _shipped_cases():
+    from iolab.load import load_experiment
+    from iolab.matrix import expand
+
+    root = Path(__file__).resolve().parents[2]
+    for path in sorted((root / "experiments").glob("*.yaml")):
+        exp = load_experiment(path, "local" if "local" in load_experiment(path).profiles else None)
+        yield from expand(exp)
+
+
+def test_every_shipped_case_keeps_a_hostile_directory_literal_in_its_input_files(tmp_path):
+    """Every input file an adapter renders (fio job, h5bench config and ini, BTIO deck, hints)
+    for every shipped case: a hostile directory is written as it is, or refused with a reason,
+    and a newline never starts a line of the benchmark's choosing."""
+    from iolab.adapters import get_adapter
+
+    seen = set()
+    cases = list(_shipped_cases())
+    for hostile_dir, case in [(str(tmp_path / d), c) for d in ("d; rm -rf x $(touch y) `z` 'q' \"w\"",
+                                                            "d; rm -rf x `z` 'q' \"w\" & |")
+                              for c in cases]:
+        adapter = get_adapter(case.benchmark)
+        hints = {"cb_nodes": "1"} if adapter.uses_mpiio(case) else None
+        source = hostile_dir if case.get("mode") == "read" or case.get("kernel") == "read" else None
+        try:
+            spec = adapter.run_spec(case, hostile_dir, hints=hints, input_dir=source)
+        except IolabError as exc:       # BTIO reads its path literally: no $ at all
+            assert "literally" in str(exc)
+            continue
+        for name, text in spec.files.items():
+            seen.add(name)
+            lines = [line for line in text.splitlines() if "rm -rf x" in line]
+            assert all(hostile_dir.replace(":", "\\:") in line for line in lines), (name, lines)
+        with pytest.raises(IolabError):     # refused by the adapter, or where argv is quoted
+            spec = adapter.run_spec(case, hostile_dir + "\nrw=randread", hints=hints,
+                                    input_dir=source and source + "\nrw=randread")
+            shell.words(spec.args)
+            shell.path_word(spec.workdir or "")
+    assert {"fio-job.fio", "h5bench.cfg", "inputbt.data", "iolab-ior-hints.txt"} <= seen, seen
