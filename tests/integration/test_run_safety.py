@@ -305,3 +305,17 @@ def test_an_invalid_cell_is_named_by_validate_and_fails_the_run(rfm_env, tmp_pat
     assert "(block_size=3MiB): block_size (3145728) must be a multiple of transfer_size" in checked.stderr
     out = reframe(["-r", "-n", "one_bad_cell"], rfm_env, cwd=root, config=_config(root))
     assert out.returncode == 1 and "block_size=3MiB" in out.stdout and "PASSED" not in out.stdout
+
+
+def test_iolab_work_never_overlaps_a_benchmark(rfm_env, tmp_path):
+    """Parsing, read-back and recording of a case end before the next case's benchmark starts
+    (ReFrame's default asynchronous policy, one job slot): from the run's own timestamps."""
+    out = reframe(["-r", "-n", "quickstart"], rfm_env)
+    assert out.returncode == 0, out.stdout[-3000:]
+    recs = records(only_run(tmp_path / "results", "quickstart"))
+    spans = sorted((r["provenance"]["timing"] for r in recs), key=lambda t: t["benchmark_start"])
+    assert len(spans) == len(recs) >= 2
+    for t in spans:
+        assert t["benchmark_start"] < t["benchmark_end"] <= t["postprocess_start"] <= t["recorded"]
+    for before, after in zip(spans, spans[1:]):
+        assert before["recorded"] <= after["benchmark_start"], (before, after)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import reframe as rfm
@@ -32,6 +33,7 @@ EXIT_FILE = "iolab-exit-code.txt"
 BINARY_FILE = "iolab-binary.txt"
 CASEDIR_FILE = "iolab-casedir.txt"
 MKDIR_FILE = "iolab-mkdir.txt"
+TIMES_FILE = "iolab-times.txt"
 MPI_LAUNCHERS = ("mpirun", "mpiexec", "mpirun-openmpi")
 DEFAULT_FLAVOUR = "openmpi-ompio"
 # Where each storage target's case directories go, unless the partition's extras say otherwise.
@@ -155,6 +157,10 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
             # the benchmark runs where it writes; the job's own files stay in the stage dir
             self.prerun_cmds.append(f"cd {shell.path_word(spec.workdir, 'working directory')}")
             self.postrun_cmds = [f"iolab_rc=$?; cd - >/dev/null; echo $iolab_rc > {EXIT_FILE}"]
+        # When the benchmark itself started and ended (bash's clock, no process forked).
+        times = shell.word(str(stage / TIMES_FILE))
+        self.prerun_cmds.append(f"printf '%s\\n' \"${{EPOCHREALTIME:-$(date +%s.%N)}}\" > {times}")
+        self.postrun_cmds.insert(1, f"printf '%s\\n' \"${{EPOCHREALTIME:-$(date +%s.%N)}}\" >> {times}")
         if req:
             self.postrun_cmds += lustre.postrun_lines(self._iolab_case_dir)
         # A write whose file later reads use keeps it; iolab removes it after the last of them.
@@ -302,7 +308,11 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         return self._iolab_guard(super().run_complete, "job failed")
 
     def run_wait(self):
-        return self._iolab_guard(super().run_wait, "job failed")
+        result = self._iolab_guard(super().run_wait, "job failed")
+        # ReFrame frees the partition's job slot when this returns, and may start the next job
+        # at once: everything iolab does with this case's outputs happens before that.
+        self._iolab_postprocess()
+        return result
 
     def _iolab_guard(self, stage, what):
         try:
@@ -320,11 +330,14 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
 
     # --- sanity: parse, observe, compare, record ---
 
-    @sanity_function
-    def _iolab_sanity(self):
+    def _iolab_postprocess(self):
+        """Parse, observe, compare and record, while this case still holds its job slot."""
+        if self._iolab_recorded:
+            return
         case = self._iolab_case
         adapter = get_adapter(case.benchmark)
         stage = Path(self.stagedir)
+        self._iolab_post_start = time.time()
         observed, flags, parsed = self._iolab_observe(stage), [], None
         try:
             code = _read(stage / EXIT_FILE)
@@ -343,11 +356,19 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
             if failing:
                 raise IolabError(failing)
         except IolabError as exc:
+            self._iolab_outcome = str(exc)
             self._iolab_record(status="failed", error=str(exc), parsed=parsed, observed=observed,
                                flags=flags or session.describe_flags(observed))
-            raise SanityError(str(exc)) from None
+            return
         self._iolab_parsed = parsed
+        self._iolab_outcome = None
         self._iolab_record(status="ok", parsed=parsed, observed=observed, flags=flags)
+
+    @sanity_function
+    def _iolab_sanity(self):
+        outcome = getattr(self, "_iolab_outcome", "iolab did not post-process this case")
+        if outcome is not None:
+            raise SanityError(outcome)
         return sn.assert_true(True)
 
     def _iolab_observe(self, stage: Path) -> dict:

@@ -166,6 +166,8 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
                         if spec else None),
             "env": {**_partition_env(test), **getattr(test, "_iolab_env", {})},
             "case_dir": getattr(test, "_iolab_case_dir", None),
+            # the benchmark's own start and end, and iolab's work after it (unix seconds)
+            "timing": _timing(stage, getattr(test, "_iolab_post_start", None)),
             "stagedir": str(stage) if stage else None,
         },
     }
@@ -215,6 +217,19 @@ def _partition_env(test) -> dict:
         local = getattr(source, "local_env", source)
         env.update(getattr(local, "env_vars", {}) or {})
     return env
+
+
+def _timing(stage: Path | None, post_start: float | None) -> dict:
+    lines = (_read(stage / "iolab-times.txt") or "").split() if stage else []
+    stamps = []
+    for token in lines[:2]:
+        try:
+            stamps.append(float(token.replace(",", ".")))   # EPOCHREALTIME follows the locale
+        except ValueError:
+            stamps.append(None)
+    stamps += [None] * (2 - len(stamps))
+    return {"benchmark_start": stamps[0], "benchmark_end": stamps[1],
+            "postprocess_start": post_start, "recorded": time.time()}
 
 
 def _binary(path: Path) -> dict:
