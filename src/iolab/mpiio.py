@@ -325,22 +325,50 @@ def _norm(value: object) -> object:
     return text
 
 
-def compare_hints(requested: dict[str, str], effective: dict[str, str] | None) -> list[dict]:
+# Hints that only one family of ROMIO file-system drivers reads (adio/ad_lustre, ad_gpfs, ad_pvfs2):
+# ROMIO accepts and echoes them everywhere, so its printout alone would call them applied.
+_FS_HINTS = (
+    (re.compile(r"^(striping_factor|striping_unit|start_iodevice)$"), ("lustre", "pvfs2", "orangefs"),
+     "no striping"),
+    (re.compile(r"^romio_lustre_"), ("lustre",), "not Lustre"),
+    (re.compile(r"^romio_gpfs_"), ("gpfs",), "not GPFS"),
+)
+
+
+def not_applicable(requested: dict[str, str], fstype: str | None) -> dict[str, str]:
+    """Requested hints that the file system of the case directory makes meaningless -> why,
+    worded like Lustre's not-applied reason ('ext4: no striping')."""
+    if not fstype or fstype == "unknown":
+        return {}
+    out = {}
+    for key in requested:
+        for pattern, filesystems, why in _FS_HINTS:
+            if pattern.match(key) and fstype not in filesystems:
+                out[key] = f"{fstype}: {why} (only ROMIO's {'/'.join(filesystems)} driver reads {key})"
+    return out
+
+
+def compare_hints(requested: dict[str, str], effective: dict[str, str] | None,
+                  not_applied: dict[str, str] | None = None) -> list[dict]:
     """One entry per requested hint: {"key", "requested", "effective", "status"}.
 
     status: applied | changed (ROMIO kept another value) | missing (not in the table: ROMIO
-    ignores unknown hints) | unverified (nothing to compare against).
+    ignores unknown hints) | unverified (nothing to compare against) | not applied (the file
+    system makes it meaningless, whatever ROMIO echoes; with the reason).
     """
     out = []
     for key in sorted(requested):
         got = None if effective is None else effective.get(key)
-        if effective is None:
-            status = "unverified"
+        entry = {"key": key, "requested": requested[key], "effective": got}
+        if not_applied and key in not_applied:
+            entry.update(status="not applied", reason=not_applied[key])
+        elif effective is None:
+            entry["status"] = "unverified"
         elif got is None:
-            status = "missing"
+            entry["status"] = "missing"
         elif _norm(got) == _norm(requested[key]):
-            status = "applied"
+            entry["status"] = "applied"
         else:
-            status = "changed"
-        out.append({"key": key, "requested": requested[key], "effective": got, "status": status})
+            entry["status"] = "changed"
+        out.append(entry)
     return out

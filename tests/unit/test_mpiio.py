@@ -395,3 +395,22 @@ def test_compare_statuses_and_order():
         ("cb_config_list", "changed"), ("cb_nodes", "changed"), ("romio_cb_write", "changed"),
         ("striping_factor", "missing")]  # ROMIO's UFS driver ignores striping hints
     assert mpiio.compare_hints({}, effective) == []
+
+
+# --- hints a file system makes meaningless ---------------------------------------------------
+
+def test_striping_hints_are_not_applied_off_lustre_whatever_romio_echoes():
+    requested = {"striping_factor": "4", "striping_unit": "1048576", "cb_nodes": "2",
+                 "romio_lustre_co_ratio": "2", "romio_gpfs_free_locks": "enable"}
+    why = mpiio.not_applicable(requested, "ext4")
+    assert set(why) == {"striping_factor", "striping_unit", "romio_lustre_co_ratio", "romio_gpfs_free_locks"}
+    assert why["striping_unit"].startswith("ext4: no striping")
+    # ROMIO's UFS driver accepts and prints them: the printout alone would call them applied
+    effective = {"striping_factor": "4", "striping_unit": "1048576", "cb_nodes": "2"}
+    result = {e["key"]: e for e in mpiio.compare_hints(requested, effective, why)}
+    assert result["striping_unit"]["status"] == "not applied"
+    assert result["striping_unit"]["reason"] == why["striping_unit"]
+    assert result["cb_nodes"]["status"] == "applied"
+    assert mpiio.not_applicable(requested, "lustre") == {"romio_gpfs_free_locks": mpiio.not_applicable(
+        requested, "lustre")["romio_gpfs_free_locks"]}
+    assert mpiio.not_applicable(requested, "unknown") == {} == mpiio.not_applicable(requested, None)

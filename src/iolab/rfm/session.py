@@ -98,6 +98,8 @@ def describe_flags(observed: dict) -> list[str]:
             out.append(f"hint {c['key']}: requested {c['requested']}, effective {c['effective']}")
         elif c["status"] == "missing":
             out.append(f"hint {c['key']}: requested {c['requested']}, not in effect (ignored)")
+        elif c["status"] == "not applied":
+            out.append(f"hint {c['key']} not applied: {c['reason']}")
     if hints and hints.get("requested") and hints.get("effective") is None:
         out.append(f"hints unverified under {hints['flavour']}")
     return out
