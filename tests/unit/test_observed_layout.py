@@ -105,3 +105,14 @@ def test_postrun_lines_collect_before_cleanup(tmp_path):
     assert out == [f"### {case}", f"lfs getstripe -d {case}",
                    f"### {case}/testfile.00000000", f"lfs getstripe -y {case}/testfile.00000000"]
     assert (tmp_path / lustre.LFSDF_FILE).read_text() == f"lfs df {case}\n"
+
+
+def test_a_hint_the_file_system_makes_meaningless_is_flagged_with_its_reason():
+    hints = {"flavour": "openmpi-romio", "requested": {"striping_unit": "1048576"},
+             "effective": {"striping_unit": "1048576"},
+             "comparison": [{"key": "striping_unit", "requested": "1048576", "effective": "1048576",
+                             "status": "not applied", "reason": "ext4: no striping (only ROMIO's "
+                             "lustre/pvfs2/orangefs driver reads striping_unit)"}]}
+    assert describe_flags({"mpiio_hints": hints}) == [
+        "hint striping_unit not applied: ext4: no striping (only ROMIO's lustre/pvfs2/orangefs driver "
+        "reads striping_unit)"]
