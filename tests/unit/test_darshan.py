@@ -677,3 +677,20 @@ def test_html_report_failures(tmp_path):
     assert list((tmp_path / "out").iterdir()) == []
     with pytest.raises(IolabError, match="no such Darshan log"):
         dx.html_report(tmp_path / "missing.darshan", tmp_path / "out")
+
+
+def test_iolab_own_files_are_left_out_of_summaries_and_findings():
+    """ROMIO reads iolab-romio-hints.txt in a write-only case: those reads are iolab's, not the
+    benchmark's, and must not make '...% of read requests are under 64KiB'."""
+    log = DATA.parent / "darshan-recorded" / "ior_romio_write_hints_2r.darshan"
+    own = ["/tmp/dar/stage/iolab-romio-hints.txt", "/tmp/dar/stage/iolab-ior-hints.txt",
+           "/tmp/dar/stage/ior-summary.json"]
+    everything = dx.summarize(log)
+    apart = dx.summarize(log, own_files=own)
+    assert everything["status"] == apart["status"] == "ok"
+    assert apart["excluded"]["by_reason"] == {"iolab_file": 2}
+    assert apart["files"] == everything["files"] - 2 == 1
+    tiny = {k: s["request_sizes"]["read"]["tiny"] for k, s in (("all", everything), ("apart", apart))}
+    assert tiny["all"]["requests"] - tiny["apart"]["requests"] == 2    # ROMIO's two reads of the file
+    assert apart["modules"]["POSIX"]["bytes_read"] == everything["modules"]["POSIX"]["bytes_read"] - 66
+    assert "STDIO" not in apart["modules"] or apart["modules"]["STDIO"]["bytes_read"] == 0

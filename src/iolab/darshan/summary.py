@@ -5,7 +5,9 @@ streams touch; those are left out of every total (and counted under "excluded"),
 would distort what the benchmark did: Open MPI's ompio opens `<file>.locktest.<rank>` at every
 MPI_File_open (sharedfp/lockedfile probes file locking) and keeps shared-file-pointer segments
 `*_cid-*.sm` in its session directory (/tmp/ompi.<host>.<uid>/); their 40-byte writes would make
-a 512 KiB-transfer run look like one with small writes.
+a 512 KiB-transfer run look like one with small writes. iolab's own files are left out the same
+way (own_files): the hints files ROMIO reads, input decks and configs, and the summaries the
+benchmark writes for iolab; ROMIO reading iolab-romio-hints.txt is not the case's I/O.
 """
 
 from __future__ import annotations
@@ -145,8 +147,13 @@ def _warnings(raw: dict) -> list[str]:
     return out
 
 
-def build(raw: dict, log: str, thresholds: Thresholds = THRESHOLDS) -> dict:
+def _own(path: str, own_files: frozenset) -> bool:
+    return bool(own_files) and (path in own_files or os.path.realpath(path) in own_files)
+
+
+def build(raw: dict, log: str, thresholds: Thresholds = THRESHOLDS, own_files=()) -> dict:
     """The summary for read_raw()'s output (see summarize for the shape)."""
+    own = frozenset(own_files) | frozenset(os.path.realpath(f) for f in own_files)
     names = {int(k): v for k, v in raw["names"].items()}
     nprocs = raw["job"]["nprocs"]
     app: dict = {}
@@ -156,7 +163,8 @@ def build(raw: dict, log: str, thresholds: Thresholds = THRESHOLDS) -> dict:
             continue
         app[mod] = []
         for r in raw["records"][mod]:
-            reason = excluded_reason(names.get(r["id"], ""))
+            path = names.get(r["id"], "")
+            reason = excluded_reason(path) or ("iolab_file" if _own(path, own) else None)
             if reason:
                 skipped.setdefault(reason, []).append(r)
             else:
@@ -221,8 +229,9 @@ def build(raw: dict, log: str, thresholds: Thresholds = THRESHOLDS) -> dict:
 
 
 def summarize(log_path: str | os.PathLike, thresholds: Thresholds = THRESHOLDS,
-              timeout_s: float = TIMEOUT_S) -> dict:
+              timeout_s: float = TIMEOUT_S, own_files=()) -> dict:
     """Summarise one Darshan log. Never raises for a bad log; raises IolabError without PyDarshan.
+    own_files: absolute paths of iolab's own files, left out like the MPI library's (EXCLUDE).
 
     Unreadable (missing, empty, truncated, corrupt, written by a newer Darshan, reader crash):
         {"status": "unreadable", "log", "reason"}
@@ -264,4 +273,4 @@ def summarize(log_path: str | os.PathLike, thresholds: Thresholds = THRESHOLDS,
         raw = read_raw(log_path, timeout_s=timeout_s)
     except Unreadable as exc:
         return {"status": "unreadable", "log": log, "reason": str(exc)}
-    return build(raw, log, thresholds)
+    return build(raw, log, thresholds, own_files)

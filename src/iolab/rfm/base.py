@@ -402,7 +402,9 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
             return {**info, "status": "no log",
                     "reason": f"the job wrote no {darshan_files.LOG} (was libdarshan.so preloaded?)"}
         try:
-            summary = darshan.summarize(log)
+            own = [str(stage / n) for n in (*self._iolab_spec.files, *self._iolab_spec.outputs,
+                                             *(self._iolab_hints or {}).get("files", {}))]
+            summary = darshan.summarize(log, own_files=own)
         except IolabError as exc:          # PyDarshan itself is missing
             return {**info, "status": "unreadable", "reason": str(exc)}
         if summary["status"] != "ok":
