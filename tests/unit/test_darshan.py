@@ -165,7 +165,9 @@ def test_fpp_files_alignment_and_no_shared_file():
     assert s["shared_files"] == [] and s["lustre"] == []
     assert s["aggregators"]["observed"] is None
     assert dx.observed_aggregators(s, 4) == {"requested": 4, "observed": None, "differs": False,
-                                             "reason": "no shared file was written", "files": []}
+                                             "reason": "no shared file was written", "files": [],
+                                             "aggregation": None, "evidence": None,
+                                             "verdict": "not observable"}
     assert dx.findings(s, {"collective": False, "api": "POSIX"}) == []
 
 
@@ -216,14 +218,21 @@ def test_coll_writer_ranks_from_dxt():
     [shared] = s["shared_files"]
     assert shared == {"path": COLL_FILE, "bytes_written": 32 * MIB, "writer_ranks": len(posix_writers),
                       "writer_ranks_source": "dxt", "mpiio_bytes_written": 32 * MIB,
-                      "mpiio_writer_ranks": len(mpiio_writers)}
-    assert s["aggregators"] == {"observed": 1, "written_shared_files": 1, "unknown_files": 0, "reason": None}
+                      "mpiio_writer_ranks": len(mpiio_writers),
+                      "aggregation": {"happened": True, "evidence": "1 of the 4 ranks that called MPI-IO "
+                                      "writes issued the POSIX writes (DXT)"}}
+    assert s["aggregators"] == {"observed": 1, "written_shared_files": 1, "unknown_files": 0, "reason": None,
+                                "aggregation": True, "evidence": shared["aggregation"]["evidence"]}
 
 
 def test_observed_aggregators_on_the_coll_log():
     s = summary_of(COLL_LOG)
-    assert dx.observed_aggregators(s, 4) == {"requested": 4, "observed": 1, "differs": True, "reason": None,
-                                             "files": [{"path": COLL_FILE, "writer_ranks": 1}]}
+    assert dx.observed_aggregators(s, 4) == {
+        "requested": 4, "observed": 1, "differs": True, "reason": None, "verdict": "differs",
+        "aggregation": True,
+        "evidence": "1 of the 4 ranks that called MPI-IO writes issued the POSIX writes (DXT)",
+        "files": [{"path": COLL_FILE, "writer_ranks": 1}]}
+    assert dx.observed_aggregators(s, 1)["verdict"] == "matches"
     assert dx.observed_aggregators(s, 1)["differs"] is False
     assert dx.observed_aggregators(s, None)["differs"] is False
 
@@ -636,7 +645,8 @@ def test_rule_incomplete_log():
 def test_findings_of_unreadable_summary():
     assert dx.findings({"status": "unreadable", "reason": "x"}, REQ) == []
     assert dx.observed_aggregators({"status": "unreadable", "reason": "x"}, 2) == {
-        "requested": 2, "observed": None, "differs": False, "reason": "x", "files": []}
+        "requested": 2, "observed": None, "differs": False, "reason": "x", "files": [],
+        "aggregation": None, "evidence": None, "verdict": "not observable"}
 
 
 def test_thresholds_live_in_one_place():
@@ -694,3 +704,28 @@ def test_iolab_own_files_are_left_out_of_summaries_and_findings():
     assert tiny["all"]["requests"] - tiny["apart"]["requests"] == 2    # ROMIO's two reads of the file
     assert apart["modules"]["POSIX"]["bytes_read"] == everything["modules"]["POSIX"]["bytes_read"] - 66
     assert "STDIO" not in apart["modules"] or apart["modules"]["STDIO"]["bytes_read"] == 0
+
+
+RECORDED = DATA.parent / "darshan-recorded"
+
+
+def test_four_writers_for_cb_nodes_4_is_no_aggregation_when_ranks_wrote_their_own_data():
+    """The count agrees by coincidence: ROMIO's automatic mode skipped collective buffering, and
+    DXT shows each rank writing exactly its own MPI-IO requests."""
+    s = dx.summarize(RECORDED / "ior_romio_cb4_automatic_dxt_4r.darshan")
+    agg = dx.observed_aggregators(s, 4)
+    assert (agg["observed"], agg["aggregation"], agg["verdict"], agg["differs"]) == \
+        (4, False, "no aggregation happened", True)
+    assert "its own MPI-IO requests" in agg["evidence"]
+    texts = [f["text"] for f in dx.findings(s, {"collective": True, "cb_nodes": 4, "api": "MPIIO"})]
+    assert any(t.startswith("no aggregation happened: each of the 4 ranks") for t in texts), texts
+    assert not any("wrote the shared file(s), cb_nodes=4" in t for t in texts)
+
+
+def test_two_aggregators_are_seen_writing_for_four_ranks():
+    s = dx.summarize(RECORDED / "ior_romio_cb2_enable_dxt_4r.darshan")
+    agg = dx.observed_aggregators(s, 2)
+    assert (agg["observed"], agg["aggregation"], agg["verdict"]) == (2, True, "matches")
+    assert agg["differs"] is False
+    assert agg["evidence"] == "2 of the 4 ranks that called MPI-IO writes issued the POSIX writes (DXT)"
+    assert dx.observed_aggregators(s, 4)["verdict"] == "differs"

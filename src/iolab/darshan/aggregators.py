@@ -12,6 +12,12 @@ Otherwise the count is "unknown", with bounds where some are known.
 
 At the POSIX layer a writer is whoever called write(): with collective buffering, the
 aggregators; but also rank 0 writing a header (HDF5 metadata), which is not an aggregator.
+
+A writer count alone can agree with cb_nodes by coincidence: ROMIO's automatic mode skips
+collective buffering for some patterns, and then every rank writes its own data. So whether
+aggregation happened is judged from evidence (aggregation()): independent MPI-IO calls; fewer
+POSIX writers than MPI-IO writers; or, with DXT, each rank's POSIX writes being exactly its own
+MPI-IO requests (no data moved between ranks).
 """
 
 from __future__ import annotations
@@ -124,20 +130,66 @@ def shared_files(records: dict, dxt: dict, names: dict, nprocs: int) -> list[dic
                 entry.update(writer_ranks="unknown", writer_ranks_source=None)
         if who["writer_ranks"] == "unknown":
             entry.update(writer_ranks_bounds=who["bounds"], why=who["why"])
+        if rid in mpiio:
+            entry["aggregation"] = aggregation(
+                mpiio[rid], None if dxt_posix is None else dxt_posix.get(rid, []),
+                None if dxt_mpiio is None else dxt_mpiio.get(rid, []), entry)
         out.append(entry)
     out.sort(key=lambda e: (-max(e["bytes_written"], e.get("mpiio_bytes_written", 0)), e["path"]))
     return out
 
 
-def observed(shared: list[dict]) -> dict:
-    """The aggregator count the shared files show: the most writer ranks over written shared files.
+def aggregation(mpiio: list[dict], dxt_posix: list[dict] | None, dxt_mpiio: list[dict] | None,
+                entry: dict) -> dict:
+    """Did collective buffering move this file's data between ranks? {"happened": bool | None,
+    "evidence": str}."""
+    coll = sum(max(r["counters"].get(k, 0), 0) for r in mpiio
+               for k in ("MPIIO_COLL_WRITES", "MPIIO_SPLIT_WRITES"))
+    indep = sum(max(r["counters"].get(k, 0), 0) for r in mpiio
+                for k in ("MPIIO_INDEP_WRITES", "MPIIO_NB_WRITES"))
+    if coll == 0 and indep > 0:
+        return {"happened": False, "evidence": f"the MPI-IO writes were independent ({indep} calls)"}
+    if coll == 0:
+        return {"happened": None, "evidence": "no MPI-IO writes"}
+    if dxt_posix is not None and dxt_mpiio is not None:
+        posix = {d["rank"]: d["write_lengths"] for d in dxt_posix if d["write_count"] > 0}
+        calls = {d["rank"]: d["write_lengths"] for d in dxt_mpiio if d["write_count"] > 0}
+        if posix and len(posix) < len(calls):
+            return {"happened": True, "evidence": f"{len(posix)} of the {len(calls)} ranks that called "
+                    "MPI-IO writes issued the POSIX writes (DXT)"}
+        if posix and posix == calls:
+            return {"happened": False, "evidence": f"each of the {len(calls)} ranks wrote exactly its own "
+                    "MPI-IO requests at the POSIX layer (DXT): collective calls, no collective buffering"}
+        if posix:
+            return {"happened": True, "evidence": "the POSIX writes are not the ranks' own MPI-IO requests "
+                    "(DXT): data moved between ranks"}
+    writers, callers = entry.get("writer_ranks"), entry.get("mpiio_writer_ranks")
+    if isinstance(writers, int) and isinstance(callers, int) and 0 < writers < callers:
+        return {"happened": True, "evidence": f"{writers} POSIX writer rank(s) for {callers} MPI-IO "
+                "writer ranks"}
+    return {"happened": None, "evidence": "collective MPI-IO writes; whether data moved between ranks "
+            "needs DXT (darshan: {dxt: true})"}
 
-    {"observed": int | None, "written_shared_files": n, "unknown_files": n, "reason": str | None}.
+
+def observed(shared: list[dict]) -> dict:
+    """The aggregator count the shared files show: the most writer ranks over written shared files,
+    and whether aggregation happened at all.
+
+    {"observed": int | None, "written_shared_files": n, "unknown_files": n, "reason": str | None,
+    "aggregation": True | False | None, "evidence": str | None}.
     """
     written = [f for f in shared if is_written(f)]
     unknown = [f for f in written if f["writer_ranks"] == "unknown"]
     out = {"observed": None, "written_shared_files": len(written), "unknown_files": len(unknown),
-           "reason": None}
+           "reason": None, "aggregation": None, "evidence": None}
+    verdicts = [f["aggregation"] for f in written if "aggregation" in f]
+    decided = [v for v in verdicts if v["happened"] is not None]
+    if decided:
+        # one file written without aggregation is enough to say it did not happen for the case
+        first = next((v for v in decided if v["happened"] is False), decided[0])
+        out.update(aggregation=first["happened"], evidence=first["evidence"])
+    elif verdicts:
+        out["evidence"] = verdicts[0]["evidence"]
     if not written:
         out["reason"] = "no shared file was written"
     elif unknown:
@@ -151,17 +203,31 @@ def observed(shared: list[dict]) -> dict:
 
 
 def observed_aggregators(summary: dict, requested_cb_nodes: int | None) -> dict:
-    """Requested cb_nodes against the writer ranks the shared files show.
+    """Requested cb_nodes against the writer ranks the shared files show, and the evidence that
+    aggregation happened.
 
-    {"requested": int | None, "observed": int | None, "differs": bool, "reason": str | None,
-    "files": [{"path", "writer_ranks"}] (the listed written shared files)}. observed is None when
-    no shared file was written or some writer count is not observable; differs is then False.
+    {"requested": int | None, "observed": int | None, "aggregation": bool | None,
+    "evidence": str | None, "verdict": "matches" | "differs" | "no aggregation happened" |
+    "not observable", "differs": bool, "reason": str | None, "files": [{"path", "writer_ranks"}]}.
+    A writer count equal to cb_nodes is no match when the ranks wrote their own data: the
+    verdict is then "no aggregation happened" (and differs is True).
     """
+    ok = summary.get("status") == "ok"
     agg = summary.get("aggregators") or {}
-    reason = agg.get("reason") if summary.get("status") == "ok" else summary.get("reason", "unreadable")
-    got = agg.get("observed") if summary.get("status") == "ok" else None
-    return {"requested": requested_cb_nodes, "observed": got,
-            "differs": requested_cb_nodes is not None and got is not None and got != requested_cb_nodes,
+    reason = agg.get("reason") if ok else summary.get("reason", "unreadable")
+    got = agg.get("observed") if ok else None
+    happened = agg.get("aggregation") if ok else None
+    if got is None:
+        verdict = "not observable"
+    elif happened is False:
+        verdict = "no aggregation happened"
+    elif requested_cb_nodes is None:
+        verdict = "not observable" if happened is None else "matches"
+    else:
+        verdict = "differs" if got != requested_cb_nodes else "matches"
+    return {"requested": requested_cb_nodes, "observed": got, "aggregation": happened,
+            "evidence": agg.get("evidence") if ok else None, "verdict": verdict,
+            "differs": requested_cb_nodes is not None and verdict in ("differs", "no aggregation happened"),
             "reason": reason,
             "files": [{"path": f["path"], "writer_ranks": f["writer_ranks"]}
                       for f in summary.get("shared_files") or [] if is_written(f)]}

@@ -86,13 +86,18 @@ def collective_not_used(s: dict, req: dict, t: Thresholds) -> list[dict]:
 
 
 def no_aggregation(s: dict, req: dict, t: Thresholds) -> list[dict]:
-    """Every rank wrote a shared file although aggregation was asked for."""
+    """Aggregation was asked for, but the ranks wrote their own data: the evidence says so (DXT,
+    independent calls), or every rank wrote a shared file."""
     nprocs = s["nprocs"]
     cb = req.get("cb_nodes")
     if nprocs < 2 or not (req.get("collective") or (cb is not None and cb < nprocs)):
         return []
+    agg = observed_aggregators(s, cb)
+    if agg["verdict"] == "no aggregation happened":
+        return [_finding("no_aggregation", f"no aggregation happened: {agg['evidence']}",
+                         nprocs=nprocs, cb_nodes=cb, evidence=agg["evidence"], observed=agg["observed"])]
     files = [f for f in s["shared_files"] if is_written(f) and f["writer_ranks"] == nprocs]
-    if not files:
+    if not files or agg["aggregation"] is True:
         return []
     what = files[0]["path"] if len(files) == 1 else f"{len(files)} shared files"
     return [_finding("no_aggregation", f"all {nprocs} ranks wrote {what}: no aggregation",
@@ -105,7 +110,7 @@ def aggregators_differ(s: dict, req: dict, t: Thresholds) -> list[dict]:
     if req.get("cb_nodes") is None:
         return []
     agg = observed_aggregators(s, req["cb_nodes"])
-    if not agg["differs"]:
+    if agg["verdict"] != "differs":
         return []
     return [_finding("aggregators_differ",
                      f"{agg['observed']} rank(s) wrote the shared file(s), cb_nodes={agg['requested']} "

@@ -28,8 +28,10 @@ def render(title: str, summary: dict, found: list[dict], aggregators: dict | Non
         lines.append(f"   MPI-IO writes: {mpiio.get('coll_writes')} collective, "
                      f"{mpiio.get('indep_writes')} independent")
     if aggregators and aggregators.get("observed") is not None:
+        verdict = aggregators.get("verdict")
         lines.append(f"   aggregators: {aggregators['observed']} ranks wrote the shared file "
-                     f"(requested cb_nodes: {aggregators.get('requested')})")
+                     f"(requested cb_nodes: {aggregators.get('requested')})"
+                     + (f": {verdict}" if verdict else ""))
     for f in found:
         lines.append(f"   * {f['text']}")
     if not found:
