@@ -319,3 +319,9 @@ def test_iolab_work_never_overlaps_a_benchmark(rfm_env, tmp_path):
         assert t["benchmark_start"] < t["benchmark_end"] <= t["postprocess_start"] <= t["recorded"]
     for before, after in zip(spans, spans[1:]):
         assert before["recorded"] <= after["benchmark_start"], (before, after)
+
+
+def test_a_selection_that_matches_nothing_fails_the_run(rfm_env, tmp_path):
+    out = reframe(["-r", "-n", "quickstrt"], rfm_env)
+    assert out.returncode == 1 and "PASSED" not in out.stdout
+    assert "nothing to run" in out.stdout and "quickstart" in out.stdout

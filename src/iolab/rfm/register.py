@@ -26,6 +26,7 @@ from .spack import build_iolab_stack
 
 _REGISTERED: dict[str, str] = {}     # experiment id -> module that registered it
 _BROKEN: set[str] = set()           # test names of experiments that could not be loaded
+_BROKEN_IDS: set[str] = set()
 
 
 def selected_profile(exp_profiles: list[str]) -> str | None:
@@ -101,6 +102,11 @@ def _register(module_name: str, yaml_path: Path) -> None:
     _REGISTERED[exp.id] = module_name
 
 
+def registered() -> list[str]:
+    """Experiment ids with tests in this process (and those that could not be loaded)."""
+    return sorted(set(_REGISTERED) | _BROKEN_IDS)
+
+
 def _broken(module_name: str, yaml_path: Path, exc: BaseException) -> None:
     """An experiment that cannot be loaded becomes a test that fails with the reason, named as
     the experiment's test would be: `-n <id>` selects it and the run exits non-zero, while the
@@ -117,6 +123,7 @@ def _broken(module_name: str, yaml_path: Path, exc: BaseException) -> None:
     if name in {class_name(i) for i in _REGISTERED} or name in _BROKEN:
         return
     _BROKEN.add(name)
+    _BROKEN_IDS.add(yaml_path.stem)
     cls = make_test(name, (BrokenExperiment,), {"iolab_error": message},
                     module=module_name)
     rfm.simple_test(cls)

@@ -386,6 +386,14 @@ def install() -> None:
 
     @functools.wraps(original)
     def runall(runner, testcases, *args, **kwargs):
+        if not testcases:
+            # A misspelt -n would otherwise end as "Ran 0/0 ... PASSED", exit 0.
+            from reframe.core.exceptions import ReframeError
+
+            from .register import registered
+
+            raise ReframeError("iolab: nothing to run: the selection (-n/-x/-t/--system) matched no "
+                               f"test; experiments here: {', '.join(registered()) or 'none'}")
         if getattr(runner.policy, "dry_run_mode", False):
             return original(runner, testcases, *args, **kwargs)
         session = _Session(testcases)
