@@ -332,8 +332,9 @@ def test_version_mismatched_logs_are_unreadable(tmp_path):
 
 
 def test_reader_timeout_is_unreadable():
-    s = dx.summarize(COLL_LOG, timeout_s=0.001)
-    assert s["status"] == "unreadable" and "took longer than 0.001 s" in s["reason"]
+    s = dx.summarize(COLL_LOG, timeout_s=1e-6)     # less than any read, with a warm reader too
+    assert s["status"] == "unreadable" and "took longer than 1e-06 s" in s["reason"]
+    assert dx.summarize(COLL_LOG)["status"] == "ok", "the next log gets a new reader"
 
 
 def test_missing_pydarshan_is_a_setup_error(tmp_path, monkeypatch):
@@ -729,3 +730,22 @@ def test_two_aggregators_are_seen_writing_for_four_ranks():
     assert agg["differs"] is False
     assert agg["evidence"] == "2 of the 4 ranks that called MPI-IO writes issued the POSIX writes (DXT)"
     assert dx.observed_aggregators(s, 4)["verdict"] == "differs"
+
+
+def test_one_reader_serves_many_logs_and_a_crash_costs_only_that_log(tmp_path):
+    from iolab.darshan import reader
+
+    assert dx.summarize(COLL_LOG)["status"] == "ok"
+    pid = reader._SERVER.proc.pid
+    assert dx.summarize(FPP_LOG)["status"] == "ok" and reader._SERVER.proc.pid == pid
+    crashed = None
+    for keep in (HEADER_BYTES + 200, 2000, 3000, 5000):      # some of these kill the C reader
+        log = tmp_path / f"cut{keep}.darshan"
+        log.write_bytes(COLL_LOG.read_bytes()[:keep])
+        s = dx.summarize(log)
+        assert s["status"] == "unreadable"
+        if "crashed" in s["reason"]:
+            crashed = s["reason"]
+    assert dx.summarize(COLL_LOG)["status"] == "ok", "a crash never spoils the next log"
+    if crashed:
+        assert reader._SERVER.proc.pid != pid

@@ -1,8 +1,12 @@
-"""Child process: read one Darshan log with PyDarshan and write plain JSON (see reader.py).
+"""Child process: read Darshan logs with PyDarshan and write plain JSON (see reader.py).
 
-Runs alone (`python _read.py LOG OUT`) and imports nothing from iolab, so a crash in the C reader
-takes down only this process. Counters are written sparsely (zeros left out) and DXT segments as
-length histograms, which keeps the JSON small for logs with millions of records or segments.
+Runs alone and imports nothing from iolab, so a crash in the C reader takes down only this
+process: `python _read.py LOG OUT` reads one log; `python _read.py --serve` reads one request per
+line on stdin ({"log", "out", "cwd"}), answers {"code"} on stdout, and so imports PyDarshan once
+for many logs. Each request runs in its own working directory with the C library's stderr
+(file descriptor 2) sent to cwd/stderr.txt, which the parent reads. Counters are written
+sparsely (zeros left out) and DXT segments as length histograms, which keeps the JSON small for
+logs with millions of records or segments.
 """
 
 from __future__ import annotations
@@ -76,7 +80,29 @@ def read(path: str) -> dict:
     return raw
 
 
+def serve() -> int:
+    import os
+
+    saved = os.dup(2)
+    for line in sys.stdin:
+        request = json.loads(line)
+        os.chdir(request["cwd"])
+        err = os.open("stderr.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(err, 2)
+        try:
+            code = main([sys.argv[0], request["log"], request["out"]])
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(err)
+        sys.stdout.write(json.dumps({"code": code}) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if argv[1:] == ["--serve"]:
+        return serve()
     log, out = argv[1], argv[2]
     try:
         raw = read(log)

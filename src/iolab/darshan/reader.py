@@ -6,13 +6,18 @@ header claiming format 3.21 segfaults), and on others it reads *fewer records wi
 libdarshan-util prints "Error: ..." to stderr and PyDarshan treats the failed read as the end of
 the module. So the child's exit status and its stderr are both checked, and any reader error
 makes the whole log unreadable rather than silently short.
+
+One child serves every log of a process (importing PyDarshan costs about 0.4 s, reading a log a
+few ms); it is started on first use, and again after a crash or a timeout.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -92,20 +97,79 @@ def read_raw(log_path: str | os.PathLike, timeout_s: float = TIMEOUT_S) -> dict:
     # garbage (relative) path; whatever it tries, it tries in here.
     with tempfile.TemporaryDirectory(prefix="iolab-darshan-") as work:
         out = Path(work) / "raw.json"
-        proc = run_child([sys.executable, str(CHILD), str(path.resolve()), str(out)],
-                         timeout_s=timeout_s, cwd=work)
+        returncode = _SERVER.request({"log": str(path.resolve()), "out": str(out), "cwd": work}, timeout_s)
+        stderr = _read_text(Path(work) / "stderr.txt")
         try:
             result = json.loads(out.read_text())
         except (OSError, ValueError):
             result = None
     if result and result.get("kind") == "no-reader":
         raise IolabError(result["error"], file=str(path), hint=INSTALL_HINT)
-    if proc.returncode != 0 or result is None:
+    if returncode != 0 or result is None:
         if result and result.get("error"):
-            errors = reader_errors(proc.stderr)
+            errors = reader_errors(stderr)
             raise Unreadable(result["error"] + (f" ({explain(errors)})" if errors else ""))
-        raise Unreadable(crash_reason(proc.returncode, proc.stderr))
-    errors = reader_errors(proc.stderr)
+        raise Unreadable(crash_reason(returncode, stderr))
+    errors = reader_errors(stderr)
     if errors:
         raise Unreadable(f"libdarshan-util reported errors, so records are missing: {explain(errors)}")
     return result["raw"]
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+class _Server:
+    """The long-lived reader child (_read.py --serve)."""
+
+    def __init__(self):
+        self.proc: subprocess.Popen | None = None
+        self.env: dict = {}
+
+    def _start(self) -> subprocess.Popen:
+        env = child_env()
+        if self.proc is not None and (self.proc.poll() is not None or env != self.env):
+            self.stop()     # died, or the environment it should see (PYTHONPATH...) changed
+        if self.proc is None:
+            self.env = env
+            self.proc = subprocess.Popen([sys.executable, str(CHILD), "--serve"], env=env,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, text=True, cwd=tempfile.gettempdir())
+        return self.proc
+
+    def request(self, request: dict, timeout_s: float) -> int:
+        """The child's exit code for this log: 0 read, 3 no PyDarshan, 4 unreadable; a crash is
+        the negative signal number (the child is then started anew for the next log)."""
+        proc = self._start()
+        try:
+            proc.stdin.write(json.dumps(request) + "\n")
+            proc.stdin.flush()
+        except BrokenPipeError:
+            return self._died(proc)
+        ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
+        if not ready:
+            self.stop()
+            raise Unreadable(f"the Darshan reader took longer than {timeout_s:g} s")
+        line = proc.stdout.readline()
+        if not line:
+            return self._died(proc)
+        return int(json.loads(line)["code"])
+
+    def _died(self, proc: subprocess.Popen) -> int:
+        code = proc.wait()
+        self.proc = None
+        return code if code != 0 else -signal.SIGKILL
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+
+_SERVER = _Server()
+atexit.register(_SERVER.stop)
