@@ -12,6 +12,7 @@ import copy
 import functools
 import importlib.util
 import json
+import os
 import shutil
 import struct
 from dataclasses import replace
@@ -737,6 +738,9 @@ def test_one_reader_serves_many_logs_and_a_crash_costs_only_that_log(tmp_path):
 
     assert dx.summarize(COLL_LOG)["status"] == "ok"
     pid = reader._SERVER.proc.pid
+    # outside ReFrame's process group: its local scheduler reaps jobs with waitpid(0, 0), which
+    # would otherwise wait for this child forever (a hang after the first Darshan case)
+    assert os.getpgid(pid) != os.getpgid(0)
     assert dx.summarize(FPP_LOG)["status"] == "ok" and reader._SERVER.proc.pid == pid
     crashed = None
     for keep in (HEADER_BYTES + 200, 2000, 3000, 5000):      # some of these kill the C reader

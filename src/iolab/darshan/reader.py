@@ -136,9 +136,12 @@ class _Server:
             self.stop()     # died, or the environment it should see (PYTHONPATH...) changed
         if self.proc is None:
             self.env = env
+            # Its own session: ReFrame's local scheduler reaps a finished job with waitpid(0, 0),
+            # which would wait for every child in ReFrame's process group, this one included.
             self.proc = subprocess.Popen([sys.executable, str(CHILD), "--serve"], env=env,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL, text=True, cwd=tempfile.gettempdir())
+                                         stderr=subprocess.DEVNULL, text=True, cwd=tempfile.gettempdir(),
+                                         start_new_session=True)
         return self.proc
 
     def request(self, request: dict, timeout_s: float) -> int:
