@@ -15,7 +15,7 @@ from typing import Any
 from . import schema as schemas
 from .errors import IolabError
 from .units import SIZE_HELP
-from .yamlpos import Located, dotted, load_yaml
+from .yamlpos import Located, decode, dotted, load_yaml
 
 PARAM_SECTIONS = ("fixed", "matrix", "zip", "exclude")
 
@@ -93,11 +93,12 @@ def load_experiment(path, profile: str | None = None) -> Experiment:
     path = Path(path)
     shown = _shown(path)
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise IolabError("no such experiment file", file=shown) from None
     except OSError as exc:
         raise IolabError(f"cannot read: {exc.strerror}", file=shown) from None
+    text = decode(raw, shown)
     doc = load_yaml(text, shown)
     if not isinstance(doc.data, dict):
         raise doc.error((), "an experiment must be a mapping of keys (id, description, benchmark, ...)")

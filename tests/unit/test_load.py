@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from pathlib import Path
 
 import pytest
 
+from iolab import yamlpos
 from iolab.errors import IolabError, ParseError
 from iolab.load import Job, load_experiment
 from iolab.matrix import expand
@@ -334,3 +336,150 @@ def test_yaml_lines_follow_the_written_key_not_the_merged_one():
     assert doc.line(("b", "k")) == 6
     assert doc.line(("b", "k", 1)) == 8
     assert doc.line(("a", "k", 1)) == 3
+
+
+# ---------------------------------------------------------------- hostile input: bytes and structure
+
+
+def _load_error(path) -> IolabError:
+    with pytest.raises(IolabError) as info:
+        load_experiment(path)
+    assert not isinstance(info.value, ParseError)
+    return info.value
+
+
+HEAD = "id: {id}\ndescription: x\nbenchmark: ior\n"
+
+
+def test_undecodable_bytes_name_the_offset_and_line(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(HEAD.format(id="latin1").encode() + b"source: Jyv\xe4skyl\xe4\n")
+    err = _load_error(path)
+    offset = path.read_bytes().index(b"\xe4")
+    assert str(err).endswith(f"latin1.yaml:4: not valid UTF-8: byte 0xe4 at byte offset {offset} "
+                             "(save the file as UTF-8)")
+
+
+def test_utf16_is_recognised_and_a_utf8_bom_is_fine(tmp_path):
+    path = tmp_path / "wide.yaml"
+    path.write_bytes(HEAD.format(id="wide").encode("utf-16"))
+    assert "it starts with a UTF-16 byte-order mark: save it as UTF-8" in str(_load_error(path))
+    path = tmp_path / "bom.yaml"
+    path.write_bytes(b"\xef\xbb\xbf" + HEAD.format(id="bom").encode())
+    assert load_experiment(path).id == "bom"
+
+
+@pytest.mark.parametrize("written, got", [
+    ("1", "an integer (1)"), ("null", "null"), ("~", "null"), ("true", "a boolean (True)"),
+    ("1.5", "a number (1.5)"), ("2024-01-01", "a date (datetime.date(2024, 1, 1))"),
+])
+def test_keys_must_be_strings(write_experiment, written, got):
+    err = _load_error(write_experiment("keys", HEAD.format(id="keys") + f"fixed:\n  {written}: 2\n"))
+    assert str(err).endswith(f"keys.yaml:5: fixed: keys must be strings, got {got} "
+                             f"(quote it for text: '{written}':)")
+
+
+@pytest.mark.parametrize("text, got, line", [
+    ("fixed: {[1, 2]: 2}\n", "a list", 4),
+    ("fixed:\n  ? {a: 1}\n  : 2\n", "a mapping", 5),
+    ("1: x\n", "an integer (1)", 4),
+])
+def test_collection_and_top_level_keys(write_experiment, text, got, line):
+    err = _load_error(write_experiment("ckeys", HEAD.format(id="ckeys") + text))
+    assert f"ckeys.yaml:{line}: " in str(err) and f"keys must be strings, got {got}" in str(err)
+
+
+def _deep(kind: str, levels: int) -> str:
+    if kind == "flow-list":
+        return "fixed: " + "[" * levels + "]" * levels + "\n"
+    if kind == "flow-map":
+        return "fixed: " + "{a: " * levels + "1" + "}" * levels + "\n"
+    if kind == "compact-list":
+        return "fixed:\n  a:\n    " + "- " * levels + "x\n"
+    # Block mappings indent by two spaces a level: 20,000 levels would be 400 MB of spaces,
+    # so this one stops at 3,000, still three times Python's recursion limit.
+    return "fixed:\n" + "".join("  " * (i + 1) + "a:\n" for i in range(levels))
+
+
+@pytest.mark.parametrize("kind, levels", [("flow-list", 20_000), ("flow-map", 20_000),
+                                          ("compact-list", 20_000), ("block-map", 3_000)])
+def test_deep_nesting_is_refused_without_recursion(write_experiment, kind, levels):
+    path = write_experiment("deep", HEAD.format(id="deep") + _deep(kind, levels))
+    started = time.monotonic()
+    err = _load_error(path)
+    assert time.monotonic() - started < 5
+    assert f"nested more than {yamlpos.MAX_DEPTH} levels deep" in str(err)
+    assert re.search(r"deep\.yaml:\d+: nested", str(err))
+
+
+def test_nesting_up_to_the_limit_is_read():
+    levels = yamlpos.MAX_DEPTH - 1      # the top-level mapping is one level
+    doc = load_yaml("a: " + "[" * levels + "]" * levels + "\n", "t.yaml")
+    inner = doc.data["a"]
+    for _ in range(levels - 1):
+        (inner,) = inner
+    assert inner == []
+    with pytest.raises(IolabError, match="nested more than"):
+        load_yaml("a: " + "[" * (levels + 1) + "]" * (levels + 1) + "\n", "t.yaml")
+
+
+def test_depth_counts_what_aliases_bring_along():
+    # each anchor nests the one before one level deeper: written, nothing is deeper than 2
+    chain = "".join(f"a{k}: &a{k} [{f'*a{k - 1}' if k else 1}]\n" for k in range(80))
+    with pytest.raises(IolabError) as info:
+        load_yaml(chain, "t.yaml")
+    assert "nested more than 64 levels deep once its aliases are expanded" in str(info.value)
+    assert str(info.value).startswith("t.yaml:64: ")   # where a63 (65 levels with the top) is
+
+
+def test_billion_laughs_is_refused_at_once():
+    text = "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+        f"a{k}: &a{k} [{', '.join([f'*a{k - 1}'] * 10)}]\n" for k in range(1, 10))
+    started = time.monotonic()
+    with pytest.raises(IolabError) as info:
+        load_yaml(text, "lol.yaml")
+    assert time.monotonic() - started < 1
+    # a3 expands to 11,111 values, so the tenth *a3 of a4 (line 5) crosses 100,000
+    assert str(info.value) == ("lol.yaml:5: more than 100000 values once its aliases are expanded "
+                               "(aliases (*name) that repeat anchors many times over, e.g. a "
+                               "'billion laughs', are refused)")
+
+
+def test_the_value_limit_is_exact(monkeypatch):
+    monkeypatch.setattr(yamlpos, "MAX_NODES", 10)
+    # a mapping, its key, a list and 7 items: 10 values; an alias to the list counts its 8
+    assert load_yaml("a: [1, 2, 3, 4, 5, 6, 7]\n", "t.yaml").data == {"a": [1, 2, 3, 4, 5, 6, 7]}
+    with pytest.raises(IolabError, match=r"t\.yaml:1: more than 10 values$"):
+        load_yaml("a: [1, 2, 3, 4, 5, 6, 7, 8]\n", "t.yaml")
+    with pytest.raises(IolabError, match="once its aliases are expanded"):
+        load_yaml("a: &x [1]\nb: *x\nc: *x\nd: *x\n", "t.yaml")
+
+
+@pytest.mark.parametrize("text, line", [
+    ("fixed: &a {x: *a}\n", 4), ("fixed: &a [1, *a]\n", 4), ("fixed: &a\n  <<: *a\n", 5),
+    ("fixed: &a\n  x:\n    - y: [*a]\n", 6),
+])
+def test_recursive_anchors_are_refused(write_experiment, text, line):
+    err = _load_error(write_experiment("rec", HEAD.format(id="rec") + text))
+    assert f"rec.yaml:{line}: *a is used inside &a itself" in str(err)
+
+
+def test_an_anchor_defined_twice():
+    with pytest.raises(IolabError, match=r"t\.yaml:2: anchor &x is defined twice \(first at line 1\)"):
+        load_yaml("a: &x 1\nb: &x 2\n", "t.yaml")
+
+
+@pytest.mark.parametrize("value, message", [
+    ("9" * 5000, "an integer of 5000 digits is far too large"),
+    ("2024-13-45", "cannot read this value: month must be in 1..12"),
+])
+def test_values_python_cannot_build(write_experiment, value, message):
+    err = _load_error(write_experiment("val", HEAD.format(id="val") + f"repetitions: {value}\n"))
+    assert str(err).endswith(f"val.yaml:4: {message}")
+
+
+def test_characters_yaml_forbids_name_the_line(tmp_path):
+    path = tmp_path / "nul.yaml"
+    path.write_text(HEAD.format(id="nul") + "source: a\0b\n")
+    assert str(_load_error(path)).endswith(
+        "nul.yaml:4: not valid YAML: a NUL byte (U+0000) is not allowed in a YAML file")
