@@ -23,7 +23,7 @@ MAX_NODES = 100_000      # keys, items and scalars of a document, aliases expand
 # separators (YAML 1.1 line breaks in disguise), and lone surrogates (they cannot be written as UTF-8).
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _NAMES = {"\0": "a NUL byte", "\t": "a tab", "\n": "a newline", "\r": "a carriage return",
-          "\x1b": "an escape (ESC)", "\x7f": "a DEL", "\x85": "a next-line (NEL)",
+          "\x1b": "an escape character", "\x7f": "a delete character", "\x85": "a next-line character",
           "\u2028": "a line separator", "\u2029": "a paragraph separator"}
 _BOMS = {codecs.BOM_UTF32_LE: "UTF-32", codecs.BOM_UTF32_BE: "UTF-32",
          codecs.BOM_UTF16_LE: "UTF-16", codecs.BOM_UTF16_BE: "UTF-16"}
@@ -66,8 +66,23 @@ def dotted(path) -> str:
         if isinstance(p, int):
             out += f"[{p}]"
         else:
-            out += ("." if out else "") + str(p)
+            p = str(p)
+            if CONTROL.search(p) or len(p) > BRIEF:
+                p = brief(p)[1:-1] if len(p) <= BRIEF else brief(p)
+            out += ("." if out else "") + p
     return out
+
+
+BRIEF = 60
+
+
+def brief(value) -> str:
+    """repr() for messages: control characters escaped, and a 1 MB string cut short."""
+    text = repr(value)
+    if len(text) <= BRIEF:
+        return text
+    size = f" ({len(value)} characters)" if isinstance(value, str) else ""
+    return f"{text[:BRIEF]}...{size}"
 
 
 def decode(raw: bytes, file: str) -> str:

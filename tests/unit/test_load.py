@@ -12,7 +12,7 @@ import pytest
 
 from iolab import yamlpos
 from iolab.errors import IolabError, ParseError
-from iolab.load import Job, load_experiment
+from iolab.load import Job, load_experiment, type_param
 from iolab.matrix import expand
 from iolab.yamlpos import load_yaml
 
@@ -483,3 +483,102 @@ def test_characters_yaml_forbids_name_the_line(tmp_path):
     path.write_text(HEAD.format(id="nul") + "source: a\0b\n")
     assert str(_load_error(path)).endswith(
         "nul.yaml:4: not valid YAML: a NUL byte (U+0000) is not allowed in a YAML file")
+
+
+# ---------------------------------------------------------------- every schema error at once
+
+
+def test_every_schema_error_is_reported_one_line_each_by_line(write_experiment, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = write_experiment("many", """
+        id: many
+        description: five mistakes
+        benchmark: ior
+        repetitons: 3
+        verify: {layout: loud}
+        job: {exclusive: maybe, time_limt: 5m}
+        tags: [ok, "not ok"]
+        darshan: {enabled: true, dtx: true}
+        """)
+    err = _load_error(path)
+    assert str(err).splitlines() == [
+        "many.yaml:4: repetitons: unknown key 'repetitons' (did you mean 'repetitions'? allowed: "
+        "id, description, source, benchmark, scale, job, fixed, matrix, zip, exclude, parts, "
+        "repetitions, keep_data, require_lustre, verify, report, darshan, profiles, tags)",
+        "many.yaml:5: verify.layout: 'loud' is not allowed (allowed: fail, warn)",
+        "many.yaml:6: job.exclusive: expected boolean, got string 'maybe'",
+        "many.yaml:6: job.time_limt: unknown key 'time_limt' (did you mean 'time_limit'? allowed: "
+        "time_limit, exclusive, extra_directives, resources)",
+        "many.yaml:7: tags[1]: 'not ok' does not match ^[A-Za-z0-9_.-]+$",
+        "many.yaml:8: darshan.dtx: unknown key 'dtx' (did you mean 'dxt'? allowed: enabled, dxt)",
+    ]
+    # read as a single error, it is the first one
+    assert (err.line, err.key) == (4, "repetitons")
+
+
+def test_a_hundred_errors_show_the_first_fifty(write_experiment, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    keys = "".join(f"  k{i:03}: 1\n" for i in range(100))
+    err = _load_error(write_experiment("lots", HEAD.format(id="lots") + "verify:\n" + keys))
+    lines = str(err).splitlines()
+    assert len(lines) == 51 and lines[-1] == "... and 50 more problems"
+    assert lines[0].startswith("lots.yaml:5: verify.k000: unknown key 'k000'")
+    assert lines[49].startswith("lots.yaml:54: verify.k049: unknown key 'k049'")
+
+
+# ---------------------------------------------------------------- control characters
+
+
+NEWLINE_ONLY = "control characters are not allowed here; newlines and tabs only in description, " \
+               "source, profiles.*.description and report.plots[].title"
+
+
+@pytest.mark.parametrize("text, line, key, message", [
+    ("id: |\n  ctl\n", 1, "id", "ends with a newline (U+000A): " + NEWLINE_ONLY),
+    ('tags: [ok, "x\\n"]\n', 4, "tags[1]", "ends with a newline (U+000A): " + NEWLINE_ONLY),
+    ('fixed: {lustre.pool: "flash\\n"}\n', 4, "fixed.lustre.pool", "ends with a newline"),
+    ('fixed: {mpiio.cb_config_list: "*:1\\n"}\n', 4, "fixed.mpiio.cb_config_list", "ends with a newline"),
+    ('job: {extra_directives: ["#SBATCH --comment=x\\ntouch /tmp/z"]}\n', 4, "job.extra_directives[0]",
+     "has at character 20 a newline (U+000A): " + NEWLINE_ONLY),
+    ('job: {resources: {bb: {capacity: "1TiB\\n"}}}\n', 4, "job.resources.bb.capacity",
+     "ends with a newline"),
+    ('fixed: {extra_args: ["-a\\x1b[2J"]}\n', 4, "fixed.extra_args[0]",
+     "has at character 3 an escape character (U+001B): control characters are not allowed here"),
+    ('matrix: {extra_args: [[], ["\\t-k"]]}\n', 4, "matrix.extra_args[1][0]", "has at character 1 a tab"),
+    ('report: {plots: [{x: "a\\n", y: b, title: "two\\nlines"}]}\n', 4, "report.plots[0].x",
+     "ends with a newline"),
+    ('source: "x\\x7f"\n', 4, "source", "ends with a delete character (U+007F): control"),
+    ('source: "x\\u2028y"\n', 4, "source", "has at character 2 a line separator (U+2028)"),
+    ('source: "x\\x85y"\n', 4, "source", "has at character 2 a next-line character (U+0085)"),
+    ('source: "x\\ud800"\n', 4, "source", "ends with a lone surrogate (U+D800)"),
+    ('"fixed\\r": {}\n', 4, "fixed\\r", "the key ends with a carriage return (U+000D)"),
+    ('profiles:\n  p: {description: "a\\x00b"}\n', 5, "profiles.p.description",
+     "has at character 2 a NUL byte (U+0000)"),
+])
+def test_control_characters_are_refused(write_experiment, text, line, key, message):
+    if text.startswith("id"):
+        body = text + "description: x\nbenchmark: ior\n"
+    else:
+        body = HEAD.format(id="ctl") + text
+    err = _load_error(write_experiment("ctl", body))
+    assert f"ctl.yaml:{line}: {key}: {message}" in str(err), str(err)
+    assert len(str(err).splitlines()) == 1       # the schema's pattern error is not repeated
+
+
+def test_free_text_may_hold_newlines_and_tabs(write_experiment):
+    exp = load_experiment(write_experiment("free", """
+        id: free
+        description: "Two lines,\\n\\tthe second indented with a tab.\\n"
+        source: "a\\tb"
+        benchmark: ior
+        profiles:
+          small: {description: "one\\ntwo"}
+        report: {plots: [{x: api, y: write_bw, title: "Write\\nbandwidth"}]}
+        """))
+    assert exp.description == "Two lines,\n\tthe second indented with a tab.\n"
+    assert exp.raw["report"]["plots"][0]["title"] == "Write\nbandwidth"
+
+
+def test_type_param_refuses_control_characters():
+    with pytest.raises(IolabError, match=r"--param: lustre\.pool: ends with a newline"):
+        type_param("ior", "lustre.pool", "flash\n", "--param")

@@ -19,7 +19,18 @@ _FORMATS = jsonschema.FormatChecker()
 # of iterations 3.0 would differ from that of 3). YAML gives a float only when one was written.
 _STRICT_TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
     "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool))
-_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=_STRICT_TYPES)
+
+
+@functools.cache
+def ecma_regex(pattern: str) -> re.Pattern:
+    """A schema pattern as ECMA-262 (and so every editor) reads it: '$' is the end of the text.
+    Python's '$' also matches before a final newline, which let "name\\n" pass '^[a-z]+$'."""
+    return re.compile(re.sub(r"(?<!\\)\$", r"\\Z", pattern))
+
+
+def _pattern(validator, pattern, instance, schema):
+    if validator.is_type(instance, "string") and not ecma_regex(pattern).search(instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
 @_FORMATS.checks("size", raises=ValueError)
@@ -27,6 +38,10 @@ def _check_size(value) -> bool:
     if isinstance(value, bool):
         return False
     return is_size(value)
+
+
+_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=_STRICT_TYPES,
+                                         validators={"pattern": _pattern})
 
 
 @functools.cache
@@ -75,7 +90,7 @@ def param_patterns(benchmark: str) -> list[tuple[re.Pattern, dict]]:
     out = []
     for group in ("common", "scale", benchmark):
         for pattern, spec in params[group].get("patternProperties", {}).items():
-            out.append((re.compile(pattern), resolve(spec)))
+            out.append((ecma_regex(pattern), resolve(spec)))
     return out
 
 
