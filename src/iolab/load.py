@@ -15,7 +15,7 @@ from typing import Any
 
 from . import schema as schemas
 from .errors import IolabError, IolabErrors
-from .units import SIZE_HELP
+from .units import SIZE_HELP, OutOfRange
 from .yamlpos import CONTROL, Located, brief, char_name, decode, dotted, load_yaml
 
 PARAM_SECTIONS = ("fixed", "matrix", "zip", "exclude")
@@ -298,14 +298,20 @@ def _explain(doc: Located, err, base) -> IolabError:
         want = [_TYPE_WORDS.get(w, w) for w in (want if isinstance(want, list) else [want])]
         want = " or ".join(want)
         return doc.error(path, f"expected {want}, got {_describe(err.instance)}")
-    if v == "format" and err.validator_value == "size":
-        return doc.error(path, f"{brief(err.instance)} is not a size", hint=f"use {SIZE_HELP}")
+    if v == "format":
+        cause = err.cause if isinstance(err.cause, OutOfRange) else None
+        if cause:   # well written, but too large (or, for a time limit, zero)
+            return doc.error(path, str(cause))
+        if err.validator_value == "size":
+            return doc.error(path, f"{brief(err.instance)} is not a size", hint=f"use {SIZE_HELP}")
     if v in ("minProperties", "minItems"):
         what = "mapping" if v == "minProperties" else "list"
         return doc.error(path, f"empty {what}: give at least one entry, or remove the key")
     if v == "pattern":
         return doc.error(path, f"{brief(err.instance)} does not match {err.validator_value}")
     if v in ("minimum", "maximum"):
+        if "x-allowed" in err.schema:
+            return doc.error(path, f"{brief(err.instance)} is not allowed: {err.schema['x-allowed']}")
         return doc.error(path, f"{brief(err.instance)} is out of range ({v} {err.validator_value})")
     return doc.error(path, err.message)
 

@@ -154,7 +154,7 @@ def test_ior_extra_args_refused(write_experiment, extra, fragment):
 @pytest.mark.parametrize("fixed, fragment", [
     ("{transfer_size: 3m, block_size: 8m}", "must be a multiple of transfer_size"),
     ("{transfer_size: 1100, block_size: 110000}", "multiple of 8 bytes"),
-    ("{transfer_size: 0}", "must be positive"),
+    ("{transfer_size: 0}", "transfer_size: 0 is not allowed: give at least 1B"),   # refused at load
     ("{write: false, read: false}", "neither write nor read"),
     ("{write: false}", "read without write"),
     ("{api: POSIX, collective: true}", "collective I/O needs api"),

@@ -582,3 +582,86 @@ def test_free_text_may_hold_newlines_and_tabs(write_experiment):
 def test_type_param_refuses_control_characters():
     with pytest.raises(IolabError, match=r"--param: lustre\.pool: ends with a newline"):
         type_param("ior", "lustre.pool", "flash\n", "--param")
+
+
+# ---------------------------------------------------------------- zero and nonsense values
+
+
+STRIPE_RULE = "a multiple of 64KiB (Lustre's rule), at least 64KiB"
+
+
+@pytest.mark.parametrize("bench, fixed, key, message", [
+    ("ior", "{block_size: 0}", "fixed.block_size", "0 is not allowed: give at least 1B"),
+    ("ior", "{transfer_size: 0k}", "fixed.transfer_size", "'0k' is not allowed: give at least 1B"),
+    ("fio", "{bs: 0}", "fixed.bs", "0 is not allowed: give at least 1B"),
+    ("fio", "{size: 0MiB}", "fixed.size", "'0MiB' is not allowed: give at least 1B"),
+    ("h5bench", "{align: true, align_len: 0}", "fixed.align_len", "0 is not allowed: give at least 1B"),
+    ("ior", "{api: MPIIO, mpiio.cb_buffer_size: 0}", "fixed.mpiio.cb_buffer_size",
+     "0 is not allowed: give at least 1B"),
+    ("ior", "{lustre.stripe_count: 0}", "fixed.lustre.stripe_count",
+     "0 is not allowed: -1 (all OSTs) or a count from 1; leave the key out for the file system's "
+     "default"),
+    ("ior", "{lustre.stripe_count: -2}", "fixed.lustre.stripe_count", "-2 is not allowed: -1 (all OSTs)"),
+    ("ior", "{lustre.stripe_size: 0}", "fixed.lustre.stripe_size",
+     f"0 is not allowed: {STRIPE_RULE}; leave the key out for the file system's default"),
+    ("ior", "{lustre.stripe_size: 96k}", "fixed.lustre.stripe_size",
+     f"'96k' (98304 bytes) is not allowed: {STRIPE_RULE}"),
+    ("ior", "{lustre.stripe_size: 1000}", "fixed.lustre.stripe_size", "1000 is not allowed"),
+    ("ior", "{lustre.components: [{end: 0, stripe_count: 1}, {end: -1}]}",
+     "fixed.lustre.components[0].end", f"0 is not allowed: {STRIPE_RULE}, or -1 for the end of the file"),
+    ("ior", "{lustre.components: [{end: 100k}, {end: -1}]}", "fixed.lustre.components[0].end",
+     "'100k' (102400 bytes) is not allowed"),
+    ("ior", "{lustre.components: [{end: 1m, stripe_count: 0}, {end: -1}]}",
+     "fixed.lustre.components[0].stripe_count", "0 is not allowed: -1 (all OSTs) or a count from 1"),
+    ("ior", "{lustre.components: [{end: 1m}, {end: -1, stripe_size: 32k}]}",
+     "fixed.lustre.components[1].stripe_size", f"'32k' is not allowed: {STRIPE_RULE}"),
+    ("ior", "{api: MPIIO, mpiio.striping_unit: 1000k}", "fixed.mpiio.striping_unit",
+     "'1000k' (1024000 bytes) is not allowed: " + STRIPE_RULE + "; leave the hint out"),
+    ("ior", "{block_size: 999999999999999999999p}", "fixed.block_size",
+     "'999999999999999999999p' is larger than 1EiB, the largest size iolab accepts"),
+    ("fio", f"{{size: {2**60 + 1}}}", "fixed.size", f"{2**60 + 1} is larger than 1EiB"),
+    ("ior", "{block_size: -1m}", "fixed.block_size", "'-1m' is not a size"),
+    ("ior", "{block_size: -1}", "fixed.block_size", "-1 is not a size (use a size such as 4MiB"),
+])
+def test_zero_and_nonsense_sizes_are_refused_at_load(write_experiment, bench, fixed, key, message):
+    err = _load_error(write_experiment("zero", f"id: zero\ndescription: x\nbenchmark: {bench}\n"
+                                               f"fixed: {fixed}\n"))
+    assert f"zero.yaml:4: {key}: {message}" in str(err), str(err)
+
+
+def test_zero_in_a_matrix_names_the_item(write_experiment):
+    err = _load_error(write_experiment("zero", HEAD.format(id="zero") +
+                                       "matrix:\n  lustre.stripe_count: [1, 0, -1]\n"))
+    assert "zero.yaml:5: matrix.lustre.stripe_count[1]: 0 is not allowed: -1 (all OSTs)" in str(err)
+
+
+def test_sizes_that_lustre_takes(write_experiment):
+    exp = load_experiment(write_experiment("fine", HEAD.format(id="fine") + """fixed:
+  lustre.stripe_size: 1.5m
+  lustre.stripe_count: -1
+  transfer_size: 1
+  block_size: 1024p
+"""))
+    fixed = exp.parts[0].fixed
+    assert (fixed["lustre.stripe_size"], fixed["block_size"]) == (24 * 64 * 1024, 2**60)
+
+
+@pytest.mark.parametrize("limit, message", [
+    ("0s", "'0s' is no time at all: give a time limit from 1s to 365d"),
+    ("0d0h0m", "'0d0h0m' is no time at all"),
+    ("366d", "'366d' is longer than 365 days, the longest time limit iolab accepts"),
+    ("8761h", "'8761h' is longer than 365 days"),
+    ("99999999999999999999d", "'99999999999999999999d' does not match"),
+    ("10", "'10' does not match"),
+])
+def test_time_limits_are_bounded(write_experiment, limit, message):
+    err = _load_error(write_experiment("tl", HEAD.format(id="tl") + f"job: {{time_limit: '{limit}'}}\n"))
+    assert f"tl.yaml:4: job.time_limit: {message}" in str(err), str(err)
+    assert len(str(err).splitlines()) == 1
+
+
+def test_time_limits_in_profiles_and_parts_too(write_experiment):
+    err = _load_error(write_experiment("tlp", HEAD.format(id="tlp") +
+                                       "profiles:\n  small:\n    job: {time_limit: 0m}\n"))
+    assert "tlp.yaml:6: profiles.small.job.time_limit: '0m' is no time at all" in str(err)
+    assert load_experiment(write_experiment("ok", HEAD.format(id="ok") + "job: {time_limit: 365d}\n"))
