@@ -6,16 +6,21 @@ survives renaming the file, adding new defaulted parameters, or running on anoth
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
+import math
+import os
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from . import schema as schemas
 from .errors import IolabError
 from .load import Experiment, Job, Part
 from .units import format_size
+from .yamlpos import brief
 
 
 @dataclass(frozen=True)
@@ -44,15 +49,17 @@ class Case:
 
 
 def defaults(benchmark: str) -> dict[str, Any]:
-    out = {}
-    for name, spec in schemas.param_specs(benchmark).items():
-        if "default" in spec:
-            out[name] = spec["default"]
-    return out
+    return dict(_defaults(benchmark))
+
+
+@functools.cache
+def _defaults(benchmark: str) -> MappingProxyType:
+    return MappingProxyType({name: spec["default"] for name, spec in
+                             schemas.param_specs(benchmark).items() if "default" in spec})
 
 
 def case_id(benchmark: str, params: dict[str, Any]) -> str:
-    base = defaults(benchmark)
+    base = _defaults(benchmark)
     identity = {k: v for k, v in params.items() if k not in base or base[k] != v}
     blob = json.dumps({"benchmark": benchmark, "params": identity}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:8]
@@ -71,24 +78,58 @@ def _excluded(params: dict[str, Any], exclude: list[dict[str, Any]]) -> bool:
     return any(all(params.get(k) == v for k, v in entry.items()) for entry in exclude)
 
 
+MAX_CASES = 10_000      # per experiment, before exclude; IOLAB_MAX_CASES raises it
+
+
+def max_cases() -> int:
+    raw = os.environ.get("IOLAB_MAX_CASES", "").strip()
+    if not raw:
+        return MAX_CASES
+    if not raw.isdigit() or int(raw) < 1:
+        raise IolabError(f"IOLAB_MAX_CASES={brief(raw)}: give a whole number of cases, e.g. 50000")
+    return int(raw)
+
+
+def count_cases(exp: Experiment) -> int:
+    """How many cases the matrix makes before exclude, without making them. Refuses more than
+    max_cases(), saying how many there would be and how to raise the limit."""
+    sizes = {part.name: [(key, len(values)) for key, values in part.matrix.items()]
+             + [(f"zip({', '.join(group)})", len(next(iter(group.values())))) for group in part.zips]
+             for part in exp.parts}
+    counts = {name: math.prod(n for _, n in dims) for name, dims in sizes.items()}
+    total = sum(counts.values())
+    limit = max_cases()
+    if total > limit:
+        detail = "; ".join((f"part {name}: " if len(sizes) > 1 else "")
+                           + " x ".join(f"{n} {key}" for key, n in dims if n > 1) for name, dims in
+                           sizes.items() if counts[name] > 1)
+        excluded = " before exclude" if any(part.exclude for part in exp.parts) else ""
+        raise IolabError(f"the matrix would make {total:,} cases{excluded} ({detail}), more than "
+                         f"the limit of {limit:,} per experiment",
+                         file=str(exp.path), hint=f"drop values, or raise the limit: "
+                                                  f"IOLAB_MAX_CASES={total}")
+    return total
+
+
 def expand(exp: Experiment) -> list[Case]:
     """Deterministic: parts in file order, then the cross product in key order."""
     from .adapters import get_adapter
 
+    count_cases(exp)
     cases: list[Case] = []
     seen: dict[str, Case] = {}
     for part in exp.parts:
         adapter = get_adapter(part.benchmark)
-        base = defaults(part.benchmark)
-        base.update(part.fixed)
+        unset = _defaults(part.benchmark)
+        base = {**unset, **part.fixed}
         for combo in itertools.product(*_dimensions(part)):
             params = dict(base)
             for piece in combo:
                 params.update(piece)
             # null in a matrix or zip list: the parameter is not set for this case
             for key in [k for k, v in params.items() if v is None]:
-                if key in defaults(part.benchmark):
-                    params[key] = defaults(part.benchmark)[key]
+                if key in unset:
+                    params[key] = unset[key]
                 else:
                     del params[key]
             if _excluded(params, part.exclude):
