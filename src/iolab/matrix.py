@@ -1,7 +1,9 @@
 """Expand an experiment into typed cases with stable ids.
 
 A case id is a hash of the benchmark and of every parameter that differs from its default, so it
-survives renaming the file, adding new defaulted parameters, or running on another system.
+survives renaming the file, adding new defaulted parameters, or running on another system. It is
+the first CASE_ID_DIGITS (16) hex digits of a sha256. Older runs recorded the first 8 of the same
+digest, so an old id is a prefix of the new one.
 """
 
 from __future__ import annotations
@@ -58,11 +60,15 @@ def _defaults(benchmark: str) -> MappingProxyType:
                              schemas.param_specs(benchmark).items() if "default" in spec})
 
 
+# 64 bits: with 8 hex digits (32 bits), two of 100,000 cases already shared an id by chance.
+CASE_ID_DIGITS = 16
+
+
 def case_id(benchmark: str, params: dict[str, Any]) -> str:
     base = _defaults(benchmark)
     identity = {k: v for k, v in params.items() if k not in base or base[k] != v}
     blob = json.dumps({"benchmark": benchmark, "params": identity}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:8]
+    return hashlib.sha256(blob.encode()).hexdigest()[:CASE_ID_DIGITS]
 
 
 def _dimensions(part: Part) -> list[list[dict[str, Any]]]:
@@ -137,7 +143,9 @@ def expand(exp: Experiment) -> list[Case]:
             cid = case_id(part.benchmark, params)
             case = Case(exp.id, part.name, part.benchmark, cid, dict(sorted(params.items())), part.job)
             if cid in seen:
-                continue  # the same case reached twice (e.g. through two zips): run it once
+                if seen[cid].benchmark == case.benchmark and seen[cid].params == case.params:
+                    continue  # the same case reached twice (e.g. through two zips): run it once
+                raise _collision(exp, seen[cid], case)
             problem = common_check(case) or adapter.check(case)
             if problem:
                 varied = varied_keys_of(exp, part)
@@ -152,6 +160,14 @@ def expand(exp: Experiment) -> list[Case]:
     except IolabError as exc:
         raise IolabError(exc.message, file=str(exp.path)) from None
     return cases
+
+
+def _collision(exp: Experiment, a: Case, b: Case) -> IolabError:
+    """Two different cases with one id: never drop one of them silently."""
+    keys = sorted(k for k in set(a.params) | set(b.params) if a.params.get(k) != b.params.get(k))
+    return IolabError(f"two different cases share the id {a.case_id}: {a.benchmark} "
+                      f"({describe(a, keys)}) and {b.benchmark} ({describe(b, keys)})",
+                      file=str(exp.path), hint="a sha256 prefix collision: please report it")
 
 
 def _distance(a: Case, b: Case) -> int:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 import time
 
 import pytest
 
+from iolab import matrix
 from iolab.adapters import get_adapter
 from iolab.errors import IolabError
 from iolab.load import load_experiment
@@ -84,8 +87,34 @@ def test_case_id_function():
     assert case_id("ior", params) != case_id("ior", {"api": "HDF5"})
     assert case_id("ior", {}) != case_id("fio", {})                          # the benchmark does
     # Pinned: results on disk are keyed by these ids; a change in hashing orphans them all.
-    # sha256('{"benchmark": "ior", "params": {"api": "MPIIO"}}')[:8]
-    assert case_id("ior", params) == "99a3ce01"
+    # sha256('{"benchmark": "ior", "params": {"api": "MPIIO"}}')[:16]; runs recorded with 8-digit
+    # ids ("99a3ce01") have its first 8, so they still match by prefix.
+    blob = '{"benchmark": "ior", "params": {"api": "MPIIO"}}'
+    assert case_id("ior", params) == hashlib.sha256(blob.encode()).hexdigest()[:16] == "99a3ce015baa8c12"
+
+
+def test_two_different_cases_on_one_id_are_an_error_never_a_dropped_case(write_experiment,
+                                                                          monkeypatch):
+    # 1 hex digit: 16 ids for 20 different cases, so two of them must share one
+    monkeypatch.setattr(matrix, "CASE_ID_DIGITS", 1)
+    exp = load_experiment(write_experiment("crowd", f"""
+        id: crowd
+        description: more cases than ids
+        benchmark: ior
+        matrix: {{segments: {list(range(1, 21))}}}
+        """))
+    with pytest.raises(IolabError) as info:
+        expand(exp)
+    found = re.search(r"crowd\.yaml: two different cases share the id ([0-9a-f]): "
+                      r"ior \(segments=(\d+)\) and ior \(segments=(\d+)\) "
+                      r"\(a sha256 prefix collision: please report it\)$", str(info.value))
+    assert found, str(info.value)
+    cid, first, second = found.groups()
+    assert first != second
+    assert case_id("ior", {"segments": int(first)}) == case_id("ior", {"segments": int(second)}) == cid
+    # with the real width, every one of them has its own id
+    monkeypatch.setattr(matrix, "CASE_ID_DIGITS", 16)
+    assert len({c.case_id for c in expand(exp)}) == 20
 
 
 def test_exclude_drops_matching_cases(write_experiment):
