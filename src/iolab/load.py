@@ -304,6 +304,8 @@ def _explain(doc: Located, err, base) -> IolabError:
             return doc.error(path, str(cause))
         if err.validator_value == "size":
             return doc.error(path, f"{brief(err.instance)} is not a size", hint=f"use {SIZE_HELP}")
+    if v == "maxLength":
+        return doc.error(path, f"{brief(err.instance)} is longer than {err.validator_value} characters")
     if v in ("minProperties", "minItems"):
         what = "mapping" if v == "minProperties" else "list"
         return doc.error(path, f"empty {what}: give at least one entry, or remove the key")
@@ -313,7 +315,8 @@ def _explain(doc: Located, err, base) -> IolabError:
         if "x-allowed" in err.schema:
             return doc.error(path, f"{brief(err.instance)} is not allowed: {err.schema['x-allowed']}")
         return doc.error(path, f"{brief(err.instance)} is out of range ({v} {err.validator_value})")
-    return doc.error(path, err.message)
+    # jsonschema's own words quote the whole value, which may be a megabyte long
+    return doc.error(path, err.message if len(err.message) < 200 else err.message[:200] + "...")
 
 
 # JSON Schema type names in the words _describe uses for YAML values
@@ -323,6 +326,8 @@ _TYPE_WORDS = {"array": "list", "object": "mapping"}
 def _describe(value) -> str:
     kind = {bool: "boolean", int: "integer", float: "number", str: "string",
             list: "list", dict: "mapping", type(None): "nothing"}.get(type(value), type(value).__name__)
+    if value is None:
+        return "nothing (null)"
     return f"{kind} {brief(value)}" if not isinstance(value, (list, dict)) else kind
 
 

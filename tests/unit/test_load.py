@@ -351,6 +351,16 @@ def _load_error(path) -> IolabError:
 HEAD = "id: {id}\ndescription: x\nbenchmark: ior\n"
 
 
+@pytest.fixture(params=["libyaml", "pure-python"])
+def parser(request, monkeypatch):
+    """The checks hold with either of PyYAML's parsers (libyaml where PyYAML was built with it)."""
+    if request.param == "pure-python":
+        monkeypatch.setattr(yamlpos, "_FAST", None)
+    elif yamlpos._FAST is None:
+        pytest.skip("PyYAML was built without libyaml")
+    return request.param
+
+
 def test_undecodable_bytes_name_the_offset_and_line(tmp_path):
     path = tmp_path / "latin1.yaml"
     path.write_bytes(HEAD.format(id="latin1").encode() + b"source: Jyv\xe4skyl\xe4\n")
@@ -403,7 +413,7 @@ def _deep(kind: str, levels: int) -> str:
 
 @pytest.mark.parametrize("kind, levels", [("flow-list", 20_000), ("flow-map", 20_000),
                                           ("compact-list", 20_000), ("block-map", 3_000)])
-def test_deep_nesting_is_refused_without_recursion(write_experiment, kind, levels):
+def test_deep_nesting_is_refused_without_recursion(write_experiment, kind, levels, parser):
     path = write_experiment("deep", HEAD.format(id="deep") + _deep(kind, levels))
     started = time.monotonic()
     err = _load_error(path)
@@ -412,7 +422,7 @@ def test_deep_nesting_is_refused_without_recursion(write_experiment, kind, level
     assert re.search(r"deep\.yaml:\d+: nested", str(err))
 
 
-def test_nesting_up_to_the_limit_is_read():
+def test_nesting_up_to_the_limit_is_read(parser):
     levels = yamlpos.MAX_DEPTH - 1      # the top-level mapping is one level
     doc = load_yaml("a: " + "[" * levels + "]" * levels + "\n", "t.yaml")
     inner = doc.data["a"]
@@ -423,7 +433,7 @@ def test_nesting_up_to_the_limit_is_read():
         load_yaml("a: " + "[" * (levels + 1) + "]" * (levels + 1) + "\n", "t.yaml")
 
 
-def test_depth_counts_what_aliases_bring_along():
+def test_depth_counts_what_aliases_bring_along(parser):
     # each anchor nests the one before one level deeper: written, nothing is deeper than 2
     chain = "".join(f"a{k}: &a{k} [{f'*a{k - 1}' if k else 1}]\n" for k in range(80))
     with pytest.raises(IolabError) as info:
@@ -432,7 +442,7 @@ def test_depth_counts_what_aliases_bring_along():
     assert str(info.value).startswith("t.yaml:64: ")   # where a63 (65 levels with the top) is
 
 
-def test_billion_laughs_is_refused_at_once():
+def test_billion_laughs_is_refused_at_once(parser):
     text = "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
         f"a{k}: &a{k} [{', '.join([f'*a{k - 1}'] * 10)}]\n" for k in range(1, 10))
     started = time.monotonic()
@@ -445,7 +455,7 @@ def test_billion_laughs_is_refused_at_once():
                                "'billion laughs', are refused)")
 
 
-def test_the_value_limit_is_exact(monkeypatch):
+def test_the_value_limit_is_exact(monkeypatch, parser):
     monkeypatch.setattr(yamlpos, "MAX_NODES", 10)
     # a mapping, its key, a list and 7 items: 10 values; an alias to the list counts its 8
     assert load_yaml("a: [1, 2, 3, 4, 5, 6, 7]\n", "t.yaml").data == {"a": [1, 2, 3, 4, 5, 6, 7]}
@@ -459,12 +469,12 @@ def test_the_value_limit_is_exact(monkeypatch):
     ("fixed: &a {x: *a}\n", 4), ("fixed: &a [1, *a]\n", 4), ("fixed: &a\n  <<: *a\n", 5),
     ("fixed: &a\n  x:\n    - y: [*a]\n", 6),
 ])
-def test_recursive_anchors_are_refused(write_experiment, text, line):
+def test_recursive_anchors_are_refused(write_experiment, text, line, parser):
     err = _load_error(write_experiment("rec", HEAD.format(id="rec") + text))
     assert f"rec.yaml:{line}: *a is used inside &a itself" in str(err)
 
 
-def test_an_anchor_defined_twice():
+def test_an_anchor_defined_twice(parser):
     with pytest.raises(IolabError, match=r"t\.yaml:2: anchor &x is defined twice \(first at line 1\)"):
         load_yaml("a: &x 1\nb: &x 2\n", "t.yaml")
 
