@@ -325,7 +325,7 @@ _TYPE_WORDS = {"array": "list", "object": "mapping"}
 
 def _describe(value) -> str:
     kind = {bool: "boolean", int: "integer", float: "number", str: "string",
-            list: "list", dict: "mapping", type(None): "nothing"}.get(type(value), type(value).__name__)
+            list: "list", dict: "mapping"}.get(type(value), type(value).__name__)
     if value is None:
         return "nothing (null)"
     return f"{kind} {brief(value)}" if not isinstance(value, (list, dict)) else kind

@@ -108,7 +108,7 @@ def count_cases(exp: Experiment) -> int:
     if total > limit:
         detail = "; ".join((f"part {name}: " if len(sizes) > 1 else "")
                            + " x ".join(f"{n} {key}" for key, n in dims if n > 1) for name, dims in
-                           sizes.items() if counts[name] > 1)
+                           sizes.items() if counts[name] > 1) or f"{len(sizes)} parts"
         excluded = " before exclude" if any(part.exclude for part in exp.parts) else ""
         raise IolabError(f"the matrix would make {total:,} cases{excluded} ({detail}), more than "
                          f"the limit of {limit:,} per experiment",

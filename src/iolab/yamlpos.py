@@ -216,7 +216,7 @@ _PLAIN = (_STD + "map", _STD + "seq")
 def _describe_key(key) -> str:
     kind = {bool: "a boolean", int: "an integer", float: "a number", type(None): "null",
             list: "a list", dict: "a mapping"}.get(type(key), f"a {type(key).__name__}")
-    return kind if isinstance(key, (list, dict, type(None))) else f"{kind} ({key!r})"
+    return kind if isinstance(key, (list, dict, type(None))) else f"{kind} ({brief(key)})"
 
 
 def load_yaml(text: str, file: str) -> Located:
@@ -243,8 +243,9 @@ def load_yaml(text: str, file: str) -> Located:
         lines.setdefault(path, node.start_mark.line + 1)
         if isinstance(node, yaml.CollectionNode) and node.tag not in _PLAIN:
             # !!set, !!omap, !!python/...: the builder below would quietly drop the tag
-            raise IolabError(f"the tag {node.tag.replace(_STD, '!!')} is not allowed: an experiment "
-                             "holds plain mappings, lists and values", file=file,
+            tag = node.tag.replace(_STD, "!!")
+            raise IolabError(f"the tag {tag if len(tag) < BRIEF else brief(tag)} is not allowed: an "
+                             "experiment holds plain mappings, lists and values", file=file,
                              line=node.start_mark.line + 1, key=dotted(path) or None)
         if isinstance(node, yaml.MappingNode):
             if id(node) not in inherited:   # an alias visits the same node again
@@ -264,7 +265,7 @@ def load_yaml(text: str, file: str) -> Located:
                                      hint=f"quote it for text: '{written}':" if written else None)
                 if i >= inherited[id(node)]:
                     if key in own_keys:
-                        raise IolabError(f"duplicate key {key!r}", file=file,
+                        raise IolabError(f"duplicate key {brief(key)}", file=file,
                                          line=knode.start_mark.line + 1, key=dotted(path + (key,)))
                     own_keys.add(key)
                 winner[key] = (knode, vnode)    # keeps the place of the key's first pair
