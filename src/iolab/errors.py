@@ -35,3 +35,23 @@ class ParseError(IolabError):
     """A benchmark output is missing, truncated or reports a failure. The case fails."""
 
     exit_code = 1
+
+
+class IolabErrors(IolabError):
+    """Several problems found at once (every schema error of a file): one line each, in order.
+
+    It reads as its first error where one is expected (file, line, key, message)."""
+
+    SHOWN = 50   # more lines than this only bury the first ones
+
+    def __init__(self, errors: list[IolabError]):
+        first = errors[0]
+        super().__init__(first.message, file=first.file, line=first.line, key=first.key,
+                         hint=first.hint)
+        self.errors = list(errors)
+
+    def __str__(self) -> str:
+        lines = [str(e) for e in self.errors[:self.SHOWN]]
+        if len(self.errors) > self.SHOWN:
+            lines.append(f"... and {len(self.errors) - self.SHOWN} more problems")
+        return "\n".join(lines)

@@ -8,14 +8,15 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import schema as schemas
-from .errors import IolabError
-from .units import SIZE_HELP
-from .yamlpos import Located, dotted, load_yaml
+from .errors import IolabError, IolabErrors
+from .units import SIZE_HELP, OutOfRange
+from .yamlpos import CONTROL, Located, brief, char_name, decode, dotted, load_yaml
 
 PARAM_SECTIONS = ("fixed", "matrix", "zip", "exclude")
 
@@ -93,11 +94,12 @@ def load_experiment(path, profile: str | None = None) -> Experiment:
     path = Path(path)
     shown = _shown(path)
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise IolabError("no such experiment file", file=shown) from None
     except OSError as exc:
         raise IolabError(f"cannot read: {exc.strerror}", file=shown) from None
+    text = decode(raw, shown)
     doc = load_yaml(text, shown)
     if not isinstance(doc.data, dict):
         raise doc.error((), "an experiment must be a mapping of keys (id, description, benchmark, ...)")
@@ -105,7 +107,7 @@ def load_experiment(path, profile: str | None = None) -> Experiment:
     data = doc.data
 
     if data["id"] != path.stem:
-        raise doc.error(("id",), f"id {data['id']!r} differs from the file name",
+        raise doc.error(("id",), f"id {brief(data['id'])} differs from the file name",
                         hint=f"rename the file to {data['id']}.yaml or set id: {path.stem}")
     has_parts = "parts" in data
     if has_parts == ("benchmark" in data):
@@ -137,7 +139,7 @@ def load_experiment(path, profile: str | None = None) -> Experiment:
                                     hint=f"parts: {', '.join(parts_at)}")
         for name in prof.get("parts", {}):
             if name not in parts_at:
-                raise doc.error(("profiles", pname, "parts", name), f"no part named {name!r}",
+                raise doc.error(("profiles", pname, "parts", name), f"no part named {brief(name)}",
                                 hint=_suggest(name, parts_at))
         overrides[pname] = {}
         for name, (bench, _at) in parts_at.items():
@@ -189,20 +191,91 @@ def _get(data, path):
 
 def _suggest(word, choices) -> str | None:
     choices = [str(c) for c in choices]
-    close = difflib.get_close_matches(str(word), choices, n=1, cutoff=0.6)
+    word = str(word)
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6) if len(word) < 200 else []
     allowed = ", ".join(choices)
     if close:
         return f"did you mean {close[0]!r}? allowed: {allowed}"
     return f"allowed: {allowed}"
 
 
+# Free text that never reaches a shell or an input file: the only strings that may hold newlines
+# and tabs. No other key or string value may hold a control character (yamlpos.CONTROL).
+FREE_TEXT = (("description",), ("source",), ("profiles", "*", "description"),
+             ("report", "plots", "*", "title"))
+_FREE_TEXT_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_WHERE_FREE = "description, source, profiles.*.description and report.plots[].title"
+
+
+def _free_text(path) -> bool:
+    return any(len(f) == len(path) and all(a in ("*", b) for a, b in zip(f, path)) for f in FREE_TEXT)
+
+
+def control_character(text: str, free_text: bool = False) -> str | None:
+    """What is wrong with this string, if it holds a control character (see FREE_TEXT)."""
+    found = (_FREE_TEXT_CONTROL if free_text else CONTROL).search(text)
+    if not found:
+        return None
+    char = found.group()
+    where = ("ends with" if found.end() == len(text)
+             else f"has at character {found.start() + 1}")
+    message = f"{where} {char_name(char)}: control characters are not allowed here"
+    if char in "\t\n":
+        message += f"; newlines and tabs only in {_WHERE_FREE}"
+    return message
+
+
+def _control_characters(doc: Located) -> list[tuple[tuple, IolabError]]:
+    """Every key and string value holding a control character: (path, error)."""
+    found = []
+    todo = [((), doc.data)]
+    while todo:
+        path, value = todo.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                problem = control_character(key)
+                if problem:
+                    found.append((path + (key,), doc.error(path + (key,), f"the key {problem}")))
+                else:
+                    todo.append((path + (key,), item))
+        elif isinstance(value, list):
+            todo.extend((path + (i,), item) for i, item in enumerate(value))
+        elif isinstance(value, str):
+            problem = control_character(value, _free_text(path))
+            if problem:
+                hint = ("in a block scalar, |- drops the last newline"
+                        if problem.startswith("ends with a newline") else None)
+                found.append((path, doc.error(path, problem, hint=hint)))
+    return found
+
+
 def _check_structure(doc: Located) -> None:
-    """Validate against the JSON Schema and turn the first error into a readable message."""
-    errors = sorted(schemas.validator().iter_errors(doc.data),
-                    key=lambda e: (doc.line(e.absolute_path) or 0, len(e.absolute_path)))
-    if not errors:
+    """Check the text rule and the JSON Schema; report every error, one line each, by line."""
+    found: dict[str, tuple] = {}
+    flagged = _control_characters(doc)
+    for _path, problem in flagged:
+        found.setdefault(str(problem), (problem.line or 0, len(problem.key or ""), problem))
+    for err in schemas.validator().iter_errors(doc.data):
+        for path, problem in _explain_all(doc, err):
+            if not any(path[:len(at)] == at for at, _ in flagged):   # else said already, better
+                found.setdefault(str(problem), (problem.line or 0, len(problem.key or ""), problem))
+    if not found:
         return
-    raise _explain(doc, errors[0], ())
+    problems = [p for *_, p in sorted(found.values(), key=lambda t: t[:2] + (str(t[2]),))]
+    raise problems[0] if len(problems) == 1 else IolabErrors(problems)
+
+
+def _explain_all(doc: Located, err, base=()) -> list[tuple[tuple, IolabError]]:
+    """(path, readable error) per problem: a mapping's unknown keys are one each."""
+    path = tuple(base) + tuple(err.absolute_path)
+    if err.validator == "additionalProperties":
+        known = err.schema.get("properties", {})
+        patterns = [schemas.ecma_regex(p) for p in err.schema.get("patternProperties", {})]
+        extra = [k for k in err.instance if k not in known and not any(p.search(k) for p in patterns)]
+        return [(path + (key,), doc.error(path + (key,), f"unknown key {brief(key)}",
+                                          hint=_suggest(key, list(known))))
+                for key in extra] or [(path, doc.error(path, err.message))]
+    return [(path, _explain(doc, err, base))]
 
 
 def _explain(doc: Located, err, base) -> IolabError:
@@ -213,31 +286,37 @@ def _explain(doc: Located, err, base) -> IolabError:
         best = max(err.context, key=lambda e: len(e.absolute_path))
         return _explain(doc, best, base)
     if v == "additionalProperties":
-        allowed = list(err.schema.get("properties", {}))
-        extra = [k for k in err.instance if k not in allowed]
-        key = extra[0] if extra else "?"
-        return doc.error(path + (key,), f"unknown key {key!r}", hint=_suggest(key, allowed))
+        return _explain_all(doc, err, base)[0][1]
     if v == "required":
         missing = err.message.split("'")[1] if "'" in err.message else err.message
         return doc.error(path, f"missing required key {missing!r}")
     if v == "enum":
         allowed = ", ".join(str(x) for x in err.validator_value)
-        return doc.error(path, f"{err.instance!r} is not allowed", hint=f"allowed: {allowed}")
+        return doc.error(path, f"{brief(err.instance)} is not allowed", hint=f"allowed: {allowed}")
     if v == "type":
         want = err.validator_value
         want = [_TYPE_WORDS.get(w, w) for w in (want if isinstance(want, list) else [want])]
         want = " or ".join(want)
         return doc.error(path, f"expected {want}, got {_describe(err.instance)}")
-    if v == "format" and err.validator_value == "size":
-        return doc.error(path, f"{err.instance!r} is not a size", hint=f"use {SIZE_HELP}")
+    if v == "format":
+        cause = err.cause if isinstance(err.cause, OutOfRange) else None
+        if cause:   # well written, but too large (or, for a time limit, zero)
+            return doc.error(path, str(cause))
+        if err.validator_value == "size":
+            return doc.error(path, f"{brief(err.instance)} is not a size", hint=f"use {SIZE_HELP}")
+    if v == "maxLength":
+        return doc.error(path, f"{brief(err.instance)} is longer than {err.validator_value} characters")
     if v in ("minProperties", "minItems"):
         what = "mapping" if v == "minProperties" else "list"
         return doc.error(path, f"empty {what}: give at least one entry, or remove the key")
     if v == "pattern":
-        return doc.error(path, f"{err.instance!r} does not match {err.validator_value}")
+        return doc.error(path, f"{brief(err.instance)} does not match {err.validator_value}")
     if v in ("minimum", "maximum"):
-        return doc.error(path, f"{err.instance!r} is out of range ({v} {err.validator_value})")
-    return doc.error(path, err.message)
+        if "x-allowed" in err.schema:
+            return doc.error(path, f"{brief(err.instance)} is not allowed: {err.schema['x-allowed']}")
+        return doc.error(path, f"{brief(err.instance)} is out of range ({v} {err.validator_value})")
+    # jsonschema's own words quote the whole value, which may be a megabyte long
+    return doc.error(path, err.message if len(err.message) < 200 else err.message[:200] + "...")
 
 
 # JSON Schema type names in the words _describe uses for YAML values
@@ -246,8 +325,10 @@ _TYPE_WORDS = {"array": "list", "object": "mapping"}
 
 def _describe(value) -> str:
     kind = {bool: "boolean", int: "integer", float: "number", str: "string",
-            list: "list", dict: "mapping", type(None): "nothing"}.get(type(value), type(value).__name__)
-    return f"{kind} {value!r}" if not isinstance(value, (list, dict)) else kind
+            list: "list", dict: "mapping"}.get(type(value), type(value).__name__)
+    if value is None:
+        return "nothing (null)"
+    return f"{kind} {brief(value)}" if not isinstance(value, (list, dict)) else kind
 
 
 def _param(doc: Located, bench: str, path: tuple, key, value):
@@ -274,7 +355,7 @@ def _canonical(doc: Located, bench: str, at: tuple, section: dict) -> dict:
 
     def claim(key, path):
         if key in seen:
-            raise doc.error(path, f"{key!r} is set twice (also at {dotted(seen[key])})")
+            raise doc.error(path, f"{brief(key)} is set twice (also at {dotted(seen[key])})")
         seen[key] = path
 
     for k, v in section.get("scale", {}).items():
@@ -323,14 +404,18 @@ def _canonical(doc: Located, bench: str, at: tuple, section: dict) -> dict:
 def _param_key(doc, bench, path, key) -> dict:
     spec = schemas.param_spec(bench, key)
     if spec is None:
-        raise doc.error(path, f"unknown parameter {key!r} for {bench}",
+        raise doc.error(path, f"unknown parameter {brief(key)} for {bench}",
                         hint=_suggest(key, schemas.param_specs(bench)))
     return spec
 
 
 def type_param(bench: str, key: str, value, where: str):
     """Type one parameter given outside a YAML file (e.g. `iolab import --param`)."""
-    return _param(Located({}, {}, where), bench, (key,), key, value)
+    doc = Located({}, {}, where)
+    problem = control_character(value) if isinstance(value, str) else None
+    if problem:
+        raise doc.error((key,), problem)
+    return _param(doc, bench, (key,), key, value)
 
 
 def _apply_profile(base: dict, override: dict) -> dict:

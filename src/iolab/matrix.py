@@ -1,21 +1,28 @@
 """Expand an experiment into typed cases with stable ids.
 
 A case id is a hash of the benchmark and of every parameter that differs from its default, so it
-survives renaming the file, adding new defaulted parameters, or running on another system.
+survives renaming the file, adding new defaulted parameters, or running on another system. It is
+the first CASE_ID_DIGITS (16) hex digits of a sha256. Older runs recorded the first 8 of the same
+digest, so an old id is a prefix of the new one.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
+import math
+import os
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from . import schema as schemas
 from .errors import IolabError
 from .load import Experiment, Job, Part
 from .units import format_size
+from .yamlpos import brief
 
 
 @dataclass(frozen=True)
@@ -44,18 +51,24 @@ class Case:
 
 
 def defaults(benchmark: str) -> dict[str, Any]:
-    out = {}
-    for name, spec in schemas.param_specs(benchmark).items():
-        if "default" in spec:
-            out[name] = spec["default"]
-    return out
+    return dict(_defaults(benchmark))
+
+
+@functools.cache
+def _defaults(benchmark: str) -> MappingProxyType:
+    return MappingProxyType({name: spec["default"] for name, spec in
+                             schemas.param_specs(benchmark).items() if "default" in spec})
+
+
+# 64 bits: with 8 hex digits (32 bits), two of 100,000 cases already shared an id by chance.
+CASE_ID_DIGITS = 16
 
 
 def case_id(benchmark: str, params: dict[str, Any]) -> str:
-    base = defaults(benchmark)
+    base = _defaults(benchmark)
     identity = {k: v for k, v in params.items() if k not in base or base[k] != v}
     blob = json.dumps({"benchmark": benchmark, "params": identity}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:8]
+    return hashlib.sha256(blob.encode()).hexdigest()[:CASE_ID_DIGITS]
 
 
 def _dimensions(part: Part) -> list[list[dict[str, Any]]]:
@@ -71,24 +84,58 @@ def _excluded(params: dict[str, Any], exclude: list[dict[str, Any]]) -> bool:
     return any(all(params.get(k) == v for k, v in entry.items()) for entry in exclude)
 
 
+MAX_CASES = 10_000      # per experiment, before exclude; IOLAB_MAX_CASES raises it
+
+
+def max_cases() -> int:
+    raw = os.environ.get("IOLAB_MAX_CASES", "").strip()
+    if not raw:
+        return MAX_CASES
+    if not raw.isdigit() or int(raw) < 1:
+        raise IolabError(f"IOLAB_MAX_CASES={brief(raw)}: give a whole number of cases, e.g. 50000")
+    return int(raw)
+
+
+def count_cases(exp: Experiment) -> int:
+    """How many cases the matrix makes before exclude, without making them. Refuses more than
+    max_cases(), saying how many there would be and how to raise the limit."""
+    sizes = {part.name: [(key, len(values)) for key, values in part.matrix.items()]
+             + [(f"zip({', '.join(group)})", len(next(iter(group.values())))) for group in part.zips]
+             for part in exp.parts}
+    counts = {name: math.prod(n for _, n in dims) for name, dims in sizes.items()}
+    total = sum(counts.values())
+    limit = max_cases()
+    if total > limit:
+        detail = "; ".join((f"part {name}: " if len(sizes) > 1 else "")
+                           + " x ".join(f"{n} {key}" for key, n in dims if n > 1) for name, dims in
+                           sizes.items() if counts[name] > 1) or f"{len(sizes)} parts"
+        excluded = " before exclude" if any(part.exclude for part in exp.parts) else ""
+        raise IolabError(f"the matrix would make {total:,} cases{excluded} ({detail}), more than "
+                         f"the limit of {limit:,} per experiment",
+                         file=str(exp.path), hint=f"drop values, or raise the limit: "
+                                                  f"IOLAB_MAX_CASES={total}")
+    return total
+
+
 def expand(exp: Experiment) -> list[Case]:
     """Deterministic: parts in file order, then the cross product in key order."""
     from .adapters import get_adapter
 
+    count_cases(exp)
     cases: list[Case] = []
     seen: dict[str, Case] = {}
     for part in exp.parts:
         adapter = get_adapter(part.benchmark)
-        base = defaults(part.benchmark)
-        base.update(part.fixed)
+        unset = _defaults(part.benchmark)
+        base = {**unset, **part.fixed}
         for combo in itertools.product(*_dimensions(part)):
             params = dict(base)
             for piece in combo:
                 params.update(piece)
             # null in a matrix or zip list: the parameter is not set for this case
             for key in [k for k, v in params.items() if v is None]:
-                if key in defaults(part.benchmark):
-                    params[key] = defaults(part.benchmark)[key]
+                if key in unset:
+                    params[key] = unset[key]
                 else:
                     del params[key]
             if _excluded(params, part.exclude):
@@ -96,7 +143,9 @@ def expand(exp: Experiment) -> list[Case]:
             cid = case_id(part.benchmark, params)
             case = Case(exp.id, part.name, part.benchmark, cid, dict(sorted(params.items())), part.job)
             if cid in seen:
-                continue  # the same case reached twice (e.g. through two zips): run it once
+                if seen[cid].benchmark == case.benchmark and seen[cid].params == case.params:
+                    continue  # the same case reached twice (e.g. through two zips): run it once
+                raise _collision(exp, seen[cid], case)
             problem = common_check(case) or adapter.check(case)
             if problem:
                 varied = varied_keys_of(exp, part)
@@ -111,6 +160,14 @@ def expand(exp: Experiment) -> list[Case]:
     except IolabError as exc:
         raise IolabError(exc.message, file=str(exp.path)) from None
     return cases
+
+
+def _collision(exp: Experiment, a: Case, b: Case) -> IolabError:
+    """Two different cases with one id: never drop one of them silently."""
+    keys = sorted(k for k in set(a.params) | set(b.params) if a.params.get(k) != b.params.get(k))
+    return IolabError(f"two different cases share the id {a.case_id}: {a.benchmark} "
+                      f"({describe(a, keys)}) and {b.benchmark} ({describe(b, keys)})",
+                      file=str(exp.path), hint="a sha256 prefix collision: please report it")
 
 
 def _distance(a: Case, b: Case) -> int:

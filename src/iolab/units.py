@@ -7,31 +7,66 @@ from fractions import Fraction
 
 _POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
 # Binary multiples only, as IOR, fio and lfs read them: 4m == 4MiB == 4194304.
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE)
+_SIZE_RE = re.compile(r"^\s*(\d+)(\.\d{1,20})?\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE)
 
 SIZE_HELP = "a size such as 4MiB, 4m, 1g or 1048576 (binary multiples)"
+MAX_SIZE = 1024**6      # 1 EiB: more than any file system holds; a larger size is a typo
+MAX_TIME_LIMIT = 365 * 24 * 3600
+# Bounded groups: up to 999d, 9999h, 999999m or 99999999s, so the sum cannot overflow anything.
+_DURATION_RE = re.compile(r"^(?:(\d{1,3})d)?(?:(\d{1,4})h)?(?:(\d{1,6})m)?(?:(\d{1,8})s)?$")
+
+
+class OutOfRange(ValueError):
+    """A well-formed value beyond what iolab accepts."""
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:40]}..."
 
 
 def parse_size(value) -> int:
-    """Return bytes. Raises ValueError with a readable message."""
+    """Return bytes, at most MAX_SIZE. Raises ValueError with a readable message."""
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a size; use {SIZE_HELP}")
     if isinstance(value, int):
         if value < 0:
-            raise ValueError(f"{value} is negative; use {SIZE_HELP}")
-        return value
+            raise ValueError(f"{_shown(value)} is negative; use {SIZE_HELP}")
+        return _at_most_max(value, value)
     if isinstance(value, str):
         m = _SIZE_RE.match(value)
         if m:
-            number, prefix, suffix = m.groups()
+            whole, fraction, prefix, suffix = m.groups()
             # "512B" is bytes; "4iB" (binary marker without a prefix) is not a size
             if suffix.lower() in ("", "b", "ib") and not (suffix.lower() == "ib" and not prefix):
+                if len(whole.lstrip("0")) > 19:       # above 10**19 > MAX_SIZE before any prefix
+                    return _at_most_max(value, MAX_SIZE + 1)
                 # Exact arithmetic: a float would silently round sizes above 2**53 bytes
-                nbytes = Fraction(number) * (1024 ** _POWERS[prefix.lower()])
+                nbytes = Fraction(whole + (fraction or "")) * (1024 ** _POWERS[prefix.lower()])
                 if nbytes.denominator == 1:
-                    return int(nbytes)
+                    return _at_most_max(value, int(nbytes))
                 raise ValueError(f"{value!r} is not a whole number of bytes")
-    raise ValueError(f"{value!r} is not a size; use {SIZE_HELP}")
+    raise ValueError(f"{_shown(value)} is not a size; use {SIZE_HELP}")
+
+
+def _at_most_max(value, nbytes: int) -> int:
+    if nbytes > MAX_SIZE:
+        raise OutOfRange(f"{_shown(value)} is larger than 1EiB, the largest size iolab accepts")
+    return nbytes
+
+
+def parse_time_limit(text: str) -> int:
+    """Seconds in a time limit such as 1d12h or 90m: from 1s to MAX_TIME_LIMIT (365 days)."""
+    m = _DURATION_RE.match(text) if isinstance(text, str) and text else None
+    if not m:
+        raise ValueError(f"{_shown(text)} is not a time limit; use e.g. 30m, 2h or 1d12h")
+    days, hours, minutes, seconds = (int(g or 0) for g in m.groups())
+    total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    if total == 0:
+        raise OutOfRange(f"{text!r} is no time at all: give a time limit from 1s to 365d")
+    if total > MAX_TIME_LIMIT:
+        raise OutOfRange(f"{text!r} is longer than 365 days, the longest time limit iolab accepts")
+    return total
 
 
 def is_size(value) -> bool:

@@ -143,8 +143,17 @@ exclude:
     ('["-t4m"]', "use the parameter 'transfer_size'"),
     ('["--collective"]', "use the parameter 'collective'"),
     ('["-o", "/elsewhere"]', "iolab sets it"),
-    ('["-O", "summaryFile=x.json"]', "iolab owns the summary file"),
+    ('["-O", "summaryFile=x.json"]', "extra_args 'summaryFile=x.json': iolab owns the summary file"),
     ('["-O", "summaryFormat=CSV"]', "iolab owns the summary file"),
+    ('["-OsummaryFile=x.json"]', "extra_args '-OsummaryFile=x.json': iolab owns the summary file "
+                               r"\(ior-summary.json, JSON\)"),
+    ('["-OsummaryFormat=CSV"]', "extra_args '-OsummaryFormat=CSV': iolab owns"),
+    ('["-O", "summaryfile=x"]', "extra_args 'summaryfile=x': iolab owns"),
+    ('["-O", " SUMMARYFILE = x"]', "extra_args ' SUMMARYFILE = x': iolab owns"),
+    ('["-O", "stoneWallingWearOut=1,summaryFile=x"]', "'stoneWallingWearOut=1,summaryFile=x': iolab owns"),
+    ('["-Ominimumtime=1,SummaryFormat=CSV"]', "iolab owns the summary file"),
+    ('["--summaryFile=x"]', "extra_args '--summaryFile=x': iolab owns"),
+    ('["--summaryformat", "CSV"]', "extra_args '--summaryformat': iolab owns"),
 ])
 def test_ior_extra_args_refused(write_experiment, extra, fragment):
     with pytest.raises(IolabError, match=fragment):
@@ -154,7 +163,7 @@ def test_ior_extra_args_refused(write_experiment, extra, fragment):
 @pytest.mark.parametrize("fixed, fragment", [
     ("{transfer_size: 3m, block_size: 8m}", "must be a multiple of transfer_size"),
     ("{transfer_size: 1100, block_size: 110000}", "multiple of 8 bytes"),
-    ("{transfer_size: 0}", "must be positive"),
+    ("{transfer_size: 0}", "transfer_size: 0 is not allowed: give at least 1B"),   # refused at load
     ("{write: false, read: false}", "neither write nor read"),
     ("{write: false}", "read without write"),
     ("{api: POSIX, collective: true}", "collective I/O needs api"),
@@ -165,6 +174,15 @@ def test_ior_extra_args_refused(write_experiment, extra, fragment):
 def test_ior_impossible_cases(write_experiment, fixed, fragment):
     with pytest.raises(IolabError, match=fragment):
         _cases(write_experiment, "impossible", f"benchmark: ior\nfixed: {fixed}\n")
+
+
+@pytest.mark.parametrize("extra", ['["-O", "stoneWallingWearOut=1"]', '["-Ominimumtime=1"]',
+                                   '["-O", "x=1#summaryFile=y"]', '["--mpiio.showHints"]'])
+def test_ior_other_directives_pass(write_experiment, extra):
+    [case] = _cases(write_experiment, "extra",
+                    f"benchmark: ior\nfixed: {{api: MPIIO, extra_args: {extra}}}\n")
+    extra_args = case.params["extra_args"]
+    assert get_adapter("ior").run_spec(case, "/d").args[-len(extra_args):] == extra_args
 
 
 def test_ior_allowed_extra_args(write_experiment):

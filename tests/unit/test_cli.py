@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -41,6 +42,17 @@ def test_validate_bad_yaml_has_location_and_no_traceback(tmp_path):
     assert "typo.yaml:5: matrix.lustre.stripe_cont: unknown parameter" in out.stderr
     assert "did you mean 'lustre.stripe_count'" in out.stderr
     assert "Traceback" not in out.stderr + out.stdout
+
+
+def test_validate_prints_every_schema_error(tmp_path):
+    bad = tmp_path / "two.yaml"
+    bad.write_text("id: two\ndescription: x\nbenchmark: ior\nrepetitions: 0\nkeep_data: 1\n")
+    out = run_cli("validate", str(bad))
+    assert out.returncode == 2
+    shown = os.path.relpath(bad, REPO)      # errors name files relative to the working directory
+    assert out.stderr.splitlines() == [
+        f"error: {shown}:4: repetitions: 0 is out of range (minimum 1)",
+        f"{shown}:5: keep_data: expected boolean, got integer 1"]
 
 
 def test_plan_counts_cases_jobs_and_bytes(capsys):

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from pathlib import Path
 
 import pytest
 
+from iolab import yamlpos
 from iolab.errors import IolabError, ParseError
-from iolab.load import Job, load_experiment
+from iolab.load import Job, load_experiment, type_param
 from iolab.matrix import expand
 from iolab.yamlpos import load_yaml
 
@@ -334,3 +336,342 @@ def test_yaml_lines_follow_the_written_key_not_the_merged_one():
     assert doc.line(("b", "k")) == 6
     assert doc.line(("b", "k", 1)) == 8
     assert doc.line(("a", "k", 1)) == 3
+
+
+# ---------------------------------------------------------------- hostile input: bytes and structure
+
+
+def _load_error(path) -> IolabError:
+    with pytest.raises(IolabError) as info:
+        load_experiment(path)
+    assert not isinstance(info.value, ParseError)
+    return info.value
+
+
+HEAD = "id: {id}\ndescription: x\nbenchmark: ior\n"
+
+
+@pytest.fixture(params=["libyaml", "pure-python"])
+def parser(request, monkeypatch):
+    """The checks hold with either of PyYAML's parsers (libyaml where PyYAML was built with it)."""
+    if request.param == "pure-python":
+        monkeypatch.setattr(yamlpos, "_FAST", None)
+    elif yamlpos._FAST is None:
+        pytest.skip("PyYAML was built without libyaml")
+    return request.param
+
+
+def test_undecodable_bytes_name_the_offset_and_line(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(HEAD.format(id="latin1").encode() + b"source: Jyv\xe4skyl\xe4\n")
+    err = _load_error(path)
+    offset = path.read_bytes().index(b"\xe4")
+    assert str(err).endswith(f"latin1.yaml:4: not valid UTF-8: byte 0xe4 at byte offset {offset} "
+                             "(save the file as UTF-8)")
+
+
+def test_utf16_is_recognised_and_a_utf8_bom_is_fine(tmp_path):
+    path = tmp_path / "wide.yaml"
+    path.write_bytes(HEAD.format(id="wide").encode("utf-16"))
+    assert "it starts with a UTF-16 byte-order mark: save it as UTF-8" in str(_load_error(path))
+    path = tmp_path / "bom.yaml"
+    path.write_bytes(b"\xef\xbb\xbf" + HEAD.format(id="bom").encode())
+    assert load_experiment(path).id == "bom"
+
+
+@pytest.mark.parametrize("written, got", [
+    ("1", "an integer (1)"), ("null", "null"), ("~", "null"), ("true", "a boolean (True)"),
+    ("1.5", "a number (1.5)"), ("2024-01-01", "a date (datetime.date(2024, 1, 1))"),
+])
+def test_keys_must_be_strings(write_experiment, written, got):
+    err = _load_error(write_experiment("keys", HEAD.format(id="keys") + f"fixed:\n  {written}: 2\n"))
+    assert str(err).endswith(f"keys.yaml:5: fixed: keys must be strings, got {got} "
+                             f"(quote it for text: '{written}':)")
+
+
+@pytest.mark.parametrize("text, got, line", [
+    ("fixed: {[1, 2]: 2}\n", "a list", 4),
+    ("fixed:\n  ? {a: 1}\n  : 2\n", "a mapping", 5),
+    ("1: x\n", "an integer (1)", 4),
+])
+def test_collection_and_top_level_keys(write_experiment, text, got, line):
+    err = _load_error(write_experiment("ckeys", HEAD.format(id="ckeys") + text))
+    assert f"ckeys.yaml:{line}: " in str(err) and f"keys must be strings, got {got}" in str(err)
+
+
+def _deep(kind: str, levels: int) -> str:
+    if kind == "flow-list":
+        return "fixed: " + "[" * levels + "]" * levels + "\n"
+    if kind == "flow-map":
+        return "fixed: " + "{a: " * levels + "1" + "}" * levels + "\n"
+    if kind == "compact-list":
+        return "fixed:\n  a:\n    " + "- " * levels + "x\n"
+    # Block mappings indent by two spaces a level: 20,000 levels would be 400 MB of spaces,
+    # so this one stops at 3,000, still three times Python's recursion limit.
+    return "fixed:\n" + "".join("  " * (i + 1) + "a:\n" for i in range(levels))
+
+
+@pytest.mark.parametrize("kind, levels", [("flow-list", 20_000), ("flow-map", 20_000),
+                                          ("compact-list", 20_000), ("block-map", 3_000)])
+def test_deep_nesting_is_refused_without_recursion(write_experiment, kind, levels, parser):
+    path = write_experiment("deep", HEAD.format(id="deep") + _deep(kind, levels))
+    started = time.monotonic()
+    err = _load_error(path)
+    assert time.monotonic() - started < 5
+    assert f"nested more than {yamlpos.MAX_DEPTH} levels deep" in str(err)
+    assert re.search(r"deep\.yaml:\d+: nested", str(err))
+
+
+def test_nesting_up_to_the_limit_is_read(parser):
+    levels = yamlpos.MAX_DEPTH - 1      # the top-level mapping is one level
+    doc = load_yaml("a: " + "[" * levels + "]" * levels + "\n", "t.yaml")
+    inner = doc.data["a"]
+    for _ in range(levels - 1):
+        (inner,) = inner
+    assert inner == []
+    with pytest.raises(IolabError, match="nested more than"):
+        load_yaml("a: " + "[" * (levels + 1) + "]" * (levels + 1) + "\n", "t.yaml")
+
+
+def test_depth_counts_what_aliases_bring_along(parser):
+    # each anchor nests the one before one level deeper: written, nothing is deeper than 2
+    chain = "".join(f"a{k}: &a{k} [{f'*a{k - 1}' if k else 1}]\n" for k in range(80))
+    with pytest.raises(IolabError) as info:
+        load_yaml(chain, "t.yaml")
+    assert "nested more than 64 levels deep once its aliases are expanded" in str(info.value)
+    assert str(info.value).startswith("t.yaml:64: ")   # where a63 (65 levels with the top) is
+
+
+def test_billion_laughs_is_refused_at_once(parser):
+    text = "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+        f"a{k}: &a{k} [{', '.join([f'*a{k - 1}'] * 10)}]\n" for k in range(1, 10))
+    started = time.monotonic()
+    with pytest.raises(IolabError) as info:
+        load_yaml(text, "lol.yaml")
+    assert time.monotonic() - started < 1
+    # a3 expands to 11,111 values, so the tenth *a3 of a4 (line 5) crosses 100,000
+    assert str(info.value) == ("lol.yaml:5: more than 100000 values once its aliases are expanded "
+                               "(aliases (*name) that repeat anchors many times over, e.g. a "
+                               "'billion laughs', are refused)")
+
+
+def test_the_value_limit_is_exact(monkeypatch, parser):
+    monkeypatch.setattr(yamlpos, "MAX_NODES", 10)
+    # a mapping, its key, a list and 7 items: 10 values; an alias to the list counts its 8
+    assert load_yaml("a: [1, 2, 3, 4, 5, 6, 7]\n", "t.yaml").data == {"a": [1, 2, 3, 4, 5, 6, 7]}
+    with pytest.raises(IolabError, match=r"t\.yaml:1: more than 10 values$"):
+        load_yaml("a: [1, 2, 3, 4, 5, 6, 7, 8]\n", "t.yaml")
+    with pytest.raises(IolabError, match="once its aliases are expanded"):
+        load_yaml("a: &x [1]\nb: *x\nc: *x\nd: *x\n", "t.yaml")
+
+
+@pytest.mark.parametrize("text, line", [
+    ("fixed: &a {x: *a}\n", 4), ("fixed: &a [1, *a]\n", 4), ("fixed: &a\n  <<: *a\n", 5),
+    ("fixed: &a\n  x:\n    - y: [*a]\n", 6),
+])
+def test_recursive_anchors_are_refused(write_experiment, text, line, parser):
+    err = _load_error(write_experiment("rec", HEAD.format(id="rec") + text))
+    assert f"rec.yaml:{line}: *a is used inside &a itself" in str(err)
+
+
+def test_an_anchor_defined_twice(parser):
+    with pytest.raises(IolabError, match=r"t\.yaml:2: anchor &x is defined twice \(first at line 1\)"):
+        load_yaml("a: &x 1\nb: &x 2\n", "t.yaml")
+
+
+@pytest.mark.parametrize("value, message", [
+    ("9" * 5000, "an integer of 5000 digits is far too large"),
+    ("2024-13-45", "cannot read this value: month must be in 1..12"),
+])
+def test_values_python_cannot_build(write_experiment, value, message):
+    err = _load_error(write_experiment("val", HEAD.format(id="val") + f"repetitions: {value}\n"))
+    assert str(err).endswith(f"val.yaml:4: {message}")
+
+
+def test_characters_yaml_forbids_name_the_line(tmp_path):
+    path = tmp_path / "nul.yaml"
+    path.write_text(HEAD.format(id="nul") + "source: a\0b\n")
+    assert str(_load_error(path)).endswith(
+        "nul.yaml:4: not valid YAML: a NUL byte (U+0000) is not allowed in a YAML file")
+
+
+# ---------------------------------------------------------------- every schema error at once
+
+
+def test_every_schema_error_is_reported_one_line_each_by_line(write_experiment, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = write_experiment("many", """
+        id: many
+        description: five mistakes
+        benchmark: ior
+        repetitons: 3
+        verify: {layout: loud}
+        job: {exclusive: maybe, time_limt: 5m}
+        tags: [ok, "not ok"]
+        darshan: {enabled: true, dtx: true}
+        """)
+    err = _load_error(path)
+    assert str(err).splitlines() == [
+        "many.yaml:4: repetitons: unknown key 'repetitons' (did you mean 'repetitions'? allowed: "
+        "id, description, source, benchmark, scale, job, fixed, matrix, zip, exclude, parts, "
+        "repetitions, keep_data, require_lustre, verify, report, darshan, profiles, tags)",
+        "many.yaml:5: verify.layout: 'loud' is not allowed (allowed: fail, warn)",
+        "many.yaml:6: job.exclusive: expected boolean, got string 'maybe'",
+        "many.yaml:6: job.time_limt: unknown key 'time_limt' (did you mean 'time_limit'? allowed: "
+        "time_limit, exclusive, extra_directives, resources)",
+        "many.yaml:7: tags[1]: 'not ok' does not match ^[A-Za-z0-9_.-]+$",
+        "many.yaml:8: darshan.dtx: unknown key 'dtx' (did you mean 'dxt'? allowed: enabled, dxt)",
+    ]
+    # read as a single error, it is the first one
+    assert (err.line, err.key) == (4, "repetitons")
+
+
+def test_a_hundred_errors_show_the_first_fifty(write_experiment, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    keys = "".join(f"  k{i:03}: 1\n" for i in range(100))
+    err = _load_error(write_experiment("lots", HEAD.format(id="lots") + "verify:\n" + keys))
+    lines = str(err).splitlines()
+    assert len(lines) == 51 and lines[-1] == "... and 50 more problems"
+    assert lines[0].startswith("lots.yaml:5: verify.k000: unknown key 'k000'")
+    assert lines[49].startswith("lots.yaml:54: verify.k049: unknown key 'k049'")
+
+
+# ---------------------------------------------------------------- control characters
+
+
+NEWLINE_ONLY = "control characters are not allowed here; newlines and tabs only in description, " \
+               "source, profiles.*.description and report.plots[].title"
+
+
+@pytest.mark.parametrize("text, line, key, message", [
+    ("id: |\n  ctl\n", 1, "id", "ends with a newline (U+000A): " + NEWLINE_ONLY),
+    ('tags: [ok, "x\\n"]\n', 4, "tags[1]", "ends with a newline (U+000A): " + NEWLINE_ONLY),
+    ('fixed: {lustre.pool: "flash\\n"}\n', 4, "fixed.lustre.pool", "ends with a newline"),
+    ('fixed: {mpiio.cb_config_list: "*:1\\n"}\n', 4, "fixed.mpiio.cb_config_list", "ends with a newline"),
+    ('job: {extra_directives: ["#SBATCH --comment=x\\ntouch /tmp/z"]}\n', 4, "job.extra_directives[0]",
+     "has at character 20 a newline (U+000A): " + NEWLINE_ONLY),
+    ('job: {resources: {bb: {capacity: "1TiB\\n"}}}\n', 4, "job.resources.bb.capacity",
+     "ends with a newline"),
+    ('fixed: {extra_args: ["-a\\x1b[2J"]}\n', 4, "fixed.extra_args[0]",
+     "has at character 3 an escape character (U+001B): control characters are not allowed here"),
+    ('matrix: {extra_args: [[], ["\\t-k"]]}\n', 4, "matrix.extra_args[1][0]", "has at character 1 a tab"),
+    ('report: {plots: [{x: "a\\n", y: b, title: "two\\nlines"}]}\n', 4, "report.plots[0].x",
+     "ends with a newline"),
+    ('source: "x\\x7f"\n', 4, "source", "ends with a delete character (U+007F): control"),
+    ('source: "x\\u2028y"\n', 4, "source", "has at character 2 a line separator (U+2028)"),
+    ('source: "x\\x85y"\n', 4, "source", "has at character 2 a next-line character (U+0085)"),
+    ('source: "x\\ud800"\n', 4, "source", "ends with a lone surrogate (U+D800)"),
+    ('"fixed\\r": {}\n', 4, "fixed\\r", "the key ends with a carriage return (U+000D)"),
+    ('profiles:\n  p: {description: "a\\x00b"}\n', 5, "profiles.p.description",
+     "has at character 2 a NUL byte (U+0000)"),
+])
+def test_control_characters_are_refused(write_experiment, text, line, key, message):
+    if text.startswith("id"):
+        body = text + "description: x\nbenchmark: ior\n"
+    else:
+        body = HEAD.format(id="ctl") + text
+    err = _load_error(write_experiment("ctl", body))
+    assert f"ctl.yaml:{line}: {key}: {message}" in str(err), str(err)
+    assert len(str(err).splitlines()) == 1       # the schema's pattern error is not repeated
+
+
+def test_free_text_may_hold_newlines_and_tabs(write_experiment):
+    exp = load_experiment(write_experiment("free", """
+        id: free
+        description: "Two lines,\\n\\tthe second indented with a tab.\\n"
+        source: "a\\tb"
+        benchmark: ior
+        profiles:
+          small: {description: "one\\ntwo"}
+        report: {plots: [{x: api, y: write_bw, title: "Write\\nbandwidth"}]}
+        """))
+    assert exp.description == "Two lines,\n\tthe second indented with a tab.\n"
+    assert exp.raw["report"]["plots"][0]["title"] == "Write\nbandwidth"
+
+
+def test_type_param_refuses_control_characters():
+    with pytest.raises(IolabError, match=r"--param: lustre\.pool: ends with a newline"):
+        type_param("ior", "lustre.pool", "flash\n", "--param")
+
+
+# ---------------------------------------------------------------- zero and nonsense values
+
+
+STRIPE_RULE = "a multiple of 64KiB (Lustre's rule), at least 64KiB"
+
+
+@pytest.mark.parametrize("bench, fixed, key, message", [
+    ("ior", "{block_size: 0}", "fixed.block_size", "0 is not allowed: give at least 1B"),
+    ("ior", "{transfer_size: 0k}", "fixed.transfer_size", "'0k' is not allowed: give at least 1B"),
+    ("fio", "{bs: 0}", "fixed.bs", "0 is not allowed: give at least 1B"),
+    ("fio", "{size: 0MiB}", "fixed.size", "'0MiB' is not allowed: give at least 1B"),
+    ("h5bench", "{align: true, align_len: 0}", "fixed.align_len", "0 is not allowed: give at least 1B"),
+    ("ior", "{api: MPIIO, mpiio.cb_buffer_size: 0}", "fixed.mpiio.cb_buffer_size",
+     "0 is not allowed: give at least 1B"),
+    ("ior", "{lustre.stripe_count: 0}", "fixed.lustre.stripe_count",
+     "0 is not allowed: -1 (all OSTs) or a count from 1; leave the key out for the file system's "
+     "default"),
+    ("ior", "{lustre.stripe_count: -2}", "fixed.lustre.stripe_count", "-2 is not allowed: -1 (all OSTs)"),
+    ("ior", "{lustre.stripe_size: 0}", "fixed.lustre.stripe_size",
+     f"0 is not allowed: {STRIPE_RULE}; leave the key out for the file system's default"),
+    ("ior", "{lustre.stripe_size: 96k}", "fixed.lustre.stripe_size",
+     f"'96k' (98304 bytes) is not allowed: {STRIPE_RULE}"),
+    ("ior", "{lustre.stripe_size: 1000}", "fixed.lustre.stripe_size", "1000 is not allowed"),
+    ("ior", "{lustre.components: [{end: 0, stripe_count: 1}, {end: -1}]}",
+     "fixed.lustre.components[0].end", f"0 is not allowed: {STRIPE_RULE}, or -1 for the end of the file"),
+    ("ior", "{lustre.components: [{end: 100k}, {end: -1}]}", "fixed.lustre.components[0].end",
+     "'100k' (102400 bytes) is not allowed"),
+    ("ior", "{lustre.components: [{end: 1m, stripe_count: 0}, {end: -1}]}",
+     "fixed.lustre.components[0].stripe_count", "0 is not allowed: -1 (all OSTs) or a count from 1"),
+    ("ior", "{lustre.components: [{end: 1m}, {end: -1, stripe_size: 32k}]}",
+     "fixed.lustre.components[1].stripe_size", f"'32k' is not allowed: {STRIPE_RULE}"),
+    ("ior", "{api: MPIIO, mpiio.striping_unit: 1000k}", "fixed.mpiio.striping_unit",
+     "'1000k' (1024000 bytes) is not allowed: " + STRIPE_RULE + "; leave the hint out"),
+    ("ior", "{block_size: 999999999999999999999p}", "fixed.block_size",
+     "'999999999999999999999p' is larger than 1EiB, the largest size iolab accepts"),
+    ("fio", f"{{size: {2**60 + 1}}}", "fixed.size", f"{2**60 + 1} is larger than 1EiB"),
+    ("ior", "{block_size: -1m}", "fixed.block_size", "'-1m' is not a size"),
+    ("ior", "{block_size: -1}", "fixed.block_size", "-1 is not a size (use a size such as 4MiB"),
+])
+def test_zero_and_nonsense_sizes_are_refused_at_load(write_experiment, bench, fixed, key, message):
+    err = _load_error(write_experiment("zero", f"id: zero\ndescription: x\nbenchmark: {bench}\n"
+                                               f"fixed: {fixed}\n"))
+    assert f"zero.yaml:4: {key}: {message}" in str(err), str(err)
+
+
+def test_zero_in_a_matrix_names_the_item(write_experiment):
+    err = _load_error(write_experiment("zero", HEAD.format(id="zero") +
+                                       "matrix:\n  lustre.stripe_count: [1, 0, -1]\n"))
+    assert "zero.yaml:5: matrix.lustre.stripe_count[1]: 0 is not allowed: -1 (all OSTs)" in str(err)
+
+
+def test_sizes_that_lustre_takes(write_experiment):
+    exp = load_experiment(write_experiment("fine", HEAD.format(id="fine") + """fixed:
+  lustre.stripe_size: 1.5m
+  lustre.stripe_count: -1
+  transfer_size: 1
+  block_size: 1024p
+"""))
+    fixed = exp.parts[0].fixed
+    assert (fixed["lustre.stripe_size"], fixed["block_size"]) == (24 * 64 * 1024, 2**60)
+
+
+@pytest.mark.parametrize("limit, message", [
+    ("0s", "'0s' is no time at all: give a time limit from 1s to 365d"),
+    ("0d0h0m", "'0d0h0m' is no time at all"),
+    ("366d", "'366d' is longer than 365 days, the longest time limit iolab accepts"),
+    ("8761h", "'8761h' is longer than 365 days"),
+    ("99999999999999999999d", "'99999999999999999999d' does not match"),
+    ("10", "'10' does not match"),
+])
+def test_time_limits_are_bounded(write_experiment, limit, message):
+    err = _load_error(write_experiment("tl", HEAD.format(id="tl") + f"job: {{time_limit: '{limit}'}}\n"))
+    assert f"tl.yaml:4: job.time_limit: {message}" in str(err), str(err)
+    assert len(str(err).splitlines()) == 1
+
+
+def test_time_limits_in_profiles_and_parts_too(write_experiment):
+    err = _load_error(write_experiment("tlp", HEAD.format(id="tlp") +
+                                       "profiles:\n  small:\n    job: {time_limit: 0m}\n"))
+    assert "tlp.yaml:6: profiles.small.job.time_limit: '0m' is no time at all" in str(err)
+    assert load_experiment(write_experiment("ok", HEAD.format(id="ok") + "job: {time_limit: 365d}\n"))

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
+import time
+
 import pytest
 
+from iolab import matrix
 from iolab.adapters import get_adapter
 from iolab.errors import IolabError
 from iolab.load import load_experiment
-from iolab.matrix import case_id, defaults, describe, expand, varied_keys, varied_keys_of
+from iolab.matrix import (MAX_CASES, case_id, count_cases, defaults, describe, expand, varied_keys,
+                          varied_keys_of)
 
 KIB, MIB = 1024, 1024**2
 
@@ -81,8 +87,34 @@ def test_case_id_function():
     assert case_id("ior", params) != case_id("ior", {"api": "HDF5"})
     assert case_id("ior", {}) != case_id("fio", {})                          # the benchmark does
     # Pinned: results on disk are keyed by these ids; a change in hashing orphans them all.
-    # sha256('{"benchmark": "ior", "params": {"api": "MPIIO"}}')[:8]
-    assert case_id("ior", params) == "99a3ce01"
+    # sha256('{"benchmark": "ior", "params": {"api": "MPIIO"}}')[:16]; runs recorded with 8-digit
+    # ids ("99a3ce01") have its first 8, so they still match by prefix.
+    blob = '{"benchmark": "ior", "params": {"api": "MPIIO"}}'
+    assert case_id("ior", params) == hashlib.sha256(blob.encode()).hexdigest()[:16] == "99a3ce015baa8c12"
+
+
+def test_two_different_cases_on_one_id_are_an_error_never_a_dropped_case(write_experiment,
+                                                                          monkeypatch):
+    # 1 hex digit: 16 ids for 20 different cases, so two of them must share one
+    monkeypatch.setattr(matrix, "CASE_ID_DIGITS", 1)
+    exp = load_experiment(write_experiment("crowd", f"""
+        id: crowd
+        description: more cases than ids
+        benchmark: ior
+        matrix: {{segments: {list(range(1, 21))}}}
+        """))
+    with pytest.raises(IolabError) as info:
+        expand(exp)
+    found = re.search(r"crowd\.yaml: two different cases share the id ([0-9a-f]): "
+                      r"ior \(segments=(\d+)\) and ior \(segments=(\d+)\) "
+                      r"\(a sha256 prefix collision: please report it\)$", str(info.value))
+    assert found, str(info.value)
+    cid, first, second = found.groups()
+    assert first != second
+    assert case_id("ior", {"segments": int(first)}) == case_id("ior", {"segments": int(second)}) == cid
+    # with the real width, every one of them has its own id
+    monkeypatch.setattr(matrix, "CASE_ID_DIGITS", 16)
+    assert len({c.case_id for c in expand(exp)}) == 20
 
 
 def test_exclude_drops_matching_cases(write_experiment):
@@ -230,3 +262,75 @@ def test_null_in_a_zip_means_not_set(tmp_path):
     plain.write_text("id: plain\ndescription: x\nbenchmark: ior\n"
                      "fixed: {api: MPIIO, mpiio.striping_unit: 1MiB}\n")
     assert expand(load_experiment(plain))[0].case_id == cases[0].case_id
+
+
+# ---------------------------------------------------------------- the case limit
+
+
+def _values(n: int) -> str:
+    return "[" + ", ".join(str(i) for i in range(1, n + 1)) + "]"
+
+
+def _sized(write_experiment, name, *sizes, extra=""):
+    keys = ["segments", "iterations", "scale.nodes", "scale.tasks_per_node", "mpiio.cb_nodes",
+            "mpiio.striping_factor"]
+    matrix = "".join(f"  {k}: {_values(n)}\n" for k, n in zip(keys, sizes))
+    return load_experiment(write_experiment(name, f"id: {name}\ndescription: x\nbenchmark: ior\n"
+                                                  f"fixed: {{api: MPIIO}}\nmatrix:\n{matrix}{extra}"))
+
+
+def test_ten_million_cases_are_refused_before_expanding(write_experiment, monkeypatch):
+    monkeypatch.delenv("IOLAB_MAX_CASES", raising=False)
+    exp = _sized(write_experiment, "huge", 10, 10, 10, 10, 10, 10)
+    exp.parts[0].zips.append({"fsync": [True, False] * 5, "keep_file": [False, True] * 5})
+    started = time.monotonic()
+    with pytest.raises(IolabError) as info:
+        expand(exp)
+    assert time.monotonic() - started < 1
+    assert str(info.value).endswith(
+        "huge.yaml: the matrix would make 10,000,000 cases (10 segments x 10 iterations x "
+        "10 scale.nodes x 10 scale.tasks_per_node x 10 mpiio.cb_nodes x 10 mpiio.striping_factor x "
+        "10 zip(fsync, keep_file)), more than the limit of 10,000 per experiment "
+        "(drop values, or raise the limit: IOLAB_MAX_CASES=10000000)")
+
+
+def test_the_default_limit_is_exact(write_experiment, monkeypatch):
+    monkeypatch.delenv("IOLAB_MAX_CASES", raising=False)
+    assert MAX_CASES == 10_000
+    assert len(expand(_sized(write_experiment, "at", 100, 100))) == 10_000
+    with pytest.raises(IolabError, match=r"would make 10,100 cases \(100 segments x 101 iterations\)"):
+        expand(_sized(write_experiment, "over", 100, 101))
+
+
+def test_iolab_max_cases_raises_or_lowers_the_limit(write_experiment, monkeypatch):
+    exp = _sized(write_experiment, "twelve", 3, 4)
+    monkeypatch.setenv("IOLAB_MAX_CASES", "11")
+    with pytest.raises(IolabError, match=r"12 cases .*limit of 11 .*IOLAB_MAX_CASES=12\)$"):
+        expand(exp)
+    monkeypatch.setenv("IOLAB_MAX_CASES", " 12 ")
+    assert len(expand(exp)) == 12
+    assert count_cases(exp) == 12
+
+
+@pytest.mark.parametrize("value", ["x", "0", "-5", "1e6", "12.0"])
+def test_a_bad_iolab_max_cases_is_an_error(write_experiment, monkeypatch, value):
+    monkeypatch.setenv("IOLAB_MAX_CASES", value)
+    with pytest.raises(IolabError, match=r"^IOLAB_MAX_CASES='.*': give a whole number of cases"):
+        expand(_sized(write_experiment, "small", 2))
+
+
+def test_the_limit_counts_every_part_and_says_exclude_comes_later(write_experiment, monkeypatch):
+    monkeypatch.setenv("IOLAB_MAX_CASES", "20")
+    path = write_experiment("two-parts", """
+        id: two-parts
+        description: x
+        parts:
+          a: {benchmark: ior, matrix: {segments: [1, 2, 3], iterations: [1, 2, 3, 4]},
+              exclude: [{segments: 1}]}
+          b: {benchmark: fio, matrix: {numjobs: [1, 2, 3], iodepth: [1, 2, 3]}}
+          c: {benchmark: fio}
+        """)
+    with pytest.raises(IolabError) as info:
+        expand(load_experiment(path))
+    assert ("the matrix would make 22 cases before exclude (part a: 3 segments x 4 iterations; "
+            "part b: 3 numjobs x 3 iodepth), more than the limit of 20") in str(info.value)

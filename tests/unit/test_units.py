@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from iolab.units import format_bytes_human, format_size, ior_size_arg, is_size, parse_size
+from iolab.units import (MAX_SIZE, OutOfRange, format_bytes_human, format_size, ior_size_arg, is_size,
+                         parse_size, parse_time_limit)
 
 KIB, MIB, GIB, TIB = 1024, 1024**2, 1024**3, 1024**4
 
@@ -102,3 +105,40 @@ def test_format_bytes_human():
     assert format_bytes_human(512) == "512 B"
     assert format_bytes_human(1536 * MIB) == "1.5 GiB"
     assert format_bytes_human(3 * 1024**6) == "3072.0 PiB"
+
+
+@pytest.mark.parametrize("value", ["999999999999999999999p", "1025p", "1048577t", 2**60 + 1,
+                                   "9" * 5000, "1025.5p"])
+def test_sizes_over_1_eib_are_refused(value):
+    with pytest.raises(ValueError, match="is larger than 1EiB, the largest size iolab accepts"):
+        parse_size(value)
+
+
+def test_1_eib_itself_and_fractions_are_fine():
+    assert parse_size("1024p") == parse_size(2**60) == MAX_SIZE == 2**60
+    assert parse_size("1.5p") == 3 * 2**49
+    assert parse_size("0.25k") == 256
+
+
+@pytest.mark.parametrize("text, seconds", [("1s", 1), ("10m", 600), ("1d12h", 129600),
+                                           ("365d", 365 * 86400), ("8760h", 365 * 86400),
+                                           ("1h30m15s", 5415)])
+def test_time_limits(text, seconds):
+    assert parse_time_limit(text) == seconds
+
+
+@pytest.mark.parametrize("text, fragment, out_of_range", [
+    ("0s", "'0s' is no time at all: give a time limit from 1s to 365d", True),
+    ("0d0h", "no time at all", True),
+    ("366d", "'366d' is longer than 365 days, the longest time limit iolab accepts", True),
+    ("364d24h1s", "longer than 365 days", True),
+    ("9999h", "longer than 365 days", True),
+    ("99999999999999999999d", "is not a time limit", False),    # bounded groups: no overflow
+    ("10", "is not a time limit", False),
+    ("", "is not a time limit", False),
+    ("1h1d", "is not a time limit", False),
+])
+def test_time_limits_refused(text, fragment, out_of_range):
+    with pytest.raises(ValueError, match=re.escape(fragment)) as info:
+        parse_time_limit(text)
+    assert isinstance(info.value, OutOfRange) == out_of_range

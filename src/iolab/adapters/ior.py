@@ -34,6 +34,23 @@ def _flag(arg: str) -> str:
     return arg.split("=", 1)[0] if arg.startswith("--") else arg[:2]
 
 
+def _summary_directive(args: list[str], i: int) -> str | None:
+    """The argument that sets IOR's summary file or format: '-O k=v[,k=v]' in one argument or
+    two, or '--summaryFile...'. IOR reads directive keys in any case and around spaces."""
+    arg = args[i]
+    if arg.lower().startswith(("--summaryfile", "--summaryformat")):
+        return arg
+    if arg == "-O" and i + 1 < len(args):
+        arg = args[i + 1]
+        directives = arg
+    elif arg.startswith("-O"):
+        directives = arg[2:]
+    else:
+        return None
+    keys = {item.split("=", 1)[0].strip().lower() for item in directives.split("#", 1)[0].split(",")}
+    return arg if keys & {"summaryfile", "summaryformat"} else None
+
+
 class IorAdapter(Adapter):
     name = "ior"
     executable = "ior"
@@ -68,9 +85,9 @@ class IorAdapter(Adapter):
                 return f"extra_args {arg!r}: {_REJECTED[flag]}"
             if flag in _OWNED:
                 return f"extra_args {arg!r}: use the parameter {_OWNED[flag]!r} instead"
-            if arg == "-O" and i + 1 < len(args) and args[i + 1].split("=")[0].lower() in (
-                    "summaryfile", "summaryformat"):
-                return f"extra_args {args[i + 1]!r}: iolab owns the summary file"
+            owned = _summary_directive(args, i)
+            if owned:
+                return f"extra_args {owned!r}: iolab owns the summary file ({SUMMARY}, JSON)"
         return None
 
     def bytes_written(self, case) -> int:
