@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -123,13 +124,13 @@ def test_import_table_compare(results, capsys, tmp_path):
 
 def test_import_rejects_bad_file_and_writes_nothing(results):
     out = run_cli("import", "ior", str(IOR / "ior_posix_fpp_4r_t1m_b16m_json.txt"), "--into", "x",
-                  env={**__import__("os").environ, "IOLAB_RESULTS": str(results)})
+                  env={**os.environ, "IOLAB_RESULTS": str(results)})
     assert out.returncode == 1 and "summaryFile" in out.stderr
     assert not (results / "x").exists()
 
 
 def test_table_without_results(results):
-    out = run_cli("table", "quickstart", env={**__import__("os").environ, "IOLAB_RESULTS": str(results)})
+    out = run_cli("table", "quickstart", env={**os.environ, "IOLAB_RESULTS": str(results)})
     assert out.returncode == 2 and "no results for experiment 'quickstart'" in out.stderr
 
 
@@ -158,3 +159,60 @@ def test_compare_forms_and_errors(results, capsys):
     assert "compare two runs (ID RUN_A RUN_B)" in capsys.readouterr().err
     assert main(["compare", "cmp-study", "published:nope"]) == 2
     assert "no published study 'nope'" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------- results paths
+
+SUMMARY = IOR / "ior_mpiio_coll_4r_t256k_b8m.summary.json"
+
+
+def env_with(results: Path) -> dict:
+    return {**os.environ, "IOLAB_RESULTS": str(results)}
+
+
+def files_under(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+@pytest.mark.parametrize("into", ["../../x", "/tmp/iolab-abs-target", "a/b", "", ".", "..",
+                                  "quickstart/20261121T000000Z-aaaaaa", "My-Study"])
+def test_import_into_must_be_an_experiment_id(tmp_path, into):
+    results = tmp_path / "deep" / "results"
+    results.mkdir(parents=True)
+    before = files_under(tmp_path)
+    out = run_cli("import", "ior", str(SUMMARY), "--into", into, env=env_with(results))
+    assert out.returncode == 2
+    assert out.stderr == (f"iolab: error: --into {into!r}: not an experiment id (lower-case letters and "
+                          "digits in words joined by single hyphens, e.g. my-study) (results are filed "
+                          "by experiment id, never by a path)\n")
+    assert files_under(tmp_path) == before
+    assert not Path("/tmp/iolab-abs-target").exists()
+
+
+def test_import_into_a_symlinked_experiment_dir_is_refused(tmp_path):
+    results = tmp_path / "results"
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    results.mkdir()
+    (results / "my-study").symlink_to(target)
+    out = run_cli("import", "ior", str(SUMMARY), "--into", "my-study", env=env_with(results))
+    assert out.returncode == 2 and "is a symlink" in out.stderr
+    assert list(target.iterdir()) == []
+    # a results root inside a run would nest runs
+    done = run_cli("import", "ior", str(SUMMARY), "--into", "other-study", env=env_with(results))
+    assert done.returncode == 0
+    (run_dir,) = (results / "other-study").iterdir()
+    nested = run_cli("import", "ior", str(SUMMARY), "--into", "x", env=env_with(run_dir / "r"))
+    assert nested.returncode == 2 and "runs are never nested" in nested.stderr
+    assert sorted(p.name for p in run_dir.iterdir()) == ["cases", "manifest.json", "records.jsonl"]
+
+
+def test_import_refuses_unknown_and_repeated_params(results):
+    env = env_with(results)
+    out = run_cli("import", "ior", str(SUMMARY), "--into", "s", "--param", "lustre.stripe_cont=4", env=env)
+    assert out.returncode == 2 and "unknown parameter 'lustre.stripe_cont' for ior" in out.stderr
+    assert "did you mean 'lustre.stripe_count'" in out.stderr
+    out = run_cli("import", "ior", str(SUMMARY), "--into", "s", "--param", "api=MPIIO",
+                  "--param", "api=POSIX", env=env)
+    assert out.returncode == 2 and "--param api is given twice" in out.stderr
+    assert not results.exists() or not any(results.rglob("manifest.json"))
