@@ -38,7 +38,7 @@ from .published import load_study
 from .render import render_template
 from .report import (LEGEND, NOISY_MARK, OUTLIER_MARK, build_tables, render, report_settings,
                      table_rows)
-from .results import find_run
+from .results import find_run, run_state
 
 MARKER = ".iolab-publish.json"
 PLOTS_DIR = "plots"
@@ -105,7 +105,7 @@ def _reps(values) -> str:
 
 # --------------------------------------------------------------------------------- provenance
 
-def provenance(path: Path, manifest: dict, records: list[dict]) -> dict:
+def provenance(path: Path, manifest: dict, records: list[dict], state=None) -> dict:
     """What the run is: system, versions, git state, stack, per part the benchmark binaries."""
     stack_locks = set()
     parts: dict[str, dict] = {}
@@ -129,7 +129,7 @@ def provenance(path: Path, manifest: dict, records: list[dict]) -> dict:
                 part["stacks"].append(shown)
             if stack.get("spack_lock_sha256"):
                 stack_locks.add(stack["spack_lock_sha256"])
-    status = {s: sum(r.get("status") == s for r in records) for s in ("ok", "failed", "skipped")}
+    status = {s: sum(r.get("status") == s for r in records) for s in ("ok", "failed", "skipped", "aborted")}
     reframe = manifest.get("reframe") or next(
         ((r.get("provenance") or {}).get("reframe") for r in records
          if (r.get("provenance") or {}).get("reframe")), None)
@@ -153,6 +153,7 @@ def provenance(path: Path, manifest: dict, records: list[dict]) -> dict:
         "records": len(records),
         "status": status,
         "parts": list(parts.values()),
+        "state": state.describe() if state is not None else None,
     }
 
 
@@ -377,6 +378,7 @@ class RunReport:
     darshan: list[dict]
     published: PublishedSection | None
     settings: dict
+    run_notes: list[str] = field(default_factory=list)   # imported, incomplete, unreadable lines
 
 
 def _plot_entry(plot: plots.Plot, out: Path) -> dict:
@@ -394,21 +396,19 @@ def _alt(plot: plots.Plot) -> str:
 
 def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str,
                prefix: str = "") -> RunReport:
-    from .results import RunDir
-
-    run = RunDir(path)
-    records = run.records()
+    state = run_state(path)
+    records, manifest = state.records, state.manifest
     if not records:
-        raise IolabError(f"run {path.name} has no records yet")
-    manifest = run.manifest()
+        raise IolabError(f"run {path.name} has no readable records", hint=state.describe())
     settings = report_settings(manifest)
     tables = build_tables(records, None, settings)
     made, notes = plots.make_plots(records, staging / PLOTS_DIR, settings, manifest, prefix=prefix)
     link = PUBLISHED_STUDIES.get(experiment_id)
     published = (published_comparison(path, manifest, records, link, project_root) if link else None)
-    return RunReport(provenance(path, manifest, records), [html_table(t) for t in tables],
-                     render(tables, "md"), render(tables, "csv"), [_plot_entry(p, staging) for p in made],
-                     notes, flags_by_case(records), darshan_by_case(records), published, settings)
+    return RunReport(provenance(path, manifest, records, state), [html_table(t) for t in tables],
+                     render(tables, "md", state), render(tables, "csv"),
+                     [_plot_entry(p, staging) for p in made], notes, flags_by_case(records),
+                     darshan_by_case(records), published, settings, state.notes())
 
 
 def _csv_with_runs(reports: list[RunReport]) -> str:
@@ -521,8 +521,10 @@ class Published:
 
 
 def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, force: bool = False,
-            project_root: Path | None = None, results: Path | None = None) -> Published:
-    """Write the static report of an experiment's run(s) into `out` (see the module docstring)."""
+            project_root: Path | None = None, results: Path | None = None,
+            include_imported: bool = False) -> Published:
+    """Write the static report of an experiment's run(s) into `out` (see the module docstring).
+    `results` defaults to results.results_root (IOLAB_RESULTS, else <project>/results)."""
     from .render import project_root as default_root
     from .results import RunDir, results_root
 
@@ -532,7 +534,7 @@ def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, for
     if _inside(out, res):
         raise IolabError(f"--out {out} is inside the results directory {res}; publishing never "
                          "writes there", hint="choose a directory outside it, e.g. site/")
-    paths = list(dict.fromkeys(find_run(res, experiment_id, r) for r in (runs or [None])))
+    paths = list(dict.fromkeys(find_run(res, experiment_id, r, include_imported) for r in (runs or [None])))
     previous = _previous_files(out, force)
     manifests = [RunDir(p).manifest() for p in paths]
     with tempfile.TemporaryDirectory(prefix="iolab-publish-") as tmp:
@@ -553,5 +555,6 @@ def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, for
               "runs": [p.name for p in paths], "files": written,
               "written": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
     (out / MARKER).write_text(json.dumps(marker, indent=2) + "\n")
-    notes = [n for r in reports for n in r.plot_notes]
+    notes = [f"run {r.provenance['run_id']}: {n}" for r in reports for n in r.run_notes]
+    notes += [n for r in reports for n in r.plot_notes]
     return Published(out, written, [p.name for p in paths], sum(len(r.plots) for r in reports), notes)

@@ -418,6 +418,11 @@ def table_rows(table: Table, style: str = "md") -> tuple[list[str], list[list[st
     return header, body, footnotes
 
 
+def run_notes_markdown(notes: list[str]) -> str:
+    """Notes about the run as a whole (imported, incomplete, unreadable lines), above its tables."""
+    return "".join(f"**Note:** {n}\n\n" for n in notes)
+
+
 def to_markdown(table: Table) -> str:
     header, body, footnotes = table_rows(table, "md")
     if not table.keys:
@@ -456,7 +461,7 @@ def summary_json(cell: Cell, unit: str | None) -> dict:
             "values": list(s.values)}
 
 
-def to_json(tables: list[Table]) -> str:
+def to_json(tables: list[Table], run: dict | None = None) -> str:
     out = []
     for table in tables:
         for row in table.rows:
@@ -469,16 +474,20 @@ def to_json(tables: list[Table]) -> str:
                 "metrics": {m: summary_json(c, table.units.get(m)) for m, c in row.cells.items()},
                 "rules": {"confidence": stats.CONFIDENCE, "noisy_cv": stats.NOISY_CV,
                           "outlier_modified_z": stats.OUTLIER_Z},
+                **({"run": run} if run is not None else {}),
             })
     return json.dumps(out, indent=2, allow_nan=False) + "\n"
 
 
-def render(tables: list[Table], fmt: str) -> str:
+def render(tables: list[Table], fmt: str, state=None) -> str:
+    """Markdown, CSV or JSON. With the run's state (results.RunState): Markdown starts with its
+    notes and every JSON row gets a `run` field; CSV stays plain (callers print the notes)."""
     if fmt == "csv":
         return to_csv(tables)
     if fmt == "json":
-        return to_json(tables)
-    return "\n".join(to_markdown(t) for t in tables)
+        return to_json(tables, state.as_json() if state is not None else None)
+    notes = run_notes_markdown(state.notes()) if state is not None else ""
+    return notes + "\n".join(to_markdown(t) for t in tables)
 
 
 REPS_FORMULA = ("n = the smallest n >= 2 with t(0.975, n-1) * CV / sqrt(n) <= target, "

@@ -256,3 +256,18 @@ def test_cli_publish(results, tmp_path, capsys):
     assert main(["publish", "archer-fpp-vs-ssf", "--runs", RUN_A, "--out", str(out), "--force"]) == 0
     assert main(["publish", "archer-fpp-vs-ssf", "--runs", "nope", "--out", str(tmp_path / "x")]) == 2
     assert "no run matching 'nope'" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------- imports
+
+def test_publish_reads_iolab_results_and_skips_imported_runs(results, tmp_path):
+    archer_run(results)
+    ior = REPO / "tests" / "data" / "ior" / "ior_mpiio_coll_4r_t256k_b8m.summary.json"
+    assert main(["import", "ior", str(ior), "--into", "archer-fpp-vs-ssf"]) == 0
+    done = publish_archer(results, tmp_path / "site")
+    assert done.runs == [RUN_A] and done.notes == []
+    imported = publish_archer(results, tmp_path / "site2", include_imported=True)
+    assert imported.runs != [RUN_A]
+    md = (tmp_path / "site2" / "tables.md").read_text()
+    assert md.startswith("**Note:** imported run: outputs of runs made outside iolab")
+    assert "imported run" in (tmp_path / "site2" / "index.html").read_text()

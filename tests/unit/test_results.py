@@ -1,5 +1,5 @@
-"""Results runs on disk: durable appends (a real full disk), damaged lines read back, and names
-that cannot leave the results root.
+"""Results runs on disk: durable appends (a real full disk), damaged lines read back, names that
+cannot leave the results root, run states, and which run `latest` is.
 
 Records are built as the ReFrame session writes them, with metrics parsed from real IOR outputs
 (tests/golden/publish_data.py). CLI behaviour is checked through real `iolab` subprocesses.
@@ -18,7 +18,7 @@ import pytest
 
 from iolab import results
 from iolab.errors import IolabError
-from iolab.results import RECORDS, RunDir, read_records
+from iolab.results import RECORDS, RunDir, find_run, read_records, run_state
 from tests.golden.publish_data import REPO, experiment, make_run, records
 
 RUN = "20261121T000000Z-aaaaaa"
@@ -130,7 +130,8 @@ def test_full_disk_no_torn_line_and_nothing_lost(small_disk, tmp_path, monkeypat
     assert table.returncode == 0, table.stderr
     assert f"run {RUN}" in table.stdout
     runs = iolab("runs", exp.id, results_root=root)
-    assert runs.returncode == 0 and f"records={written} ok={written}" in runs.stdout
+    assert runs.returncode == 0 and f"{run_state(run.path).counts_text()}  complete" in runs.stdout
+    assert run_state(run.path).counts["ok"] == written
 
     # Once there is space, the command in the message merges them back.
     filler.unlink()
@@ -152,6 +153,11 @@ def test_fallback_in_the_run_directory_when_only_records_jsonl_fails(tmp_path, n
     fallback = run.path / f"records.unsaved-{os.getpid()}.jsonl"
     assert str(fallback) in str(info.value)
     assert lines_of(fallback) == [json.loads(json.dumps(rec))]
+    (run.path / RECORDS).rmdir()
+    (run.path / RECORDS).write_text("")
+    state = run_state(run.path)
+    assert state.unsaved == [fallback.name]
+    assert any(fallback.name in n for n in state.notes())
 
 
 # ---------------------------------------------------------------------------- damaged records
@@ -176,8 +182,12 @@ def test_torn_last_line_is_reported_once_and_skipped(tmp_path, capfd):
     assert [r["case_id"] for r in read.records] == [r["case_id"] for r in recs]
     assert [b.line for b in read.bad] == [3] and read.bad[0].reason.startswith("corrupt record")
 
+    runs = iolab("runs", exp.id, results_root=tmp_path / "results")
+    assert runs.returncode == 0 and "3 records: 3 ok" in runs.stdout
+    assert "1 unreadable line(s) skipped" in runs.stdout
     table = iolab("table", exp.id, results_root=tmp_path / "results")
-    assert table.returncode == 0 and table.stdout.count("| † |") == 3
+    assert table.returncode == 0
+    assert table.stdout.startswith("**Note:** 1 unreadable line(s) in records.jsonl skipped: line 3 (corrupt")
     assert f"{path / RECORDS}:3: corrupt record" in table.stderr
 
 
@@ -235,3 +245,122 @@ def test_store_raw_keeps_going_and_names_what_failed(tmp_path):
     bad_id = run.store_raw("../escape", 1, [good])
     assert bad_id["files"] == {} and "not a plain name" in next(iter(bad_id["errors"].values()))
     assert not (tmp_path / "results" / exp.id / "escape").exists()
+
+
+# --------------------------------------------------------------------------------- run states
+
+def planned_run(root: Path, run_id: str, recs: list[dict], planned: list[dict], finished: dict | None):
+    exp = experiment("archer-fpp-vs-ssf")
+    path = make_run(root, exp, run_id, recs, planned=planned)
+    if finished is not None:
+        RunDir(path).finish(finished)
+    return path
+
+
+def jobs(recs):
+    return [{"part": r["part"], "case_id": r["case_id"], "repetition": r["repetition"]} for r in recs]
+
+
+@pytest.fixture
+def four_runs(tmp_path):
+    """complete, incomplete (finished.complete false), unfinished (no finished), old (no plan)."""
+    exp = experiment("archer-fpp-vs-ssf")
+    root = tmp_path / "results"
+    ids = [f"2026112{i}T000000Z-{c * 6}" for i, c in enumerate("abcd", 1)]
+    recs = [records(exp, rid, reps=1)[:4] for rid in ids]
+    planned_run(root, ids[0], recs[0], jobs(recs[0]), {"complete": True, "reason": None})
+    aborted = recs[1][:2] + [dict(recs[1][2], status="aborted", metrics=[], error="SIGTERM\nat rep 1")]
+    planned_run(root, ids[1], aborted, jobs(recs[1]),
+                {"complete": False, "reason": "SIGTERM", "ended": "2026-11-22T00:10:00Z"})
+    planned_run(root, ids[2], recs[2][:1], jobs(recs[2][:3]), None)
+    make_run(root, exp, ids[3], recs[3][:2] + [dict(recs[3][2], status="failed", metrics=[],
+                                                    error="ior exited with status 1")])
+    return root, ids
+
+
+def test_run_states(four_runs):
+    root, ids = four_runs
+    states = [run_state(root / "archer-fpp-vs-ssf" / i) for i in ids]
+    assert [s.state for s in states] == ["complete", "incomplete", "unfinished", "complete"]
+    assert [s.describe() for s in states] == [
+        "complete",
+        "incomplete: 1 of 4 jobs have no record, 1 aborted (interrupted: SIGTERM)",
+        "unfinished (killed or still running): 2 of 3 jobs have no record",
+        "complete as recorded"]
+    assert states[1].counts == {"ok": 2, "failed": 0, "skipped": 0, "aborted": 1}
+    assert [s.notes() for s in (states[0], states[3])] == [[], []]
+
+
+def test_runs_lists_states(four_runs):
+    root, ids = four_runs
+    out = iolab("runs", "archer-fpp-vs-ssf", results_root=root)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ids
+    assert lines[0].endswith("4 records: 4 ok  complete") and "measured  local:default" in lines[0]
+    assert lines[1].endswith("3 records: 2 ok, 1 aborted  incomplete: 1 of 4 jobs have no record, "
+                             "1 aborted (interrupted: SIGTERM)")
+    assert lines[2].endswith("1 record: 1 ok  unfinished (killed or still running): 2 of 3 jobs "
+                             "have no record")
+    assert lines[3].endswith("3 records: 2 ok, 1 failed  complete as recorded")
+
+
+@pytest.mark.parametrize("which", [0, 1, 2, 3])
+def test_table_says_when_a_run_is_incomplete(four_runs, which):
+    root, ids = four_runs
+    run = ids[which]
+    md = iolab("table", "archer-fpp-vs-ssf", "--run", run, results_root=root)
+    csv = iolab("table", "archer-fpp-vs-ssf", "--run", run, "--format", "csv", results_root=root)
+    js = iolab("table", "archer-fpp-vs-ssf", "--run", run, "--format", "json", results_root=root)
+    assert md.returncode == csv.returncode == js.returncode == 0
+    state = run_state(root / "archer-fpp-vs-ssf" / run)
+    rows = json.loads(js.stdout)
+    assert {r["run"]["state"] for r in rows} == {state.state}
+    assert csv.stdout.startswith("part,case_id,")                # CSV stays a plain table
+    if which in (0, 3):
+        assert md.stdout.startswith("### archer-fpp-vs-ssf")     # no note for complete runs
+        assert csv.stderr == ""
+    else:
+        note = f"run {state.describe()}; recorded: {state.counts_text()}"
+        assert md.stdout.startswith(f"**Note:** {note}\n\n### ")
+        assert csv.stderr == f"iolab: note: {note}\n"
+        assert rows[0]["run"]["notes"] == [note]
+    if which == 1:
+        assert "1 aborted¹" in md.stdout and "\n¹ aborted: SIGTERM\n" in md.stdout
+    if which == 3:
+        assert "1 failed¹" in md.stdout and "\n¹ failed: ior exited with status 1\n" in md.stdout
+
+
+# ---------------------------------------------------------------------------- latest, imports
+
+def test_latest_is_the_latest_measured_run(tmp_path):
+    exp = experiment("archer-fpp-vs-ssf")
+    root = tmp_path / "results"
+    measured = make_run(root, exp, RUN, records(exp, RUN, reps=1))
+    ior = REPO / "tests" / "data" / "ior" / "ior_mpiio_coll_4r_t256k_b8m.summary.json"
+    done = iolab("import", "ior", str(ior), "--into", exp.id, "--label", "vm", results_root=root)
+    assert done.returncode == 0, done.stderr
+    imported = [p for p in (root / exp.id).iterdir() if p != measured][0]
+    assert find_run(root, exp.id, None) == measured
+    assert find_run(root, exp.id, "latest", include_imported=True) == imported
+
+    table = iolab("table", exp.id, results_root=root)
+    assert f"run {RUN}" in table.stdout and "imported" not in table.stdout
+    table = iolab("table", exp.id, "--include-imported", results_root=root)
+    assert f"run {imported.name}" in table.stdout
+    assert table.stdout.startswith("**Note:** imported run: outputs of runs made outside iolab (vm)")
+    runs = iolab("runs", exp.id, results_root=root).stdout.splitlines()
+    assert runs[0].split()[1] == "measured" and runs[1].split()[1] == "imported"
+    assert runs[1].endswith("complete as recorded")
+
+
+def test_only_imported_runs_say_so(tmp_path):
+    root = tmp_path / "results"
+    ior = REPO / "tests" / "data" / "ior" / "ior_mpiio_coll_4r_t256k_b8m.summary.json"
+    assert iolab("import", "ior", str(ior), "--into", "my-study", results_root=root).returncode == 0
+    for verb in (["table"], ["compare", "--by", "api", "--baseline", "MPIIO"], ["darshan"]):
+        out = iolab(verb[0], "my-study", *verb[1:], results_root=root)
+        assert out.returncode == 2, verb
+        assert "has only imported runs (1)" in out.stderr and "--include-imported" in out.stderr
+    assert iolab("darshan", "my-study", "--include-imported", results_root=root).stderr.startswith(
+        "iolab: error: run ")                              # past `latest`: no Darshan data in it
