@@ -218,22 +218,26 @@ def cmd_import(args) -> int:
 def cmd_darshan(args) -> int:
     from . import darshan
     from .darshan import view
-    from .results import RunDir, find_run, results_root
+    from .results import RunDir, find_run, is_experiment_id, results_root
 
     out_dir = Path(args.html) if args.html else None
     shown = []
-    if all(Path(t).is_file() for t in args.targets):
-        # Any Darshan logs, e.g. from production jobs.
+    status = 0
+    target = args.targets[0]
+    if len(args.targets) > 1 or Path(target).exists() or not is_experiment_id(target):
+        # Any Darshan logs, e.g. from production jobs. Every log is shown; one that cannot be
+        # read makes the exit status 1.
         for target in args.targets:
             summary = darshan.summarize(target)
             found = darshan.findings(summary, {}) if summary["status"] == "ok" else []
             shown.append({"log": target, "summary": summary, "findings": found})
-            if out_dir and summary["status"] == "ok":
+            if summary["status"] != "ok":
+                print(f"iolab: {target}: {summary['status']}: {summary.get('reason')}", file=sys.stderr)
+                status = 1
+            elif out_dir:
                 shown[-1]["html"] = str(darshan.html_report(target, out_dir))
     else:
-        if len(args.targets) != 1:
-            raise IolabError("give one experiment id, or Darshan log files")
-        run = RunDir(find_run(results_root(_root()), args.targets[0], args.run, args.include_imported))
+        run = RunDir(find_run(results_root(_root()), target, args.run, args.include_imported))
         recs = [r for r in run.records() if (r.get("observed") or {}).get("darshan")
                 and (args.case is None or r["case_id"].startswith(args.case))]
         if not recs:
@@ -253,13 +257,13 @@ def cmd_darshan(args) -> int:
             shown.append(item)
     if args.json:
         print(json.dumps(shown, indent=2, default=str))
-        return 0
+        return status
     for item in shown:
         title = item.get("log") or f"case {item['case_id']} rep {item['repetition']}"
         print(view.render(title, item["summary"], item["findings"], item.get("aggregators")))
         if item.get("html"):
             print(f"   job summary: {item['html']}")
-    return 0
+    return status
 
 
 def cmd_runs(args) -> int:

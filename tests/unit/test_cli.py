@@ -171,6 +171,7 @@ def test_compare_forms_and_errors(results, capsys):
 # ------------------------------------------------------------------------- results paths, exits
 
 SUMMARY = IOR / "ior_mpiio_coll_4r_t256k_b8m.summary.json"
+DARSHAN = REPO / "tests" / "data" / "darshan"
 
 
 def env_with(results: Path) -> dict:
@@ -225,6 +226,25 @@ def test_import_refuses_unknown_and_repeated_params(results):
     assert not results.exists() or not any(results.rglob("manifest.json"))
 
 
+def test_darshan_unreadable_log_exits_1_and_shows_the_others(tmp_path):
+    pytest.importorskip("darshan", reason="PyDarshan is not installed")
+    good = DARSHAN / "ior_mpiio_coll_dxt.darshan"
+    cut = tmp_path / "cut.darshan"
+    cut.write_bytes(good.read_bytes()[:3000])
+    out = run_cli("darshan", str(good), str(cut))
+    assert out.returncode == 1
+    assert f"== {good}" in out.stdout and "MPI-IO writes" in out.stdout
+    assert f"== {cut}\n   unreadable: " in out.stdout
+    (line,) = out.stderr.splitlines()
+    assert line.startswith(f"iolab: {cut}: unreadable: ")
+    js = run_cli("darshan", str(good), str(cut), "--json")
+    assert js.returncode == 1
+    assert [item["summary"]["status"] for item in json.loads(js.stdout)] == ["ok", "unreadable"]
+    assert run_cli("darshan", str(good)).returncode == 0
+    missing = run_cli("darshan", str(tmp_path / "absent.darshan"))
+    assert missing.returncode == 1 and "no such file" in missing.stderr
+
+
 def test_every_verb_exits_non_zero_on_input_it_cannot_use(tmp_path):
     results = tmp_path / "results"
     env = env_with(results)
@@ -258,6 +278,7 @@ def test_every_verb_exits_non_zero_on_input_it_cannot_use(tmp_path):
         (["runs", "broken-study"], 1, "some runs of 'broken-study' are unreadable"),
         (["runs", "../results"], 2, "not an experiment id"),
         (["darshan", "my-study", "--include-imported"], 2, "has no Darshan data"),
+        (["darshan", str(tmp_path / "absent.darshan")], 1, "no such file"),
     ]
     for args, code, words in cases:
         out = run_cli(*args, env=env)
