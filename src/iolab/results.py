@@ -155,7 +155,7 @@ def _why(exc: OSError) -> str:
 
 # ------------------------------------------------------------------------------- writing runs
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
     """os.write may write less than asked (a nearly full disk): continue until all is written."""
     view = memoryview(data)
     while view:
@@ -179,7 +179,7 @@ def _append_lines(path: Path, data: bytes, *, nofollow: bool = False) -> None:
         if start and os.pread(fd, 1, start - 1) != b"\n":
             data = b"\n" + data
         try:
-            _write_all(fd, data)
+            write_all(fd, data)
             os.fsync(fd)
         except OSError:
             try:
