@@ -560,7 +560,7 @@ class RunState:
             out.append("imported run: outputs of runs made outside iolab"
                        + (f" ({label})" if label else "") + ", not measured by iolab")
         if not self.complete:
-            out.append(f"run {self.describe()}; recorded: {self.counts_text()}")
+            out.append(f"run {self.describe()}; {self.counts_text()}")
         if self.unreadable:
             lines = ", ".join(f"{b.line} ({b.reason})" for b in self.unreadable[:3])
             more = f" and {len(self.unreadable) - 3} more" if len(self.unreadable) > 3 else ""

@@ -321,11 +321,13 @@ def test_table_says_when_a_run_is_incomplete(four_runs, which):
         assert md.stdout.startswith("### archer-fpp-vs-ssf")     # no note for complete runs
         assert csv.stderr == ""
     else:
-        note = f"run {state.describe()}; recorded: {state.counts_text()}"
+        note = f"run {state.describe()}; {state.counts_text()}"
         assert md.stdout.startswith(f"**Note:** {note}\n\n### ")
         assert csv.stderr == f"iolab: note: {note}\n"
         assert rows[0]["run"]["notes"] == [note]
     if which == 1:
+        assert note == ("run incomplete: 1 of 4 jobs have no record, 1 aborted (interrupted: SIGTERM); "
+                        "3 records: 2 ok, 1 aborted")
         assert "1 aborted¹" in md.stdout and "\n¹ aborted: SIGTERM\n" in md.stdout
     if which == 3:
         assert "1 failed¹" in md.stdout and "\n¹ failed: ior exited with status 1\n" in md.stdout
