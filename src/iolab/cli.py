@@ -103,16 +103,24 @@ def cmd_render(args) -> int:
     return 0
 
 
-def _tables(exp_id: str, run: str | None, metrics, darshan_columns: str | None = None):
-    from .report import DARSHAN, DEFAULT_METRICS, build_tables, report_settings, with_darshan_columns
-    from .results import RunDir, find_run, results_root
+def _run_state(exp_id: str, run: str | None, include_imported: bool):
+    """The chosen run's state (manifest, records, completeness); a run without a readable
+    record is an error."""
+    from .results import find_run, results_root, run_state
 
-    path = find_run(results_root(_root()), exp_id, run)
-    rundir = RunDir(path)
-    records = rundir.records()
-    if not records:
-        raise IolabError(f"run {path.name} has no records yet")
-    settings = report_settings(rundir.manifest())
+    state = run_state(find_run(results_root(_root()), exp_id, run, include_imported))
+    if not state.records:
+        why = f" ({len(state.unreadable)} unreadable line(s) skipped)" if state.unreadable else ""
+        raise IolabError(f"run {state.run_id} of {exp_id!r} has no readable records{why}",
+                         hint=f"{state.describe()}; see `iolab runs {exp_id}`")
+    return state
+
+
+def _tables(state, metrics, darshan_columns: str | None = None):
+    from .report import DARSHAN, DEFAULT_METRICS, build_tables, report_settings, with_darshan_columns
+
+    records = state.records
+    settings = report_settings(state.manifest)
     if darshan_columns:
         from .darshan import parse_columns
 
@@ -124,15 +132,23 @@ def _tables(exp_id: str, run: str | None, metrics, darshan_columns: str | None =
             present = {m["name"] for r in records for m in r.get("metrics", [])}
             metrics = [m for m in metrics if m in present]
         metrics = metrics + [DARSHAN + c for c in columns]
-    return path, build_tables(records, metrics, settings)
+    return build_tables(records, metrics, settings)
+
+
+def _print_run_notes(state, label: str = "") -> None:
+    for note in state.notes():
+        print(f"iolab: note: {label}{note}", file=sys.stderr)
 
 
 def cmd_table(args) -> int:
     from .report import render
 
     metrics = args.metrics.split(",") if args.metrics else None
-    path, tables = _tables(args.experiment, args.run, metrics, args.darshan)
-    sys.stdout.write(render(tables, args.format))
+    state = _run_state(args.experiment, args.run, args.include_imported)
+    tables = _tables(state, metrics, args.darshan)
+    if args.format == "csv":
+        _print_run_notes(state)     # CSV readers get the table only
+    sys.stdout.write(render(tables, args.format, state))
     return 0
 
 
@@ -140,29 +156,32 @@ def cmd_compare(args) -> int:
     from .compare import (Side, compare_by_param, compare_published, compare_runs, render_comparison,
                           render_published)
     from .published import PREFIX, load_study
-    from .results import find_run, results_root
 
     metrics = args.metrics.split(",") if args.metrics else None
-    root = results_root(_root())
     runs = list(args.runs)
+
+    def side(run, label):
+        state = _run_state(args.experiment, run, args.include_imported)
+        _print_run_notes(state, f"run {state.run_id}: ")
+        return Side(label, state.path, state.manifest, state.records)
+
     study = runs.pop() if runs and runs[-1].startswith(PREFIX) else None
     if args.by or study:
         if len(runs) > 1:
             raise IolabError("give one run (or none for the latest) with --by or published:STUDY")
-        side = Side.load(find_run(root, args.experiment, runs[0] if runs else None), "run")
+        one = side(runs[0] if runs else None, "run")
         if study:
-            pc = compare_published(side, load_study(study, _root()), args.metric, args.where, args.ignore)
+            pc = compare_published(one, load_study(study, _root()), args.metric, args.where, args.ignore)
             print(render_published(pc))
             return 0
         if args.baseline is None:
             raise IolabError("--by needs --baseline VALUE, e.g. --by lustre.stripe_count --baseline 1")
-        print(render_comparison(compare_by_param(side, args.by, args.baseline, metrics)))
+        print(render_comparison(compare_by_param(one, args.by, args.baseline, metrics)))
         return 0
     if len(runs) != 2:
         raise IolabError("compare two runs (ID RUN_A RUN_B), one run by a parameter "
                          "(ID [RUN] --by KEY --baseline VALUE) or a run with a study (ID RUN published:NAME)")
-    a = Side.load(find_run(root, args.experiment, runs[0]), "A")
-    b = Side.load(find_run(root, args.experiment, runs[1]), "B")
+    a, b = side(runs[0], "A"), side(runs[1], "B")
     print(render_comparison(compare_runs(a, b, metrics)))
     return 0
 
@@ -176,7 +195,7 @@ def cmd_parse(args) -> int:
     for name in args.files:
         try:
             (parsed,) = adapter.parse_files([Path(name)])
-        except ParseError as exc:
+        except (ParseError, OSError) as exc:
             print(f"iolab: {name}: {exc}", file=sys.stderr)
             status = 1
             continue
@@ -191,28 +210,34 @@ def cmd_import(args) -> int:
     run = import_files(args.benchmark, [Path(f) for f in args.files], args.into,
                        params=args.param or [], label=args.label)
     print(f"imported {len(args.files)} file(s) into {run.path}")
+    print(f"an imported run: `iolab table {args.into}` shows the latest measured run; add "
+          f"--include-imported or --run {run.run_id} for this one")
     return 0
 
 
 def cmd_darshan(args) -> int:
     from . import darshan
     from .darshan import view
-    from .results import RunDir, find_run, results_root
+    from .results import RunDir, find_run, is_experiment_id, results_root
 
     out_dir = Path(args.html) if args.html else None
     shown = []
-    if all(Path(t).is_file() for t in args.targets):
-        # Any Darshan logs, e.g. from production jobs.
+    status = 0
+    target = args.targets[0]
+    if len(args.targets) > 1 or Path(target).exists() or not is_experiment_id(target):
+        # Any Darshan logs, e.g. from production jobs. Every log is shown; one that cannot be
+        # read makes the exit status 1.
         for target in args.targets:
             summary = darshan.summarize(target)
             found = darshan.findings(summary, {}) if summary["status"] == "ok" else []
             shown.append({"log": target, "summary": summary, "findings": found})
-            if out_dir and summary["status"] == "ok":
+            if summary["status"] != "ok":
+                print(f"iolab: {target}: {summary['status']}: {summary.get('reason')}", file=sys.stderr)
+                status = 1
+            elif out_dir:
                 shown[-1]["html"] = str(darshan.html_report(target, out_dir))
     else:
-        if len(args.targets) != 1:
-            raise IolabError("give one experiment id, or Darshan log files")
-        run = RunDir(find_run(results_root(_root()), args.targets[0], args.run))
+        run = RunDir(find_run(results_root(_root()), target, args.run, args.include_imported))
         recs = [r for r in run.records() if (r.get("observed") or {}).get("darshan")
                 and (args.case is None or r["case_id"].startswith(args.case))]
         if not recs:
@@ -232,32 +257,47 @@ def cmd_darshan(args) -> int:
             shown.append(item)
     if args.json:
         print(json.dumps(shown, indent=2, default=str))
-        return 0
+        return status
     for item in shown:
         title = item.get("log") or f"case {item['case_id']} rep {item['repetition']}"
         print(view.render(title, item["summary"], item["findings"], item.get("aggregators")))
         if item.get("html"):
             print(f"   job summary: {item['html']}")
-    return 0
+    return status
 
 
 def cmd_runs(args) -> int:
-    from .results import RunDir, list_runs, results_root
+    from .results import list_runs, no_runs_error, results_root, run_state
 
-    for path in list_runs(results_root(_root()), args.experiment):
-        run = RunDir(path)
-        recs = run.records()
-        ok = sum(r.get("status") == "ok" for r in recs)
-        m = run.manifest()
-        print(f"{path.name}  {m.get('origin', '?'):9}  {m.get('system') or '-':20}  "
-              f"records={len(recs)} ok={ok}")
-    return 0
+    root = results_root(_root())
+    paths = list_runs(root, args.experiment)
+    if not paths:
+        raise no_runs_error(root, args.experiment)
+    status = 0
+    for path in paths:
+        try:
+            state = run_state(path)
+        except IolabError as exc:      # one bad run does not hide the others
+            print(f"{path.name}  unreadable: {exc}")
+            status = 1
+            continue
+        line = (f"{path.name}  {state.origin:8}  {state.system or '-':20}  {state.counts_text()}  "
+                f"{state.describe()}")
+        if state.unreadable:
+            line += f"; {len(state.unreadable)} unreadable line(s) skipped"
+        if state.unsaved:
+            line += f"; unmerged: {', '.join(state.unsaved)}"
+        print(line)
+    if status:
+        print(f"iolab: error: some runs of {args.experiment!r} are unreadable (see above)", file=sys.stderr)
+    return status
 
 
 def cmd_publish(args) -> int:
     from .publish import publish
 
-    done = publish(args.experiment, Path(args.out), args.runs, force=args.force)
+    done = publish(args.experiment, Path(args.out), args.runs, force=args.force,
+                   include_imported=args.include_imported)
     for note in done.notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"published {args.experiment} (run{'s' if len(done.runs) > 1 else ''} "
@@ -295,6 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--metrics", help="comma-separated metric names, e.g. write_bw,write_bw_max")
     s.add_argument("--darshan", metavar="COLUMNS",
                    help="add Darshan columns, e.g. small_write_pct,agg_ranks,posix_write_time")
+    s.add_argument("--include-imported", action="store_true",
+                   help="let 'latest' be an imported run too (default: the latest measured run)")
     s.set_defaults(func=cmd_table)
 
     s = sub.add_parser("compare", help="two runs, two values of a parameter, or a run and a published study",
@@ -313,6 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--ignore", action="append", metavar="COLUMN", default=[],
                    help="do not match on this study column, e.g. scale.num_tasks at another scale "
                         "(repeatable)")
+    s.add_argument("--include-imported", action="store_true",
+                   help="let 'latest' be an imported run too (default: the latest measured run)")
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("parse", help="print metrics parsed from benchmark outputs as JSON lines")
@@ -335,9 +379,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--case", help="a case id (or its prefix)")
     s.add_argument("--json", action="store_true", help="print JSON")
     s.add_argument("--html", metavar="DIR", help="also write PyDarshan's HTML job summary into DIR")
+    s.add_argument("--include-imported", action="store_true",
+                   help="let 'latest' be an imported run too (default: the latest measured run)")
     s.set_defaults(func=cmd_darshan)
 
-    s = sub.add_parser("runs", help="list an experiment's results runs")
+    s = sub.add_parser("runs", help="list an experiment's results runs: origin, system, records by "
+                       "status, complete or not")
     s.add_argument("experiment", metavar="ID")
     s.set_defaults(func=cmd_runs)
 
@@ -352,6 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, metavar="DIR", help="a new or empty directory")
     s.add_argument("--force", action="store_true",
                    help="replace the files an earlier `iolab publish` wrote in DIR (others are left alone)")
+    s.add_argument("--include-imported", action="store_true",
+                   help="let 'latest' be an imported run too (default: the latest measured run)")
     s.set_defaults(func=cmd_publish)
     return p
 
@@ -363,6 +412,11 @@ def main(argv=None) -> int:
     except IolabError as exc:
         print(f"iolab: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:
+        # An input or output iolab could not use (permissions, a vanished file): one line.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"iolab: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

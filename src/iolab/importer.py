@@ -11,21 +11,27 @@ from .errors import IolabError
 from .load import type_param
 from .matrix import case_id, defaults
 from .render import project_root
-from .results import RECORD_SCHEMA, RunDir, host_info, new_run_id, results_root, sha256_file, utcnow
+from .results import (RECORD_SCHEMA, RunDir, check_experiment_id, host_info, new_run_id, results_root,
+                      sha256_file, utcnow)
 
 
 def type_params(benchmark: str, pairs: list[str]) -> dict:
+    """KEY=VALUE pairs typed as in a YAML; a key the benchmark does not have is refused (with the
+    nearest valid one), and so is a key given twice."""
     out = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep:
             raise IolabError(f"--param {pair!r}: expected KEY=VALUE")
+        if key in out:
+            raise IolabError(f"--param {key} is given twice")
         out[key] = type_param(benchmark, key, yaml.safe_load(raw), "--param")
     return out
 
 
 def import_files(benchmark: str, files: list[Path], into: str, params: list[str],
                  label: str | None = None) -> RunDir:
+    check_experiment_id(into, "--into")
     adapter = get_adapter(benchmark)
     given = type_params(benchmark, params)
     # Parse everything first: a bad file fails the import before anything is written.

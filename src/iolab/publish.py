@@ -9,7 +9,11 @@
 
 Publishing only reads results/. It refuses a non-empty output directory unless --force, and
 then replaces only files an earlier `iolab publish` wrote there (listed in .iolab-publish.json);
-any other file is left alone, and one in the way stops it.
+any other file is left alone, and one in the way stops it. Nothing is written, replaced or
+deleted through a symlink: --out itself and every path below it must be real directories and
+files (its parents may be symlinks), checked before anything changes and then opened relative to
+directory descriptors with O_NOFOLLOW; an --out inside the results root, or containing it, is
+refused.
 
 Which published study an experiment is set against is the PUBLISHED_STUDIES mapping below: the
 experiment schema has no `published:` field (yet), so the pairing lives here, in one place.
@@ -19,11 +23,13 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import errno
 import io
 import json
 import math
+import os
 import re
-import shutil
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +44,7 @@ from .published import load_study
 from .render import render_template
 from .report import (LEGEND, NOISY_MARK, OUTLIER_MARK, build_tables, render, report_settings,
                      table_rows)
-from .results import find_run
+from .results import find_run, run_state, write_all
 
 MARKER = ".iolab-publish.json"
 PLOTS_DIR = "plots"
@@ -105,7 +111,7 @@ def _reps(values) -> str:
 
 # --------------------------------------------------------------------------------- provenance
 
-def provenance(path: Path, manifest: dict, records: list[dict]) -> dict:
+def provenance(path: Path, manifest: dict, records: list[dict], state=None) -> dict:
     """What the run is: system, versions, git state, stack, per part the benchmark binaries."""
     stack_locks = set()
     parts: dict[str, dict] = {}
@@ -129,7 +135,7 @@ def provenance(path: Path, manifest: dict, records: list[dict]) -> dict:
                 part["stacks"].append(shown)
             if stack.get("spack_lock_sha256"):
                 stack_locks.add(stack["spack_lock_sha256"])
-    status = {s: sum(r.get("status") == s for r in records) for s in ("ok", "failed", "skipped")}
+    status = {s: sum(r.get("status") == s for r in records) for s in ("ok", "failed", "skipped", "aborted")}
     reframe = manifest.get("reframe") or next(
         ((r.get("provenance") or {}).get("reframe") for r in records
          if (r.get("provenance") or {}).get("reframe")), None)
@@ -153,6 +159,7 @@ def provenance(path: Path, manifest: dict, records: list[dict]) -> dict:
         "records": len(records),
         "status": status,
         "parts": list(parts.values()),
+        "state": state.describe() if state is not None else None,
     }
 
 
@@ -377,6 +384,7 @@ class RunReport:
     darshan: list[dict]
     published: PublishedSection | None
     settings: dict
+    run_notes: list[str] = field(default_factory=list)   # imported, incomplete, unreadable lines
 
 
 def _plot_entry(plot: plots.Plot, out: Path) -> dict:
@@ -394,21 +402,19 @@ def _alt(plot: plots.Plot) -> str:
 
 def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str,
                prefix: str = "") -> RunReport:
-    from .results import RunDir
-
-    run = RunDir(path)
-    records = run.records()
+    state = run_state(path)
+    records, manifest = state.records, state.manifest
     if not records:
-        raise IolabError(f"run {path.name} has no records yet")
-    manifest = run.manifest()
+        raise IolabError(f"run {path.name} has no readable records", hint=state.describe())
     settings = report_settings(manifest)
     tables = build_tables(records, None, settings)
     made, notes = plots.make_plots(records, staging / PLOTS_DIR, settings, manifest, prefix=prefix)
     link = PUBLISHED_STUDIES.get(experiment_id)
     published = (published_comparison(path, manifest, records, link, project_root) if link else None)
-    return RunReport(provenance(path, manifest, records), [html_table(t) for t in tables],
-                     render(tables, "md"), render(tables, "csv"), [_plot_entry(p, staging) for p in made],
-                     notes, flags_by_case(records), darshan_by_case(records), published, settings)
+    return RunReport(provenance(path, manifest, records, state), [html_table(t) for t in tables],
+                     render(tables, "md", state), render(tables, "csv"),
+                     [_plot_entry(p, staging) for p in made], notes, flags_by_case(records),
+                     darshan_by_case(records), published, settings, state.notes())
 
 
 def _csv_with_runs(reports: list[RunReport]) -> str:
@@ -466,9 +472,160 @@ def _inside(path: Path, parent: Path) -> bool:
         return False
 
 
-def _previous_files(out: Path, force: bool) -> list[str]:
-    if out.exists() and not out.is_dir():
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _real_out(out: Path, res: Path) -> Path:
+    """--out as an absolute path whose parents are resolved and whose last part is not a symlink;
+    neither inside the results root nor containing it."""
+    out = Path(out)
+    real = out.resolve() if out.name in ("", "..") else out.parent.resolve() / out.name
+    st = _lstat(real)
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise IolabError(f"--out {out} is a symlink (to {os.readlink(real)}); publishing never writes "
+                         "through a symlink", hint="give the real directory")
+    if st is not None and not stat.S_ISDIR(st.st_mode):
         raise IolabError(f"--out {out}: exists and is not a directory")
+    if _inside(real, res):
+        raise IolabError(f"--out {out} is inside the results directory {res}; publishing never "
+                         "writes there", hint="choose a directory outside it, e.g. site/")
+    if _inside(res, real):
+        raise IolabError(f"--out {out} contains the results directory {res}; publishing never "
+                         "writes there", hint="choose a directory outside it, e.g. site/")
+    return real
+
+
+def _no_symlinks(out: Path, rel: str) -> None:
+    """Refuse a path below --out if any part of it is a symlink (or a non-file in the way)."""
+    path = out
+    parts = Path(rel).parts
+    for i, part in enumerate(parts):
+        path = path / part
+        st = _lstat(path)
+        if st is None:
+            return
+        if stat.S_ISLNK(st.st_mode):
+            raise IolabError(f"--out {out}: {path.relative_to(out)} is a symlink; publishing never "
+                             "writes, replaces or deletes through a symlink; nothing changed",
+                             hint="remove it, or choose another --out")
+        last = i == len(parts) - 1
+        if not last and not stat.S_ISDIR(st.st_mode) or last and not stat.S_ISREG(st.st_mode):
+            raise IolabError(f"--out {out}: {path.relative_to(out)} is in the way (not a "
+                             f"{'file' if last else 'directory'}); nothing changed")
+
+
+class _OutDir:
+    """Writes and deletes below --out through directory descriptors opened with O_NOFOLLOW, so a
+    symlink that appears after the checks is refused by the kernel rather than followed."""
+
+    DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.fd = os.open(path, self.DIR_FLAGS)
+        except OSError as exc:
+            raise self._refuse(".", exc) from None
+
+    def _refuse(self, rel: str, exc: OSError, link: bool = False) -> IolabError:
+        why = "is a symlink" if link or exc.errno == errno.ELOOP else (
+            "is not a directory" if exc.errno == errno.ENOTDIR else exc.strerror)
+        return IolabError(f"--out {self.path}: {rel} {why}; publishing never writes, replaces or "
+                          "deletes through a symlink; stopped")
+
+    def _dir(self, parts: tuple[str, ...], create: bool) -> int | None:
+        """A descriptor of out/<parts...>; None when it does not exist and create is False."""
+        fd = os.dup(self.fd)
+        for i, part in enumerate(parts):
+            try:
+                if create:
+                    try:
+                        os.mkdir(part, 0o755, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                child = os.open(part, self.DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                # O_DIRECTORY | O_NOFOLLOW on a symlink fails with ENOTDIR: say which it was
+                try:
+                    link = stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode)
+                except OSError:
+                    link = False
+                raise self._refuse("/".join(parts[:i + 1]), exc, link) from None
+            finally:
+                os.close(fd)
+            fd = child
+        return fd
+
+    def write(self, rel: str, data: bytes) -> None:
+        *parents, name = Path(rel).parts
+        fd = self._dir(tuple(parents), create=True)
+        tmp = f".{name}.iolab-tmp{os.getpid()}"
+        try:
+            try:
+                os.unlink(tmp, dir_fd=fd)     # a leftover of an interrupted publish
+            except FileNotFoundError:
+                pass
+            out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=fd)
+            try:
+                write_all(out, data)
+            finally:
+                os.close(out)
+            # rename replaces the directory entry itself, never what a symlink points to
+            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=fd)
+            except OSError:
+                pass
+            raise
+        finally:
+            os.close(fd)
+
+    def unlink(self, rel: str) -> None:
+        """Remove a regular file (never what a symlink points to); a missing one is fine."""
+        *parents, name = Path(rel).parts
+        fd = self._dir(tuple(parents), create=False)
+        if fd is None:
+            return
+        try:
+            if stat.S_ISREG(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+                os.unlink(name, dir_fd=fd)
+        except FileNotFoundError:
+            pass
+        finally:
+            os.close(fd)
+
+    def rmdir_if_empty(self, rel: str) -> None:
+        parts = Path(rel).parts
+        fd = self._dir(parts, create=False)
+        if fd is None:
+            return
+        try:
+            empty = not os.listdir(fd)
+        finally:
+            os.close(fd)
+        parent = self._dir(parts[:-1], create=False) if empty else None
+        if parent is None:
+            return
+        try:
+            os.rmdir(parts[-1], dir_fd=parent)
+        except OSError:
+            pass        # not empty after all: left alone
+        finally:
+            os.close(parent)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def _previous_files(out: Path, force: bool) -> list[str]:
     if not out.is_dir() or not any(out.iterdir()):
         return []
     if not force:
@@ -477,37 +634,43 @@ def _previous_files(out: Path, force: bool) -> list[str]:
                               "what an earlier `iolab publish` wrote there")
     marker = out / MARKER
     try:
+        _no_symlinks(out, MARKER)
         data = json.loads(marker.read_text())
         files = [str(f) for f in data["files"]]
     except FileNotFoundError:
         raise IolabError(f"--force: {out} was not written by `iolab publish` (no {MARKER}); "
                          "its files are left alone", hint="choose another --out") from None
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, IolabError):
         raise IolabError(f"--force: {marker} is unreadable; the directory's files are left alone",
                          hint="choose another --out") from None
     for f in files:
-        if Path(f).is_absolute() or ".." in Path(f).parts:
+        parts = Path(f).parts
+        if Path(f).is_absolute() or ".." in parts or not parts or f in (MARKER, "."):
             raise IolabError(f"--force: {marker} lists {f!r}, outside the directory; nothing replaced")
     return files
 
 
 def _install(staging: Path, out: Path, previous: list[str]) -> list[str]:
     new = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
+    # Every path this touches is checked before anything changes.
+    for f in dict.fromkeys(new + previous + [MARKER]):
+        _no_symlinks(out, f)
     foreign = [f for f in new if (out / f).exists() and f not in previous]
     if foreign:
         raise IolabError(f"--out {out}: {', '.join(foreign[:5])} would be overwritten and was not "
                          "written by `iolab publish`; nothing replaced", hint="choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
-    for f in previous:
-        if f not in new and (out / f).is_file():
-            (out / f).unlink()
-    for d in sorted({(out / f).parent for f in previous}, key=lambda p: len(p.parts), reverse=True):
-        if d != out and d.is_dir() and not any(d.iterdir()):
-            d.rmdir()
-    for f in new:
-        target = out / f
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(staging / f, target)
+    target = _OutDir(out)
+    try:
+        for f in previous:
+            if f not in new:
+                target.unlink(f)
+        dirs = {Path(f).parent.as_posix() for f in previous} - {"."}
+        for d in sorted(dirs, key=lambda p: len(Path(p).parts), reverse=True):
+            target.rmdir_if_empty(d)
+        for f in new:
+            target.write(f, (staging / f).read_bytes())
+    finally:
+        target.close()
     return new
 
 
@@ -521,18 +684,18 @@ class Published:
 
 
 def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, force: bool = False,
-            project_root: Path | None = None, results: Path | None = None) -> Published:
-    """Write the static report of an experiment's run(s) into `out` (see the module docstring)."""
+            project_root: Path | None = None, results: Path | None = None,
+            include_imported: bool = False) -> Published:
+    """Write the static report of an experiment's run(s) into `out` (see the module docstring).
+    `results` defaults to results.results_root (IOLAB_RESULTS, else <project>/results)."""
     from .render import project_root as default_root
     from .results import RunDir, results_root
 
     root = project_root or default_root()
     res = results or results_root(root)
-    out = Path(out)
-    if _inside(out, res):
-        raise IolabError(f"--out {out} is inside the results directory {res}; publishing never "
-                         "writes there", hint="choose a directory outside it, e.g. site/")
-    paths = list(dict.fromkeys(find_run(res, experiment_id, r) for r in (runs or [None])))
+    shown_out = Path(out)
+    out = _real_out(shown_out, res)
+    paths = list(dict.fromkeys(find_run(res, experiment_id, r, include_imported) for r in (runs or [None])))
     previous = _previous_files(out, force)
     manifests = [RunDir(p).manifest() for p in paths]
     with tempfile.TemporaryDirectory(prefix="iolab-publish-") as tmp:
@@ -552,6 +715,11 @@ def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, for
     marker = {"tool": f"iolab {__version__}", "experiment": experiment_id,
               "runs": [p.name for p in paths], "files": written,
               "written": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
-    (out / MARKER).write_text(json.dumps(marker, indent=2) + "\n")
-    notes = [n for r in reports for n in r.plot_notes]
-    return Published(out, written, [p.name for p in paths], sum(len(r.plots) for r in reports), notes)
+    target = _OutDir(out)
+    try:
+        target.write(MARKER, (json.dumps(marker, indent=2) + "\n").encode())
+    finally:
+        target.close()
+    notes = [f"run {r.provenance['run_id']}: {n}" for r in reports for n in r.run_notes]
+    notes += [n for r in reports for n in r.plot_notes]
+    return Published(shown_out, written, [p.name for p in paths], sum(len(r.plots) for r in reports), notes)

@@ -133,6 +133,7 @@ class Row:
     ok: int = 0
     failed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    aborted: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     cells: dict[str, Cell] = field(default_factory=dict)
 
@@ -271,6 +272,8 @@ def build_tables(records: list[dict], metrics: list[str] | None = None,
                         units[m["name"]] = m["unit"]
             elif status == "skipped":
                 row.skipped.append(rec.get("error") or "skipped")
+            elif status == "aborted":
+                row.aborted.append(rec.get("error") or "aborted")
             else:
                 row.failed.append(rec.get("error") or "failed")
             for note in record_notes(rec):
@@ -281,12 +284,45 @@ def build_tables(records: list[dict], metrics: list[str] | None = None,
     return tables
 
 
-def _status(row: Row) -> str:
+REASON_CHARS = 100
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def short_reason(error) -> str:
+    """A record's error for a footnote: its first line, cut at a word near REASON_CHARS."""
+    lines = str(error or "").strip().splitlines()
+    first = " ".join(lines[0].split()) if lines else ""
+    if not first:
+        return "no reason recorded"
+    if len(first) <= REASON_CHARS:
+        return first
+    cut = first[:REASON_CHARS - 1]
+    if " " in cut[REASON_CHARS // 2:]:
+        cut = cut[:cut.rindex(" ")]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def reason_mark(index: int) -> str:
+    return str(index + 1).translate(_SUPERSCRIPT)
+
+
+def _status(row: Row, reasons: list[tuple[str, str]] | None = None) -> str:
+    """'1 failed', '2 skipped'... With `reasons` (Markdown) each count is followed by the marks of
+    its footnoted reasons (added to `reasons`); without (CSV), by the reasons in words."""
     bits = []
-    if row.failed:
-        bits.append(f"{len(row.failed)} failed")
-    if row.skipped:
-        bits.append(f"skipped: {row.skipped[0]}")
+    for status, errors in (("failed", row.failed), ("skipped", row.skipped), ("aborted", row.aborted)):
+        if not errors:
+            continue
+        why = list(dict.fromkeys(short_reason(e) for e in errors))
+        if reasons is None:
+            bits.append(f"{len(errors)} {status}: {' / '.join(why)}")
+            continue
+        marks = []
+        for text in why:
+            if (status, text) not in reasons:
+                reasons.append((status, text))
+            marks.append(reason_mark(reasons.index((status, text))))
+        bits.append(f"{len(errors)} {status}{','.join(marks)}")
     return "; ".join(bits)
 
 
@@ -350,6 +386,7 @@ def table_rows(table: Table, style: str = "md") -> tuple[list[str], list[list[st
             header += [f"Mean {label}{u}", f"95% CI ± {label}{u}", f"Max. {label}{u}", f"CV {label} (%)"]
     header += ["n", "Notes"]
     notes: list[str] = []
+    reasons: list[tuple[str, str]] = []        # (status, reason) of failed/skipped/aborted jobs
     body = []
     for row in table.rows:
         line = [fmt_value(v, param_label(k, table.benchmark)[1]) for k, v in zip(table.keys, row.key_values)]
@@ -370,14 +407,20 @@ def table_rows(table: Table, style: str = "md") -> tuple[list[str], list[list[st
             if note not in notes:
                 notes.append(note)
             marks.append("†" * (notes.index(note) + 1))
-        words = [" ".join(marks), _status(row)]
+        words = [" ".join(marks), _status(row, reasons if style == "md" else None)]
         if style != "md" and noisy:
             words.append("noisy: " + ", ".join(noisy))
         words += _outlier_notes(row, table.metrics)
         line += [str(row.ok), "; ".join(filter(None, words))]
         body.append(line)
     footnotes = [f"{'†' * (i + 1)} {n}" for i, n in enumerate(notes)]
+    footnotes += [f"{reason_mark(i)} {status}: {text}" for i, (status, text) in enumerate(reasons)]
     return header, body, footnotes
+
+
+def run_notes_markdown(notes: list[str]) -> str:
+    """Notes about the run as a whole (imported, incomplete, unreadable lines), above its tables."""
+    return "".join(f"**Note:** {n}\n\n" for n in notes)
 
 
 def to_markdown(table: Table) -> str:
@@ -418,7 +461,7 @@ def summary_json(cell: Cell, unit: str | None) -> dict:
             "values": list(s.values)}
 
 
-def to_json(tables: list[Table]) -> str:
+def to_json(tables: list[Table], run: dict | None = None) -> str:
     out = []
     for table in tables:
         for row in table.rows:
@@ -426,20 +469,25 @@ def to_json(tables: list[Table]) -> str:
                 "experiment": table.experiment, "run_id": table.run_id, "part": table.part,
                 "benchmark": table.benchmark, "case_id": row.case_id,
                 "params": {k: v for k, v in zip(table.keys, row.key_values)},
-                "n": row.ok, "failed": row.failed, "skipped": row.skipped, "notes": row.notes,
+                "n": row.ok, "failed": row.failed, "skipped": row.skipped, "aborted": row.aborted,
+                "notes": row.notes,
                 "metrics": {m: summary_json(c, table.units.get(m)) for m, c in row.cells.items()},
                 "rules": {"confidence": stats.CONFIDENCE, "noisy_cv": stats.NOISY_CV,
                           "outlier_modified_z": stats.OUTLIER_Z},
+                **({"run": run} if run is not None else {}),
             })
     return json.dumps(out, indent=2, allow_nan=False) + "\n"
 
 
-def render(tables: list[Table], fmt: str) -> str:
+def render(tables: list[Table], fmt: str, state=None) -> str:
+    """Markdown, CSV or JSON. With the run's state (results.RunState): Markdown starts with its
+    notes and every JSON row gets a `run` field; CSV stays plain (callers print the notes)."""
     if fmt == "csv":
         return to_csv(tables)
     if fmt == "json":
-        return to_json(tables)
-    return "\n".join(to_markdown(t) for t in tables)
+        return to_json(tables, state.as_json() if state is not None else None)
+    notes = run_notes_markdown(state.notes()) if state is not None else ""
+    return notes + "\n".join(to_markdown(t) for t in tables)
 
 
 REPS_FORMULA = ("n = the smallest n >= 2 with t(0.975, n-1) * CV / sqrt(n) <= target, "

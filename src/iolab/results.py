@@ -3,6 +3,15 @@
 Nothing here overwrites: a run directory is created exclusively, records are appended one line
 per write, raw outputs go to fresh per-case directories.
 
+Records are durable: a line is appended whole or not at all (partial writes are continued, a
+failed append is truncated away), then fsynced. When the results disk is full (or failing), the
+records are kept in memory, retried, and finally written to a fallback file (FALLBACK_NAME in the
+run directory, else $TMPDIR, else the home directory) named in the error, so nothing measured is
+lost. One process appends to a run (run ids are created exclusively per process).
+
+Readers never fail on a damaged line: a torn last line (a crash mid-write) or a corrupt line is
+reported once on stderr, skipped and counted (RecordsRead.bad, RunState.unreadable).
+
 The manifest of a ReFrame run lists what was planned before anything ran (`planned`: one
 {part, case_id, repetition} per job) and, once, when the run ends, gains `finished`:
 {complete, reason, ended, counts}. A run with `planned` and no `finished` was killed (or is
@@ -12,17 +21,21 @@ still running). Every planned job ends with one record whose status is one of ST
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import getpass
 import gzip
 import hashlib
 import json
 import os
 import platform
+import re
 import secrets
 import shutil
 import socket
 import subprocess
+import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
@@ -35,6 +48,13 @@ STATUSES = ("ok", "failed", "skipped", "aborted")
 RECORDS = "records.jsonl"
 COMPRESS_OVER = 1 << 20
 MANIFEST = "manifest.json"
+# The records an append could not write, beside the run (or in $TMPDIR, or the home directory).
+FALLBACK_NAME = "records.unsaved-{pid}.jsonl"
+# Errors worth retrying: the disk may get space back (quota, a cleaner), or the device recover.
+RETRYABLE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO})
+RETRY_DELAYS_S = (0.2, 1.0, 3.0)
+# Run ids, case ids: one path component, no dots in front ("..", hidden files).
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def utcnow() -> str:
@@ -91,9 +111,93 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+# ------------------------------------------------------------------------------------- names
+
+def id_pattern() -> str:
+    """Experiment ids, as the schema defines them (one place for `--into` and RunDir.create)."""
+    from .schema import experiment_schema
+
+    return experiment_schema()["properties"]["id"]["pattern"]
+
+
+def is_experiment_id(value) -> bool:
+    return isinstance(value, str) and re.fullmatch(id_pattern(), value) is not None
+
+
+def check_experiment_id(value, what: str = "experiment id") -> str:
+    if not is_experiment_id(value):
+        raise IolabError(f"{what} {value!r}: not an experiment id (lower-case letters and digits in "
+                         "words joined by single hyphens, e.g. my-study)",
+                         hint="results are filed by experiment id, never by a path")
+    return value
+
+
+def check_plain_name(value, what: str) -> str:
+    """A run id or case id: one path component of letters, digits, '.', '_' and '-'."""
+    if not isinstance(value, str) or not _PLAIN_NAME.fullmatch(value):
+        raise IolabError(f"{what} {value!r} is not a plain name (letters, digits, '.', '_', '-', "
+                         "starting with a letter or digit)")
+    return value
+
+
+def _refuse_inside_run(path: Path) -> None:
+    """A results root (or experiment directory) inside a run would nest runs in runs."""
+    for d in (path, *path.parents):
+        if (d / MANIFEST).is_file() and (d / RECORDS).exists():
+            raise IolabError(f"{path} is inside the results run {d}; runs are never nested",
+                             hint="check IOLAB_RESULTS")
+
+
+def _why(exc: OSError) -> str:
+    code = errno.errorcode.get(exc.errno or 0)
+    return f"{exc.strerror or exc}" + (f" ({code})" if code else "")
+
+
+# ------------------------------------------------------------------------------- writing runs
+
+def write_all(fd: int, data: bytes) -> None:
+    """os.write may write less than asked (a nearly full disk): continue until all is written."""
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:
+            raise OSError(errno.EIO, "write returned 0 bytes")
+        view = view[n:]
+
+
+def _append_lines(path: Path, data: bytes, *, nofollow: bool = False) -> None:
+    """Append whole lines and fsync them, or leave the file as it was (truncated back).
+
+    A file that does not end in a newline (a line torn by a crash) gets one first, so the torn
+    line stays alone and is skipped by readers, and the new lines are intact."""
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+    if nofollow:
+        flags |= os.O_NOFOLLOW
+    fd = os.open(path, flags, 0o644)
+    try:
+        start = os.fstat(fd).st_size
+        if start and os.pread(fd, 1, start - 1) != b"\n":
+            data = b"\n" + data
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        except OSError:
+            try:
+                os.ftruncate(fd, start)
+                os.fsync(fd)
+            except OSError:
+                pass   # the torn tail stays; readers skip it and the next append starts a new line
+            raise
+    finally:
+        os.close(fd)
+
+
 class RunDir:
     def __init__(self, path: Path):
-        self.path = path
+        self.path = Path(path)
+        self._pending: list[bytes] = []        # records not yet written anywhere
+        self._fallback: Path | None = None     # where earlier unwritable records went
+        self._dir_synced = False
 
     @property
     def run_id(self) -> str:
@@ -101,52 +205,157 @@ class RunDir:
 
     @classmethod
     def create(cls, root: Path, experiment_id: str, run_id: str, manifest: dict) -> RunDir:
-        parent = root / experiment_id
-        parent.mkdir(parents=True, exist_ok=True)
+        """<root>/<experiment_id>/<run_id>/, new. Both names must be plain names, and
+        <root>/<experiment_id> a real directory (not a symlink), so a run lands nowhere else."""
+        check_experiment_id(experiment_id)
+        check_plain_name(run_id, "run id")
+        root = Path(root)
+        _refuse_inside_run(root.resolve())
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            real_root = root.resolve()
+            parent = root / experiment_id
+            parent.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise IolabError(f"cannot create {root / experiment_id}: {_why(exc)}") from None
+        if parent.is_symlink() or parent.resolve() != real_root / experiment_id:
+            raise IolabError(f"{parent} is a symlink (to {parent.resolve()}); runs are created only "
+                             f"in real directories under {real_root}")
+        if (parent / MANIFEST).exists():
+            raise IolabError(f"{parent} is a results run, not an experiment's directory; runs are "
+                             "never nested", hint="check IOLAB_RESULTS")
         path = parent / run_id
         try:
             path.mkdir()
         except FileExistsError:
             raise IolabError(f"results run {path} already exists; runs are never overwritten") from None
+        except OSError as exc:
+            raise IolabError(f"cannot create the results run {path}: {_why(exc)}") from None
         run = cls(path)
         manifest = {**manifest, "created_unix": time.time()}
-        _write_new(path / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        (path / RECORDS).touch()
+        try:
+            _write_new(path / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+            os.close(os.open(path / RECORDS, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+            _fsync_dir(path)
+            _fsync_dir(parent)
+        except OSError as exc:
+            shutil.rmtree(path, ignore_errors=True)   # nothing recorded yet: leave no half run
+            raise IolabError(f"cannot create the results run {path}: {_why(exc)}") from None
+        run._dir_synced = True
         return run
 
     def append(self, record: dict) -> None:
+        """Append one record, durably (see the module docstring). Raises IolabError naming the
+        fallback file when the record could not go into records.jsonl."""
         line = json.dumps(record, sort_keys=True, allow_nan=False) + "\n"
-        fd = os.open(self.path / RECORDS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line.encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        self._pending.append(line.encode())
+        # After a fallback, one try per record: the disk is known to be in trouble.
+        delays = (0,) if self._fallback else (0, *RETRY_DELAYS_S)
+        error: OSError | None = None
+        for delay in delays:
+            time.sleep(delay)
+            try:
+                _append_lines(self.path / RECORDS, b"".join(self._pending))
+            except OSError as exc:
+                error = exc
+                if exc.errno not in RETRYABLE:
+                    break
+                continue
+            self._pending.clear()
+            if not self._dir_synced:
+                try:    # records.jsonl may have just been created: make its name durable too
+                    _fsync_dir(self.path)
+                    self._dir_synced = True
+                except OSError:
+                    pass    # the record is written; the directory is synced with the next one
+            return
+        self._save_elsewhere(error)
+
+    def _fallback_candidates(self) -> list[Path]:
+        name = FALLBACK_NAME.format(pid=os.getpid())
+        elsewhere = f"iolab-{self.path.parent.name}-{self.run_id}-{name}"
+        out = [self._fallback] if self._fallback else []
+        out += [self.path / name, Path(os.environ.get("TMPDIR") or "/tmp") / elsewhere,
+                Path.home() / elsewhere]
+        return list(dict.fromkeys(out))
+
+    def _save_elsewhere(self, error: OSError) -> None:
+        target = self.path / RECORDS
+        n = len(self._pending)
+        tried = []
+        for candidate in self._fallback_candidates():
+            existed = candidate.exists()
+            try:
+                _append_lines(candidate, b"".join(self._pending), nofollow=True)
+            except OSError as exc:
+                tried.append(f"{candidate}: {_why(exc)}")
+                if not existed:
+                    try:
+                        if candidate.stat().st_size == 0:
+                            candidate.unlink()
+                    except OSError:
+                        pass
+                continue
+            self._pending.clear()
+            self._fallback = candidate
+            raise IolabError(
+                f"{target}: could not append {n} record(s): {_why(error)}. Nothing is lost: they "
+                f"are in {candidate}",
+                hint=f"once there is space, move them back with `cat {candidate} >> {target} && "
+                     f"rm {candidate}`")
+        # Nowhere to write: keep them in memory for the next append, and show them as a last resort.
+        for line in self._pending:
+            sys.stderr.write(f"iolab: unsaved record: {line.decode()}")
+        raise IolabError(f"{target}: could not append {n} record(s): {_why(error)}; no fallback file "
+                         f"could be written either ({'; '.join(tried)}). They are kept in memory, "
+                         "retried with the next append, and were printed on stderr")
 
     def store_raw(self, case_id: str, repetition: int, files: list[Path],
                   compress: set[str] = frozenset()) -> dict:
         """Copy a case's raw outputs into cases/<case_id>/rep<N>/ (a new directory). Files named
-        in `compress` are gzipped when larger than COMPRESS_OVER bytes."""
-        rel = Path("cases") / case_id / f"rep{repetition}"
+        in `compress` are gzipped when larger than COMPRESS_OVER bytes.
+
+        Never raises for a file that cannot be copied (a full disk, an unreadable output): the
+        record must still be written, so {"dir", "files": {name: sha256}} gains
+        "errors": {name: reason}, and no partial copy is left behind."""
+        rel = Path("cases") / str(case_id) / f"rep{repetition}"
+        out: dict = {"dir": str(rel), "files": {}}
+        errors: dict[str, str] = {}
         dest = self.path / rel
-        dest.mkdir(parents=True, exist_ok=False)
-        stored = {}
+        try:
+            check_plain_name(case_id, "case id")
+            dest.mkdir(parents=True, exist_ok=False)
+        except (IolabError, OSError) as exc:
+            what = _why(exc) if isinstance(exc, OSError) else str(exc)
+            if isinstance(exc, FileExistsError):
+                what = "already exists; raw outputs are never overwritten"
+            out["errors"] = {str(rel): what}
+            return out
         for src in files:
-            if not src.is_file():
-                continue
             name = src.name
-            if name in compress and src.stat().st_size > COMPRESS_OVER:
-                name += ".gz"
-                with open(src, "rb") as fin, gzip.open(dest / name, "wb") as fout:
-                    shutil.copyfileobj(fin, fout)
-            else:
-                shutil.copyfile(src, dest / name)
-            os.chmod(dest / name, 0o444)  # results are never edited in place
-            stored[name] = sha256_file(dest / name)
-        return {"dir": str(rel), "files": stored}
+            try:
+                if not src.is_file():
+                    continue
+                if name in compress and src.stat().st_size > COMPRESS_OVER:
+                    name += ".gz"
+                    with open(src, "rb") as fin, gzip.open(dest / name, "wb") as fout:
+                        shutil.copyfileobj(fin, fout)
+                else:
+                    shutil.copyfile(src, dest / name)
+                os.chmod(dest / name, 0o444)  # results are never edited in place
+                out["files"][name] = sha256_file(dest / name)
+            except OSError as exc:
+                errors[name] = _why(exc)
+                try:
+                    (dest / name).unlink(missing_ok=True)
+                except OSError:
+                    pass
+        if errors:
+            out["errors"] = errors
+        return out
 
     def manifest(self) -> dict:
-        return json.loads((self.path / MANIFEST).read_text())
+        return read_manifest(self.path)
 
     def finish(self, finished: dict) -> None:
         """Once, at the end of the run: the manifest gains `finished` (atomic replace, so a
@@ -157,12 +366,17 @@ class RunDir:
         manifest["finished"] = finished
         text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
         tmp = self.path / f".{MANIFEST}.tmp{os.getpid()}"
-        with open(tmp, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path / MANIFEST)
-        _fsync_dir(self.path)
+        try:
+            with open(tmp, "w") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path / MANIFEST)
+            _fsync_dir(self.path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)    # the old manifest stays: the run reads as unfinished
+            raise IolabError(f"{self.path / MANIFEST}: could not record the end of the run: "
+                             f"{_why(exc)}") from None
 
     def records(self) -> list[dict]:
         return load_records(self.path)
@@ -179,53 +393,289 @@ def _fsync_dir(path: Path) -> None:
 def _write_new(path: Path, text: str) -> None:
     """Write a file that must not exist yet, atomically."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
     try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
         os.link(tmp, path)
     except FileExistsError:
         raise IolabError(f"{path} already exists; results are never overwritten") from None
     finally:
-        tmp.unlink()
+        tmp.unlink(missing_ok=True)
+
+
+# ------------------------------------------------------------------------------- reading runs
+
+def read_manifest(run_path: Path) -> dict:
+    path = Path(run_path) / MANIFEST
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise IolabError(f"{path} not found: not a results run") from None
+    except OSError as exc:
+        raise IolabError(f"{path}: cannot read: {_why(exc)}") from None
+    except ValueError as exc:
+        raise IolabError(f"unreadable manifest: {exc}", file=str(path)) from None
+    if not isinstance(data, dict):
+        raise IolabError("unreadable manifest: not a JSON object", file=str(path))
+    return data
+
+
+@dataclass
+class BadLine:
+    line: int
+    reason: str
+
+
+@dataclass
+class RecordsRead:
+    path: Path
+    records: list[dict]
+    bad: list[BadLine]
+
+
+_WARNED: set[tuple[str, int]] = set()
+
+
+def read_records(run_path: Path) -> RecordsRead:
+    """Every readable record of a run; unreadable lines are reported (once per process and
+    line, on stderr), skipped and returned in `bad`. Only a missing file is an error."""
+    path = Path(run_path) / RECORDS
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise IolabError(f"{path} not found: not a results run") from None
+    except OSError as exc:
+        raise IolabError(f"{path}: cannot read: {_why(exc)}") from None
+    lines = data.split(b"\n")
+    torn = lines[-1] != b""          # no newline at the end: the last write did not finish
+    if not torn:
+        lines.pop()
+    records, bad = [], []
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw.decode("utf-8"))
+            if not isinstance(rec, dict) or not isinstance(rec.get("case_id"), str):
+                raise ValueError("not a record (a JSON object with a case_id)")
+        except ValueError as exc:
+            if torn and n == len(lines):
+                reason = "torn last line (a write was interrupted)"
+            else:
+                reason = f"corrupt record ({str(exc).splitlines()[0][:80]})"
+            bad.append(BadLine(n, reason))
+            if (str(path), n) not in _WARNED:
+                _WARNED.add((str(path), n))
+                shown = raw[:60].decode("utf-8", "replace")
+                print(f"iolab: warning: {path}:{n}: {reason}, skipped: {shown!r}", file=sys.stderr)
+            continue
+        records.append(rec)
+    return RecordsRead(path, records, bad)
 
 
 def load_records(run_path: Path) -> list[dict]:
-    records = []
-    path = run_path / RECORDS
+    return read_records(run_path).records
+
+
+# ---------------------------------------------------------------------------------- run state
+
+def origin_of(manifest: dict) -> str:
+    return "imported" if manifest.get("origin") == "imported" else "measured"
+
+
+def _job(part, case_id, repetition) -> tuple:
+    return (part or "main", str(case_id), repetition)
+
+
+@dataclass
+class RunState:
+    """What a run holds and whether it is whole, for `iolab runs`, tables and reports."""
+
+    path: Path
+    manifest: dict
+    records: list[dict]
+    unreadable: list[BadLine] = field(default_factory=list)
+    planned: int | None = None                 # jobs in the manifest's plan; None: no plan
+    counts: dict[str, int] = field(default_factory=dict)     # records by status
+    missing: list[tuple] = field(default_factory=list)       # planned jobs without a record
+    finished: dict | None = None
+    unsaved: list[str] = field(default_factory=list)         # fallback files in the run directory
+    raw_errors: int = 0                        # records whose raw outputs were not all stored
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def origin(self) -> str:
+        return origin_of(self.manifest)
+
+    @property
+    def system(self) -> str | None:
+        return self.manifest.get("system")
+
+    @property
+    def state(self) -> str:
+        """complete | incomplete (ended, with jobs missing or interrupted) | unfinished (no end)."""
+        if self.planned is not None and self.finished is None:
+            return "unfinished"
+        if self.finished is not None and (not self.finished.get("complete") or self.missing):
+            return "incomplete"
+        if self.finished is None and self.counts.get("aborted"):
+            return "incomplete"
+        return "complete"
+
+    @property
+    def complete(self) -> bool:
+        return self.state == "complete"
+
+    def counts_text(self) -> str:
+        shown = [f"{n} {s}" for s, n in self.counts.items() if n or s == "ok"]
+        total = sum(self.counts.values())
+        return f"{total} record{'s' * (total != 1)}: " + ", ".join(shown)
+
+    def describe(self) -> str:
+        """complete | incomplete: N of M jobs have no record (interrupted: why) | unfinished ..."""
+        state = self.state
+        missing = (f"{len(self.missing)} of {self.planned} jobs have no record"
+                   if self.missing and self.planned is not None else "")
+        if state == "unfinished":
+            return "unfinished (killed or still running)" + (f": {missing}" if missing else "")
+        if state == "incomplete":
+            bits = [missing] if missing else []
+            if self.counts.get("aborted"):
+                bits.append(f"{self.counts['aborted']} aborted")
+            reason = (self.finished or {}).get("reason")
+            text = "incomplete: " + (", ".join(bits) or "the run says so")
+            return text + (f" (interrupted: {reason})" if reason else "")
+        return "complete" if self.planned is not None else "complete as recorded"
+
+    def notes(self) -> list[str]:
+        """Lines for tables and reports; none for a complete measured run read in full."""
+        out = []
+        if self.origin == "imported":
+            label = self.manifest.get("label")
+            out.append("imported run: outputs of runs made outside iolab"
+                       + (f" ({label})" if label else "") + ", not measured by iolab")
+        if not self.complete:
+            out.append(f"run {self.describe()}; {self.counts_text()}")
+        if self.unreadable:
+            lines = ", ".join(f"{b.line} ({b.reason})" for b in self.unreadable[:3])
+            more = f" and {len(self.unreadable) - 3} more" if len(self.unreadable) > 3 else ""
+            out.append(f"{len(self.unreadable)} unreadable line(s) in {RECORDS} skipped: "
+                       f"line {lines}{more}")
+        if self.unsaved:
+            out.append(f"records not merged yet: {', '.join(self.unsaved)} in the run directory "
+                       f"(`cat FILE >> {RECORDS}` once there is space)")
+        if self.raw_errors:
+            out.append(f"{self.raw_errors} record(s) with raw outputs that could not be stored "
+                       "(raw.errors)")
+        return out
+
+    def as_json(self) -> dict:
+        return {"run_id": self.run_id, "origin": self.origin, "state": self.state,
+                "describe": self.describe(), "planned": self.planned, "counts": self.counts,
+                "missing": len(self.missing), "unreadable_lines": [b.line for b in self.unreadable],
+                "notes": self.notes()}
+
+
+def run_state(path: Path) -> RunState:
+    """The manifest and records of a run, and what they say about it (see RunState)."""
+    path = Path(path)
+    manifest = read_manifest(path)
+    read = read_records(path)
+    counts = {s: 0 for s in STATUSES}
+    recorded = set()
+    raw_errors = 0
+    for rec in read.records:
+        status = rec.get("status")
+        key = status if isinstance(status, str) else "unknown"
+        counts[key] = counts.get(key, 0) + 1
+        recorded.add(_job(rec.get("part"), rec.get("case_id"), rec.get("repetition")))
+        raw_errors += bool(isinstance(rec.get("raw"), dict) and rec["raw"].get("errors"))
+    plan = manifest.get("planned")
+    planned = missing = None
+    if isinstance(plan, list):
+        jobs = list(dict.fromkeys(_job(j.get("part"), j.get("case_id"), j.get("repetition"))
+                                  for j in plan if isinstance(j, dict)))
+        planned = len(jobs)
+        missing = [j for j in jobs if j not in recorded]
+    finished = manifest.get("finished")
+    unsaved = sorted(p.name for p in path.glob(FALLBACK_NAME.format(pid="*")))
+    return RunState(path, manifest, read.records, read.bad, planned, counts, missing or [],
+                    finished if isinstance(finished, dict) else None, unsaved, raw_errors)
+
+
+# ------------------------------------------------------------------------------ finding runs
+
+def _run_dirs(base: Path) -> list[Path]:
     try:
-        lines = path.read_text().splitlines()
-    except FileNotFoundError:
-        raise IolabError(f"{path} not found: not a results run") from None
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            raise IolabError(f"corrupt record: {line[:60]!r}", file=str(path), line=n) from None
-    return records
+        return [p for p in base.iterdir() if (p / MANIFEST).is_file()]
+    except OSError:
+        return []
+
+
+def experiments_with_runs(root: Path) -> list[str]:
+    try:
+        names = sorted(p.name for p in Path(root).iterdir() if is_experiment_id(p.name))
+    except OSError:
+        return []
+    return [n for n in names if _run_dirs(Path(root) / n)]
 
 
 def list_runs(root: Path, experiment_id: str) -> list[Path]:
     """Oldest first. Run ids sort by second; the manifest's clock orders runs within a second."""
-    base = root / experiment_id
+    check_experiment_id(experiment_id)
+    base = Path(root) / experiment_id
     if not base.is_dir():
         return []
 
     def when(path: Path):
         try:
             return (json.loads((path / MANIFEST).read_text()).get("created_unix", 0), path.name)
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):
             return (0, path.name)
-    return sorted((p for p in base.iterdir() if (p / MANIFEST).is_file()), key=when)
+    return sorted(_run_dirs(base), key=when)
 
 
-def find_run(root: Path, experiment_id: str, run: str | None) -> Path:
+def no_runs_error(root: Path, experiment_id: str) -> IolabError:
+    """No runs for an id: say which experiments do have runs (and the nearest name)."""
+    import difflib
+
+    known = experiments_with_runs(root)
+    if (Path(root) / experiment_id).is_dir():
+        return IolabError(f"no results for experiment {experiment_id!r} under {root}: its directory "
+                          "holds no runs", hint="run it with reframe first, or `iolab import`")
+    near = difflib.get_close_matches(experiment_id, known, n=1)
+    listed = (f"experiments with results: {', '.join(known)}" if known
+              else "no experiment has results there yet")
+    return IolabError(f"no results for experiment {experiment_id!r} under {root}",
+                      hint=(f"did you mean {near[0]!r}? " if near else "") + listed)
+
+
+def _is_imported(path: Path) -> bool:
+    try:
+        return origin_of(json.loads((path / MANIFEST).read_text())) == "imported"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def find_run(root: Path, experiment_id: str, run: str | None, include_imported: bool = False) -> Path:
+    """A run by id (or a unique prefix/suffix); None or "latest": the latest measured run, or
+    the latest of all runs with include_imported."""
     runs = list_runs(root, experiment_id)
     if not runs:
-        raise IolabError(f"no results for experiment {experiment_id!r} under {root}",
-                         hint="run it with reframe first, or `iolab import`")
+        raise no_runs_error(root, experiment_id)
     if run in (None, "latest"):
-        return runs[-1]
+        pool = runs if include_imported else [p for p in runs if not _is_imported(p)]
+        if not pool:
+            raise IolabError(f"experiment {experiment_id!r} has only imported runs ({len(runs)}), and "
+                             "'latest' means the latest measured run",
+                             hint=f"pass --include-imported to use the latest imported run, "
+                                  f"{runs[-1].name}, or name a run")
+        return pool[-1]
     matches = [p for p in runs if p.name == run or p.name.startswith(run) or p.name.endswith(run)]
     if len(matches) != 1:
         known = ", ".join(p.name for p in runs[-5:])

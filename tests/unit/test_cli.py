@@ -109,10 +109,14 @@ def test_import_table_compare(results, capsys, tmp_path):
     # s = 173.4402 / sqrt(2) = 122.6407; half-width = 12.7062 * 122.6407 / sqrt(2) = 1101.88
     assert "| 1490.78 ± 1101.88 |" in table and "Stripe Size (MiB)" in table
     assert "| 8.2 |" in table  # CV = 122.64 / 1490.78
-    assert main(["table", "imported-study", "--format", "json"]) == 0
+    # only imported runs: 'latest' (the latest measured run) needs --include-imported
+    assert main(["table", "imported-study", "--format", "json"]) == 2
+    assert "has only imported runs (2)" in capsys.readouterr().err
+    assert main(["table", "imported-study", "--format", "json", "--include-imported"]) == 0
     rows = json.loads(capsys.readouterr().out)
     bw = rows[0]["metrics"]["write_bw"]
     assert bw["n"] == 1 and bw["ci95_half_width"] is None and bw["noisy"] is False
+    assert rows[0]["run"]["run_id"] == runs[1].name and rows[0]["run"]["origin"] == "imported"
     assert main(["table", "imported-study", "--run", runs[0].name, "--format", "csv"]) == 0
     assert ",1490.78,1101.88,1577.50,8.2," in capsys.readouterr().out
 
@@ -135,13 +139,13 @@ def test_import_table_compare(results, capsys, tmp_path):
 
 def test_import_rejects_bad_file_and_writes_nothing(results):
     out = run_cli("import", "ior", str(IOR / "ior_posix_fpp_4r_t1m_b16m_json.txt"), "--into", "x",
-                  env={**__import__("os").environ, "IOLAB_RESULTS": str(results)})
+                  env={**os.environ, "IOLAB_RESULTS": str(results)})
     assert out.returncode == 1 and "summaryFile" in out.stderr
     assert not (results / "x").exists()
 
 
 def test_table_without_results(results):
-    out = run_cli("table", "quickstart", env={**__import__("os").environ, "IOLAB_RESULTS": str(results)})
+    out = run_cli("table", "quickstart", env={**os.environ, "IOLAB_RESULTS": str(results)})
     assert out.returncode == 2 and "no results for experiment 'quickstart'" in out.stderr
 
 
@@ -158,15 +162,137 @@ def test_compare_forms_and_errors(results, capsys):
                      "--param", f"lustre.stripe_count={stripes}"]) == 0
     capsys.readouterr()
     # two imports are two runs: --by needs the cases in one run
-    assert main(["compare", "cmp-study", "--by", "lustre.stripe_count", "--baseline", "1"]) == 2
+    assert main(["compare", "cmp-study", "--by", "lustre.stripe_count", "--baseline", "1",
+                 "--include-imported"]) == 2
     assert "no case has lustre.stripe_count = 1" in capsys.readouterr().err
 
-    assert main(["compare", "cmp-study", "latest", "published:csc-btio-mahti"]) == 0
+    assert main(["compare", "cmp-study", "latest", "published:csc-btio-mahti"]) == 2
+    assert "has only imported runs" in capsys.readouterr().err
+    assert main(["compare", "cmp-study", "latest", "published:csc-btio-mahti", "--include-imported"]) == 0
     out = capsys.readouterr().out
     assert "vs published: csc-btio-mahti" in out and "rows: 0 matched, 9 without a matching case" in out
     assert "absolute: not assessed: hardware differs" in out
 
     assert main(["compare", "cmp-study", "only-one-run"]) == 2
     assert "compare two runs (ID RUN_A RUN_B)" in capsys.readouterr().err
-    assert main(["compare", "cmp-study", "published:nope"]) == 2
+    assert main(["compare", "cmp-study", "published:nope", "--include-imported"]) == 2
     assert "no published study 'nope'" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------- results paths, exits
+
+SUMMARY = IOR / "ior_mpiio_coll_4r_t256k_b8m.summary.json"
+DARSHAN = REPO / "tests" / "data" / "darshan"
+
+
+def env_with(results: Path) -> dict:
+    return {**os.environ, "IOLAB_RESULTS": str(results)}
+
+
+def files_under(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+@pytest.mark.parametrize("into", ["../../x", "ABSOLUTE", "a/b", "", ".", "..",
+                                  "quickstart/20261121T000000Z-aaaaaa", "My-Study"])
+def test_import_into_must_be_an_experiment_id(tmp_path, into):
+    results = tmp_path / "deep" / "results"
+    results.mkdir(parents=True)
+    into = str(tmp_path / "abs-target") if into == "ABSOLUTE" else into
+    before = files_under(tmp_path)
+    out = run_cli("import", "ior", str(SUMMARY), "--into", into, env=env_with(results))
+    assert out.returncode == 2
+    assert out.stderr == (f"iolab: error: --into {into!r}: not an experiment id (lower-case letters and "
+                          "digits in words joined by single hyphens, e.g. my-study) (results are filed "
+                          "by experiment id, never by a path)\n")
+    assert files_under(tmp_path) == before                   # ../../x would be tmp_path/x
+
+
+def test_import_into_a_symlinked_experiment_dir_is_refused(tmp_path):
+    results = tmp_path / "results"
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    results.mkdir()
+    (results / "my-study").symlink_to(target)
+    out = run_cli("import", "ior", str(SUMMARY), "--into", "my-study", env=env_with(results))
+    assert out.returncode == 2 and "is a symlink" in out.stderr
+    assert list(target.iterdir()) == []
+    # a results root inside a run would nest runs
+    done = run_cli("import", "ior", str(SUMMARY), "--into", "other-study", env=env_with(results))
+    assert done.returncode == 0
+    (run_dir,) = (results / "other-study").iterdir()
+    nested = run_cli("import", "ior", str(SUMMARY), "--into", "x", env=env_with(run_dir / "r"))
+    assert nested.returncode == 2 and "runs are never nested" in nested.stderr
+    assert sorted(p.name for p in run_dir.iterdir()) == ["cases", "manifest.json", "records.jsonl"]
+
+
+def test_import_refuses_unknown_and_repeated_params(results):
+    env = env_with(results)
+    out = run_cli("import", "ior", str(SUMMARY), "--into", "s", "--param", "lustre.stripe_cont=4", env=env)
+    assert out.returncode == 2 and "unknown parameter 'lustre.stripe_cont' for ior" in out.stderr
+    assert "did you mean 'lustre.stripe_count'" in out.stderr
+    out = run_cli("import", "ior", str(SUMMARY), "--into", "s", "--param", "api=MPIIO",
+                  "--param", "api=POSIX", env=env)
+    assert out.returncode == 2 and "--param api is given twice" in out.stderr
+    assert not results.exists() or not any(results.rglob("manifest.json"))
+
+
+def test_darshan_unreadable_log_exits_1_and_shows_the_others(tmp_path):
+    pytest.importorskip("darshan", reason="PyDarshan is not installed")
+    good = DARSHAN / "ior_mpiio_coll_dxt.darshan"
+    cut = tmp_path / "cut.darshan"
+    cut.write_bytes(good.read_bytes()[:3000])
+    out = run_cli("darshan", str(good), str(cut))
+    assert out.returncode == 1
+    assert f"== {good}" in out.stdout and "MPI-IO writes" in out.stdout
+    assert f"== {cut}\n   unreadable: " in out.stdout
+    (line,) = out.stderr.splitlines()
+    assert line.startswith(f"iolab: {cut}: unreadable: ")
+    js = run_cli("darshan", str(good), str(cut), "--json")
+    assert js.returncode == 1
+    assert [item["summary"]["status"] for item in json.loads(js.stdout)] == ["ok", "unreadable"]
+    assert run_cli("darshan", str(good)).returncode == 0
+    missing = run_cli("darshan", str(tmp_path / "absent.darshan"))
+    assert missing.returncode == 1 and "no such file" in missing.stderr
+
+
+def test_every_verb_exits_non_zero_on_input_it_cannot_use(tmp_path):
+    results = tmp_path / "results"
+    env = env_with(results)
+    assert run_cli("import", "ior", str(SUMMARY), "--into", "my-study", env=env).returncode == 0
+    (empty,) = (results / "my-study").iterdir()
+    (empty / "records.jsonl").write_text("")                  # a run with no records
+    broken = results / "broken-study" / "20261121T000000Z-bbbbbb"
+    broken.mkdir(parents=True)
+    (broken / "manifest.json").write_text('{"origin": "reframe"')
+    (broken / "records.jsonl").mkdir()                        # unreadable records
+    (results / "dir-only").mkdir()
+    a_dir = tmp_path / "a-dir"
+    a_dir.mkdir()
+    cases = [
+        (["parse", "ior", str(tmp_path / "absent.json")], 1, "is missing"),
+        (["parse", "ior", str(a_dir)], 1, "Is a directory"),
+        (["import", "ior", str(tmp_path / "absent.json"), "--into", "s"], 1, "is missing"),
+        (["import", "ior", str(a_dir), "--into", "s"], 1, "Is a directory"),
+        (["table", "no-such-study"], 2, "experiments with results: broken-study, my-study"),
+        (["table", "my-study", "--include-imported"], 2, "has no readable records"),
+        (["table", "broken-study"], 2, "unreadable manifest"),
+        (["table", "my-stuyd"], 2, "did you mean 'my-study'?"),
+        (["compare", "my-study", "zz", "yy"], 2, "no run matching 'zz'"),
+        (["compare", "my-study", "--by", "api", "--baseline", "POSIX", "--include-imported"], 2,
+         "has no readable records"),
+        (["publish", "my-study", "--out", str(tmp_path / "site"), "--include-imported"], 2,
+         "has no readable records"),
+        (["publish", "no-such-study", "--out", str(tmp_path / "site")], 2, "no results for experiment"),
+        (["runs", "no-such-study"], 2, "no results for experiment 'no-such-study'"),
+        (["runs", "dir-only"], 2, "its directory holds no runs"),
+        (["runs", "broken-study"], 1, "some runs of 'broken-study' are unreadable"),
+        (["runs", "../results"], 2, "not an experiment id"),
+        (["darshan", "my-study", "--include-imported"], 2, "has no Darshan data"),
+        (["darshan", str(tmp_path / "absent.darshan")], 1, "no such file"),
+    ]
+    for args, code, words in cases:
+        out = run_cli(*args, env=env)
+        assert (out.returncode, words in out.stderr) == (code, True), (args, out.stderr)
+        assert "Traceback" not in out.stderr and out.stderr.strip().count("\n") == 0, (args, out.stderr)
+    assert not (tmp_path / "site").exists()

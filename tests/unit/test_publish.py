@@ -10,7 +10,11 @@ import csv
 import hashlib
 import io
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -256,3 +260,92 @@ def test_cli_publish(results, tmp_path, capsys):
     assert main(["publish", "archer-fpp-vs-ssf", "--runs", RUN_A, "--out", str(out), "--force"]) == 0
     assert main(["publish", "archer-fpp-vs-ssf", "--runs", "nope", "--out", str(tmp_path / "x")]) == 2
     assert "no run matching 'nope'" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------ symlinks
+
+def attack_marker(out: Path, *names: str) -> None:
+    """An edited (or stale) marker listing files that are not the page's."""
+    marker = json.loads((out / MARKER).read_text())
+    marker["files"] += list(names)
+    (out / MARKER).write_text(json.dumps(marker))
+
+
+@pytest.mark.parametrize("attack", ["plots", "index.html", "out", "out-elsewhere"])
+def test_publish_never_writes_through_a_symlink(results, tmp_path, attack):
+    run = archer_run(results)
+    out = tmp_path / "site"
+    publish_archer(results, out)
+    before = tree_digest(results)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if attack == "plots":              # the reported incident: plots/ -> a run, records.jsonl listed
+        shutil.rmtree(out / "plots")
+        (out / "plots").symlink_to(run)
+        attack_marker(out, "plots/records.jsonl", "plots/manifest.json")
+    elif attack == "index.html":
+        (out / "index.html").unlink()
+        (out / "index.html").symlink_to(run / "records.jsonl")
+    elif attack == "out":
+        out = tmp_path / "site-link"
+        out.symlink_to(run)
+    else:
+        out = tmp_path / "site-link"
+        out.symlink_to(elsewhere)
+    site_before = {p.name: os.lstat(p).st_mtime_ns for p in (tmp_path / "site").iterdir()}
+    with pytest.raises(IolabError, match="symlink"):
+        publish_archer(results, out, force=True)
+    assert tree_digest(results) == before                      # the run is untouched
+    assert list(elsewhere.iterdir()) == []
+    assert {p.name: os.lstat(p).st_mtime_ns for p in (tmp_path / "site").iterdir()} == site_before
+
+
+def test_writes_refuse_a_symlink_that_appears_after_the_checks(results, tmp_path):
+    """The descriptors are opened with O_NOFOLLOW: the kernel refuses what the checks missed."""
+    from iolab.publish import _OutDir
+
+    run = archer_run(results)
+    before = tree_digest(results)
+    out = tmp_path / "site"
+    (out / "plots").mkdir(parents=True)
+    target = _OutDir(out)
+    shutil.rmtree(out / "plots")
+    (out / "plots").symlink_to(run)
+    (out / "index.html").symlink_to(run / "records.jsonl")
+    try:
+        with pytest.raises(IolabError, match="plots is a symlink"):
+            target.write("plots/records.jsonl", b"x")
+        with pytest.raises(IolabError, match="plots is a symlink"):
+            target.unlink("plots/records.jsonl")
+        target.unlink("index.html")                   # not a file of ours: left alone
+        target.write("tables.md", b"ok")
+    finally:
+        target.close()
+    assert tree_digest(results) == before
+    assert (out / "index.html").is_symlink() and (out / "tables.md").read_bytes() == b"ok"
+
+
+def test_publish_refuses_out_inside_or_around_results_via_cli(results, tmp_path):
+    run = archer_run(results)
+    env = {**os.environ, "IOLAB_RESULTS": str(results)}
+    for out, why in ((run / "site", "inside the results directory"),
+                     (results.parent, "contains the results directory")):
+        done = subprocess.run([sys.executable, "-m", "iolab.cli", "publish", "archer-fpp-vs-ssf",
+                               "--out", str(out), "--force"], capture_output=True, text=True,
+                              cwd=REPO, env=env, timeout=120)
+        assert done.returncode == 2 and why in done.stderr
+        assert len(done.stderr.splitlines()) == 1
+    assert not (run / "site").exists()
+
+
+def test_publish_reads_iolab_results_and_skips_imported_runs(results, tmp_path):
+    archer_run(results)
+    ior = REPO / "tests" / "data" / "ior" / "ior_mpiio_coll_4r_t256k_b8m.summary.json"
+    assert main(["import", "ior", str(ior), "--into", "archer-fpp-vs-ssf"]) == 0
+    done = publish_archer(results, tmp_path / "site")
+    assert done.runs == [RUN_A] and done.notes == []
+    imported = publish_archer(results, tmp_path / "site2", include_imported=True)
+    assert imported.runs != [RUN_A]
+    md = (tmp_path / "site2" / "tables.md").read_text()
+    assert md.startswith("**Note:** imported run: outputs of runs made outside iolab")
+    assert "imported run" in (tmp_path / "site2" / "index.html").read_text()

@@ -1,0 +1,63 @@
+"""Why jobs did not give a result: footnotes in tables (Markdown, CSV, the report page)."""
+
+from __future__ import annotations
+
+import json
+
+from iolab.publish import html_table
+from iolab.report import REASON_CHARS, build_tables, render, short_reason
+from tests.golden.publish_data import experiment, records
+
+RUN = "20261121T000000Z-aaaaaa"
+LONG = ("h5bench_write exited with status 1: H5Fcreate failed for /scratch/iolab/quickstart/"
+        "0c909ce9/rep1/data.h5 because the file system refused the request after a long wait")
+
+
+def failing_records():
+    recs = records(experiment("archer-fpp-vs-ssf"), RUN, reps=2)[:8]    # 4 cases, 2 repetitions
+    recs[1] = dict(recs[1], status="failed", metrics=[], error="ior exited with status 1\nstderr: ...")
+    recs[3] = dict(recs[3], status="failed", metrics=[], error="ior exited with status 1")
+    recs[4] = dict(recs[4], status="skipped", metrics=[], error="benchmark binary ior not found")
+    recs[5] = dict(recs[5], status="skipped", metrics=[], error="benchmark binary ior not found")
+    recs[6] = dict(recs[6], status="aborted", metrics=[], error="SIGTERM")
+    recs[7] = dict(recs[7], status="failed", metrics=[], error=LONG)
+    return recs
+
+
+def test_short_reason():
+    assert short_reason("ior exited with status 1\nstderr: ...") == "ior exited with status 1"
+    assert short_reason(None) == short_reason("  \n") == "no reason recorded"
+    cut = short_reason(LONG)
+    assert cut.endswith("…") and len(cut) <= REASON_CHARS and LONG.startswith(cut[:-1])
+    assert LONG[len(cut) - 1] == " "                         # cut at a word
+
+
+def test_markdown_footnotes_deduplicated():
+    md = render(build_tables(failing_records()), "md")
+    rows = [line for line in md.splitlines() if line.startswith("| ") and "Processes" not in line]
+    notes = [line.rsplit("|", 2)[1].strip() for line in rows]
+    assert notes == ["†; 1 failed¹", "†; 1 failed¹", "†; 2 skipped²", "†; 1 failed³; 1 aborted⁴"]
+    footnotes = md.split("† striping not applied: ext4: no striping\n")[1].splitlines()
+    assert footnotes == ["¹ failed: ior exited with status 1",
+                         "² skipped: benchmark binary ior not found",
+                         f"³ failed: {short_reason(LONG)}",
+                         "⁴ aborted: SIGTERM"]
+
+
+def test_csv_and_json_carry_the_reasons_in_words():
+    tables = build_tables(failing_records())
+    csv = render(tables, "csv")
+    assert csv.count(",†; 1 failed: ior exited with status 1\n") == 2
+    assert ",†; 2 skipped: benchmark binary ior not found\n" in csv
+    assert f",†; 1 failed: {short_reason(LONG)}; 1 aborted: SIGTERM\n" in csv
+    rows = json.loads(render(tables, "json"))
+    assert rows[3]["failed"] == [LONG] and rows[3]["aborted"] == ["SIGTERM"] and rows[3]["n"] == 0
+    assert "run" not in rows[0]                                # no run given: no run field
+
+
+def test_report_page_table_has_the_footnotes():
+    table = html_table(build_tables(failing_records())[0])
+    assert table["footnotes"][1:] == ["¹ failed: ior exited with status 1",
+                                      "² skipped: benchmark binary ior not found",
+                                      f"³ failed: {short_reason(LONG)}", "⁴ aborted: SIGTERM"]
+    assert table["rows"][2][-1]["text"] == "†; 2 skipped²"
