@@ -537,7 +537,7 @@ class RunState:
         return f"{total} record{'s' * (total != 1)}: " + ", ".join(shown)
 
     def describe(self) -> str:
-        """complete | incomplete: N of M jobs have no record (interrupted: why) | unfinished ..."""
+        """complete | incomplete: N of M jobs have no record (interrupted by SIGTERM) | unfinished ..."""
         state = self.state
         missing = (f"{len(self.missing)} of {self.planned} jobs have no record"
                    if self.missing and self.planned is not None else "")
@@ -549,7 +549,7 @@ class RunState:
                 bits.append(f"{self.counts['aborted']} aborted")
             reason = (self.finished or {}).get("reason")
             text = "incomplete: " + (", ".join(bits) or "the run says so")
-            return text + (f" (interrupted: {reason})" if reason else "")
+            return text + (f" ({reason})" if reason else "")
         return "complete" if self.planned is not None else "complete as recorded"
 
     def notes(self) -> list[str]:

@@ -85,6 +85,24 @@ fixed: {{api: MPIIO, transfer_size: 1MiB, block_size: 2MiB,
         assert f"romio_my_hint {evil[7].replace('ifs', 'hint')}\n" in hints
 
 
+@pytest.mark.parametrize("field,value", [
+    ("job", "{extra_directives: [\"#SBATCH --comment=x\\ntouch MARK\"]}"),
+    ("job", "{resources: {datawarp: {capacity: \"1GiB\\ntouch MARK\"}}}"),
+    ("description", "\"x\"\nfixed: {size: 64KiB, bs: 4KiB, extra_args: [\"a\\nb\"]}"),
+])
+def test_newlines_in_job_fields_are_refused_before_anything_runs(rfm_env, tmp_path, field, value):
+    text = f"id: nl\ndescription: newline\nbenchmark: fio\n{field}: {value}\n"
+    if field != "description":
+        text += "fixed: {size: 64KiB, bs: 4KiB}\n"
+    else:
+        text = "id: nl\nbenchmark: fio\ndescription: " + value + "\n"
+    root = make_project(tmp_path, {"nl": text})
+    out = reframe(["-r", "-n", "nl"], rfm_env, cwd=root, config=_config(root))
+    assert out.returncode == 1, out.stdout[-3000:]
+    assert "cannot run" in out.stdout and "PASSED" not in out.stdout
+    assert not (tmp_path / "results").exists() or not list((tmp_path / "results").rglob("records.jsonl"))
+
+
 DIRECTIVE_ON_LOCAL = """\
 id: needs-sbatch
 description: a Slurm directive, run where there is no Slurm
@@ -325,3 +343,28 @@ def test_a_selection_that_matches_nothing_fails_the_run(rfm_env, tmp_path):
     out = reframe(["-r", "-n", "quickstrt"], rfm_env)
     assert out.returncode == 1 and "PASSED" not in out.stdout
     assert "nothing to run" in out.stdout and "quickstart" in out.stdout
+
+
+def test_a_full_results_disk_loses_no_record_and_fails_the_run(rfm_env, tmp_path):
+    """records.jsonl on a tiny tmpfs: what does not fit goes whole to a fallback file, the run
+    fails saying where, and every planned job has exactly one record between the two files."""
+    results = tmp_path / "small-results"
+    if os.geteuid() != 0 or not _mounted_tmpfs(results, "96k"):
+        pytest.skip("mounting a tmpfs needs root (and a kernel that allows it)")
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    try:
+        env = dict(rfm_env, IOLAB_RESULTS=str(results), TMPDIR=str(spill))
+        out = reframe(["-r", "-n", "quickstart"], env)
+        assert out.returncode == 1, out.stdout[-3000:]
+        assert "results could not all be written" in out.stdout and "Nothing is lost" in out.stdout
+        (run,) = [p for p in (results / "quickstart").iterdir() if p.is_dir()]
+        kept = (run / "records.jsonl").read_text()
+        assert kept == "" or kept.endswith("\n")
+        spilled = [line for f in spill.glob("*unsaved*.jsonl") for line in f.read_text().splitlines()]
+        recs = [json.loads(line) for line in kept.splitlines() + spilled]
+        planned = json.loads((run / "manifest.json").read_text())["planned"]
+        assert sorted((r["case_id"], r["repetition"]) for r in recs) == \
+            sorted((p["case_id"], p["repetition"]) for p in planned)
+    finally:
+        subprocess.run(["umount", str(results)], check=False)

@@ -194,7 +194,8 @@ def test_torn_last_line_is_reported_once_and_skipped(tmp_path, capfd):
 def test_corrupt_middle_lines_and_any_case_id_length(tmp_path):
     exp = experiment("archer-fpp-vs-ssf")
     recs = records(exp, RUN, reps=1)[:3]
-    recs[1] = dict(recs[1], case_id=recs[1]["case_id"] + "a1b2c3d4")     # a 16-hex-digit id
+    recs[0] = dict(recs[0], case_id=recs[0]["case_id"][:8])                # an old, 8-digit id
+    recs[1] = dict(recs[1], case_id=recs[1]["case_id"][:8] + "a1b2c3d4")   # a 16-digit one
     path = make_run(tmp_path / "results", exp, RUN, recs[:2])
     with open(path / RECORDS, "ab") as f:
         f.write(b"\x00\x00\x00\n[1, 2]\n\xff\xfe not utf-8\n")
@@ -271,7 +272,7 @@ def four_runs(tmp_path):
     planned_run(root, ids[0], recs[0], jobs(recs[0]), {"complete": True, "reason": None})
     aborted = recs[1][:2] + [dict(recs[1][2], status="aborted", metrics=[], error="SIGTERM\nat rep 1")]
     planned_run(root, ids[1], aborted, jobs(recs[1]),
-                {"complete": False, "reason": "SIGTERM", "ended": "2026-11-22T00:10:00Z"})
+                {"complete": False, "reason": "interrupted by SIGTERM", "ended": "2026-11-22T00:10:00Z"})
     planned_run(root, ids[2], recs[2][:1], jobs(recs[2][:3]), None)
     make_run(root, exp, ids[3], recs[3][:2] + [dict(recs[3][2], status="failed", metrics=[],
                                                     error="ior exited with status 1")])
@@ -284,7 +285,7 @@ def test_run_states(four_runs):
     assert [s.state for s in states] == ["complete", "incomplete", "unfinished", "complete"]
     assert [s.describe() for s in states] == [
         "complete",
-        "incomplete: 1 of 4 jobs have no record, 1 aborted (interrupted: SIGTERM)",
+        "incomplete: 1 of 4 jobs have no record, 1 aborted (interrupted by SIGTERM)",
         "unfinished (killed or still running): 2 of 3 jobs have no record",
         "complete as recorded"]
     assert states[1].counts == {"ok": 2, "failed": 0, "skipped": 0, "aborted": 1}
@@ -299,7 +300,7 @@ def test_runs_lists_states(four_runs):
     assert [line.split()[0] for line in lines] == ids
     assert lines[0].endswith("4 records: 4 ok  complete") and "measured  local:default" in lines[0]
     assert lines[1].endswith("3 records: 2 ok, 1 aborted  incomplete: 1 of 4 jobs have no record, "
-                             "1 aborted (interrupted: SIGTERM)")
+                             "1 aborted (interrupted by SIGTERM)")
     assert lines[2].endswith("1 record: 1 ok  unfinished (killed or still running): 2 of 3 jobs "
                              "have no record")
     assert lines[3].endswith("3 records: 2 ok, 1 failed  complete as recorded")
@@ -326,7 +327,7 @@ def test_table_says_when_a_run_is_incomplete(four_runs, which):
         assert csv.stderr == f"iolab: note: {note}\n"
         assert rows[0]["run"]["notes"] == [note]
     if which == 1:
-        assert note == ("run incomplete: 1 of 4 jobs have no record, 1 aborted (interrupted: SIGTERM); "
+        assert note == ("run incomplete: 1 of 4 jobs have no record, 1 aborted (interrupted by SIGTERM); "
                         "3 records: 2 ok, 1 aborted")
         assert "1 aborted¹" in md.stdout and "\n¹ aborted: SIGTERM\n" in md.stdout
     if which == 3:

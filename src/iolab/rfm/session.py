@@ -19,6 +19,7 @@ from pathlib import Path
 import reframe
 from reframe.core.logging import getlogger
 
+from ..errors import IolabError
 from ..load import Experiment
 from . import darshan_files
 from ..lustre import observed as lustre_observed
@@ -39,11 +40,15 @@ class _Run:
         self.planned: list[dict] = []                   # {part, case_id, repetition, system}
         self.counts: collections.Counter = collections.Counter()   # records written, by status
         self.recorded: set[tuple[str, int, str]] = set()            # (case_id, repetition, system)
+        self.unsaved: str | None = None      # why some records are in a fallback file, not records.jsonl
 
     def store_lock(self, lock: Path) -> None:
         """The Spack environment's spack.lock, once per run, next to the manifest."""
         if self.dir is not None and not (self.dir.path / "spack.lock").exists():
-            (self.dir.path / "spack.lock").write_bytes(lock.read_bytes())
+            try:
+                (self.dir.path / "spack.lock").write_bytes(lock.read_bytes())
+            except OSError as exc:    # the records still carry its sha256
+                getlogger().error(f"iolab: could not store spack.lock in run {self.run_id}: {exc}")
 
     def open(self, system: str, system_extras: dict | None = None) -> RunDir:
         if self.dir is None:
@@ -60,7 +65,13 @@ class _Run:
         return self.dir
 
     def append(self, rec: dict) -> None:
-        self.dir.append(rec)
+        try:
+            self.dir.append(rec)
+        except IolabError as exc:
+            # The record is in a fallback file beside the run (the message names it and says
+            # how to merge it back); the run goes on and its end says it is not complete.
+            getlogger().error(f"iolab: {exc}")
+            self.unsaved = str(exc)
         self.counts[rec["status"]] += 1
         self.recorded.add((rec["case_id"], rec["repetition"], rec["provenance"].get("system")))
 
@@ -122,6 +133,9 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
                  *sorted(p.name for p in stage.glob("iolab-*.txt"))]
         raw = rundir.store_raw(case.case_id, test.repetition, [stage / n for n in dict.fromkeys(names)],
                                compress={darshan_files.LOG})
+        for problem in raw.get("errors", []):
+            getlogger().warning(f"iolab: {case.case_id} rep {test.repetition}: raw output not stored: "
+                                f"{problem}")
 
     job = test.job
     launcher = " ".join(job.launcher.run_command(job).split()) if job is not None and spec else ""
@@ -306,7 +320,9 @@ class _Session:
             if run.dir is None:
                 run.open(tc.partition.fullname, tc.partition.extras.get("iolab", {}))
 
-    def end(self, exc: BaseException | None) -> None:
+    def end(self, exc: BaseException | None) -> list[str]:
+        """Record what has no record, clean up, mark each run finished; returns the problems that
+        must fail the ReFrame run although every case passed (records in a fallback file)."""
         reason = _reason(exc)
         for tc in self.cases:
             check = tc.check
@@ -338,12 +354,15 @@ class _Session:
             planned = len(run.planned)
             missing = sum((p["case_id"], p["repetition"], p["system"]) not in run.recorded
                           for p in run.planned)
-            finished = {"complete": reason is None and missing == 0, "reason": reason,
+            why = reason or (f"records not in {run.dir.path.name}/records.jsonl: {run.unsaved}"
+                             if run.unsaved else None)
+            finished = {"complete": why is None and missing == 0, "reason": why,
                         "ended": utcnow(), "planned": planned, "counts": dict(run.counts)}
             try:
                 run.dir.finish(finished)
             except Exception as err:  # noqa: BLE001 - readers then see an unfinished run
                 getlogger().error(f"iolab: could not mark run {run.run_id} finished: {err!r}")
+        return [f"run {r.run_id}: {r.unsaved}" for r in self.runs.values() if r.unsaved]
 
 
 def _stop_job(job, grace: float = 5.0) -> None:
@@ -402,7 +421,11 @@ def install() -> None:
         except BaseException as exc:
             session.end(exc)
             raise
-        session.end(None)
+        problems = session.end(None)
+        if problems:
+            from reframe.core.exceptions import ReframeError
+
+            raise ReframeError("iolab: results could not all be written: " + "; ".join(problems))
         return result
 
     Runner.runall = runall
