@@ -351,6 +351,10 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
                                                  adapter.error_lines(out, err, self._iolab_spec),
                                                  out, err))
             parsed = adapter.parse_outputs(stage, self._iolab_spec)
+            observed["benchmark"] = parsed.echo
+            problem = adapter.check_echo(parsed, case, self._iolab_spec)
+            if problem:
+                raise IolabError(problem)
             flags = session.describe_flags(observed)
             failing = self._iolab_failing(observed)
             if failing:

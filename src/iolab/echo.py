@@ -1,0 +1,31 @@
+"""The benchmark's own account of what it ran, set against what iolab asked for.
+
+Parsers put what a benchmark printed about its own run into `Parsed.echo`, under the benchmark's
+names (IOR's numTasks, blockSize...), with values typed like iolab's (bytes as int, flags as
+bool). Each adapter says what it expects to see (`Adapter.requested_echo`). A wrong module, a
+wrapper that drops arguments, or a replayed output from another run fails the case here.
+"""
+
+from __future__ import annotations
+
+
+def _show(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def differences(requested: dict, echoed: dict) -> list[str]:
+    """One phrase per difference: 'numTasks 4, requested 2'; a value not reported counts too."""
+    out = []
+    for key, want in requested.items():
+        if key not in echoed:
+            out.append(f"{key} not reported, requested {_show(want)}")
+        elif echoed[key] != want:
+            out.append(f"{key} {_show(echoed[key])}, requested {_show(want)}")
+    return out
+
+
+def check(requested: dict, echoed: dict) -> str | None:
+    diffs = differences(requested, echoed)
+    return "echo: " + "; ".join(diffs) if diffs else None
