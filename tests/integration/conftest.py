@@ -48,6 +48,19 @@ def rfm_env(tmp_path):
     return env
 
 
+def check_replay_flag(rec: dict, tmp_path: Path) -> None:
+    """A case run by a stand-in says which recording it replayed, and is flagged as no
+    measurement; a case run by the real binary is not."""
+    binary = rec["provenance"]["binary"]["name"]
+    replay = rec["observed"].get("replayed")
+    flagged = [f for f in rec["flags"] if f.startswith("replayed by a test stand-in")]
+    if (tmp_path / "standin-bin" / binary).exists():
+        assert replay and replay.startswith("tests/data/replay/") and (REPO / replay).is_dir(), replay
+        assert flagged == [f"replayed by a test stand-in: not a measurement ({replay})"]
+    else:
+        assert replay is None and flagged == []
+
+
 def reframe(args: list[str], env: dict, cwd: Path = REPO, config: str = "reframe/config/local.py"):
     cmd = [REFRAME, "-C", str(REPO / config), "-c", "reframe/", "-R", *args]
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)

@@ -8,7 +8,7 @@ import pytest
 from iolab.load import load_experiment
 from iolab.matrix import expand, producers
 
-from .conftest import REPO, have, iolab, only_run, records, reframe
+from .conftest import REPO, check_replay_flag, have, iolab, only_run, records, reframe
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not have("mpirun"), reason="mpirun (Open MPI) is not installed")]
@@ -22,6 +22,7 @@ def test_csc_btio_hints_local_on_romio(rfm_env, tmp_path):
     assert len(recs) == len(expand(exp)) * exp.repetitions
     for rec in recs:
         assert rec["status"] == "ok", rec["error"]
+        check_replay_flag(rec, tmp_path)
         bw = {m["name"]: m for m in rec["metrics"]}["write_bw"]
         assert bw["value"] > 0 and bw["unit"] == "MiB/s"
         hints = rec["observed"]["mpiio_hints"]
@@ -47,6 +48,8 @@ def test_lustre_adio_h5bench_reads_follow_their_writes(rfm_env, tmp_path):
     assert out.returncode == 0, out.stdout[-3000:]
     recs = records(only_run(tmp_path / "results", "lustre-adio-io-size"))
     assert len(recs) == len(cases) * exp.repetitions and all(r["status"] == "ok" for r in recs)
+    for rec in recs:
+        check_replay_flag(rec, tmp_path)
     by_case = {(r["case_id"], r["repetition"]): r for r in recs}
     for reader, writer in pairs.items():
         for rep in range(1, exp.repetitions + 1):

@@ -10,7 +10,7 @@ import pytest
 from iolab.load import load_experiment
 from iolab.matrix import expand
 
-from .conftest import REPO, have, iolab, make_project, only_run, records, reframe
+from .conftest import REPO, check_replay_flag, have, iolab, make_project, only_run, records, reframe
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not have("mpirun"), reason="mpirun (Open MPI) is not installed"),
@@ -41,6 +41,7 @@ def test_quickstart_runs_and_publishes_a_table(rfm_env, tmp_path):
             assert (run / rec["raw"]["dir"] / name).is_file()
         assert rec["observed"]["lustre"]["fs_type"]
         if rec["benchmark"] == "ior":
+            check_replay_flag(rec, tmp_path)
             assert prov["command"].startswith("mpirun -np 2 ior -a ")
             assert "-O summaryFormat=JSON -O summaryFile=ior-summary.json" in prov["command"]
             assert {m["source"] for m in rec["metrics"]} == {"ior-json"}
@@ -64,6 +65,8 @@ def test_quickstart_runs_and_publishes_a_table(rfm_env, tmp_path):
     table = iolab(["table", "quickstart"], rfm_env)
     assert table.returncode == 0, table.stderr
     assert "Mean Write Bandwidth ± 95% CI (MiB/s)" in table.stdout
+    replayed = (tmp_path / "standin-bin" / "ior").exists()
+    assert ("replayed by a test stand-in: not a measurement" in table.stdout) == replayed
 
     # ReFrame's own results database groups by iolab's parameters (README's example)
     spec = "now-1h:now/now-1h:now/mean:iolab_experiment,rw,bs,pvar,punit/+psamples"

@@ -412,6 +412,12 @@ def test_parse_outputs_from_a_stage(btio_dir, tmp_path, write_experiment, src_la
     with pytest.raises(ParseError, match="BTIO ran path '/tmp/runs/data/shared/btio_m2', but "
                                          "inputbt.data asked for '/scratch/other'"):
         get_adapter("btio").parse_outputs(tmp_path, elsewhere)
+    # a test stand-in's replay echoes the directory of its recording, and nothing else may differ
+    (tmp_path / "rfm_job.err").write_text("IOLAB-STANDIN: replaying tests/data/replay/btio/x\n")
+    assert get_adapter("btio").parse_outputs(tmp_path, elsewhere).by_name()["write_bw"].value == 238.28
+    shutil.copy(btio_dir / "btio_m3_write_4r_64cube.txt", tmp_path / "rfm_job.out")
+    with pytest.raises(ParseError, match="BTIO ran io_method 'pnetcdf_nonblocking'"):
+        get_adapter("btio").parse_outputs(tmp_path, elsewhere)
     (tmp_path / "rfm_job.out").unlink()
     with pytest.raises(ParseError, match="stdout rfm_job.out is missing"):
         get_adapter("btio").parse_outputs(tmp_path, RunSpec("btio", [DECK]))

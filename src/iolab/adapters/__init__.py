@@ -62,6 +62,15 @@ class Adapter:
         """`iolab parse` and `iolab import`: auto-detect the format of each file."""
         raise NotImplementedError
 
+    def requested_echo(self, case, spec: RunSpec) -> dict:
+        """What the benchmark must say it ran for this case, under its own names (echo.py)."""
+        return {}
+
+    def check_echo(self, parsed, case, spec: RunSpec) -> str | None:
+        from ..echo import check
+
+        return check(self.requested_echo(case, spec), parsed.echo)
+
     def error_lines(self, stdout: str, stderr: str, spec: RunSpec) -> list[str]:
         """The benchmark's own error lines (failure.explain quotes the first ones)."""
         return []

@@ -47,6 +47,17 @@ class FioAdapter(Adapter):
     def parse_outputs(self, stage: Path, spec: RunSpec):
         return fio_json.parse(read_output(stage / OUTPUT, "fio JSON output"), OUTPUT)
 
+    def requested_echo(self, case, spec) -> dict:
+        p = case.params
+        want = {"rw": p["rw"], "bs": p["bs"], "size": p["size"], "numjobs": p["numjobs"],
+                "ioengine": p["ioengine"], "iodepth": p["iodepth"], "direct": p["direct"],
+                "end_fsync": p["end_fsync"]}
+        # every byte of every job moves once, unless the run is bounded by time or count instead
+        bounded = ("--time_based", "--runtime", "--io_size", "--io_limit", "--number_ios", "--loops")
+        if not any(a.split("=", 1)[0] in bounded for a in p["extra_args"]):
+            want["io_bytes"] = p["size"] * p["numjobs"]
+        return want
+
     def error_lines(self, stdout, stderr, spec):
         # fio prefixes its own complaints with "fio: " (and "err=" in per-job lines)
         return [line.strip() for line in f"{stderr}\n{stdout}".splitlines()

@@ -424,7 +424,7 @@ class H5benchAdapter(Adapter):
                 if ini_key in wanted and wanted[ini_key] != str(value):
                     raise ParseError(f"rfm_job.out: h5bench_hdf5_iotest ran with {ini_key}={value}, but "
                                      f"{INI} says {wanted[ini_key]}")
-        return Parsed(text.metrics, version=None, details=text.details)
+        return Parsed(text.metrics, version=None, details=text.details, echo=text.echo)
 
     def _parse_exerciser(self, stage: Path, spec: RunSpec):
         """stdout, stderr for HDF5 errors; the echoed flags, the decomposition and the buffer sizes
@@ -484,7 +484,21 @@ class H5benchAdapter(Adapter):
             raise ParseError(f"rfm_job.out: {mode} mode was requested but h5bench ran "
                              f"{text.details['mode']} ({why})")
         metrics = csv.metrics + [m for m in text.metrics if m.name.startswith("h5f")]
-        return Parsed(metrics, version=None, details={**csv.details, "mode": text.details["mode"]})
+        return Parsed(metrics, version=None, details={**csv.details, "mode": text.details["mode"]},
+                      echo=text.echo)
+
+    def requested_echo(self, case, spec) -> dict:
+        p = case.params
+        if p["kernel"] == "exerciser":
+            return {}           # its flags, decomposition and sizes are checked while parsing
+        want = {"ranks": case.num_tasks}
+        if p["kernel"] != "metadata":
+            # reads take their grid from the file; their configuration block repeats the config
+            want.update(timesteps=p["timesteps"], num_dims=p["num_dims"],
+                        collective_data=p["collective_data"],
+                        collective_metadata=p["collective_metadata"])
+            want.update({f"dim_{i}": p[f"dim_{i}"] for i in range(1, p["num_dims"] + 1)})
+        return want
 
     def error_lines(self, stdout, stderr, spec):
         parser = {KERNELS["metadata"]: h5bench_metadata, KERNELS["exerciser"]: h5bench_exerciser}.get(

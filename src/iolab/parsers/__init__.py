@@ -24,6 +24,7 @@ class Parsed:
     metrics: list[Metric]
     version: str | None = None
     details: dict = field(default_factory=dict)
+    echo: dict = field(default_factory=dict)     # what the benchmark says it ran (see echo.py)
 
     def by_name(self) -> dict[str, Metric]:
         return {m.name: m for m in self.metrics}

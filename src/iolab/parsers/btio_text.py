@@ -138,4 +138,5 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
         "striping_count": _optional_int(fields.get("file striping count")),
         "striping_size": _optional_int(fields.get("file striping size", "").removesuffix(" bytes")),
     }
-    return Parsed(metrics, version=None, details=details)
+    return Parsed(metrics, version=None, details=details,
+                  echo={k: details[k] for k in ("ranks", "grid", "iterations", "io_method", "mode")})

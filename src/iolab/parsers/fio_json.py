@@ -48,4 +48,28 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
         raise ParseError(f"{source}: fio moved no data in either direction")
     version = doc.get("fio version")
     return Parsed(metrics, version=version.removeprefix("fio-") if version else None,
-                  details={"jobs": len(jobs)})
+                  details={"jobs": len(jobs)}, echo=_echo(doc, jobs))
+
+
+def _echo(doc: dict, jobs: list) -> dict:
+    """fio's options as it read them (global then job section), typed, and the bytes it moved."""
+    from ..units import parse_size
+
+    options = {**(doc.get("global options") or {}), **(jobs[0].get("job options") or {})}
+    out: dict = {}
+    for key in ("rw", "ioengine"):
+        if key in options:
+            out[key] = options[key]
+    for key in ("bs", "size"):
+        try:
+            out[key] = parse_size(options[key])
+        except (KeyError, ValueError):
+            pass
+    for key in ("numjobs", "iodepth"):
+        if str(options.get(key, "")).isdigit():
+            out[key] = int(options[key])
+    for key in ("direct", "end_fsync"):
+        if key in options:
+            out[key] = str(options[key]) not in ("0", "false")
+    out["io_bytes"] = int(sum(j.get(d, {}).get("io_bytes", 0) for j in jobs for d in ("read", "write")))
+    return out

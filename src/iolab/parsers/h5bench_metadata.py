@@ -73,7 +73,7 @@ def finish(values: dict[str, float], config: dict, source_tag: str, source: str)
     values = {**values, "write_rate": ranks * values["write_rate_per_rank_min"],
               "read_rate": ranks * values["read_rate_per_rank_min"]}
     metrics = [Metric(name, values[name], UNITS[name], source_tag) for name in NAMES]
-    return Parsed(metrics, version=None, details={**config, "ranks": ranks})
+    return Parsed(metrics, version=None, details={**config, "ranks": ranks}, echo={"ranks": ranks})
 
 
 def parse(text: str, source: str = SOURCE) -> Parsed:

@@ -93,6 +93,9 @@ def failures(text: str) -> list[str]:
                               if _FAILURE.search(line) and not line.startswith(_PATH_LINES)))
 
 
+_CONFIG_START = "================ Benchmark Configuration =================="
+
+
 def parse(text: str, source: str = SOURCE) -> Parsed:
     if not text.strip():
         raise ParseError(f"{source}: the h5bench output is empty (h5bench did not run?)")
@@ -146,4 +149,30 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
             out.append(Metric(f"h5f{t}_time", seconds, "s", SOURCE))
     details = {"operation": op, "mode": modes.pop(),
                "ranks": int(printed_number(found["ranks"].group(1), "number of ranks", source))}
-    return Parsed(out, version=None, details=details)
+    return Parsed(out, version=None, details=details, echo={"ranks": details["ranks"], **_config(lines)})
+
+
+# The 'Benchmark Configuration' block h5bench prints from its config file (h5bench_util.c
+# print_params): label -> (echo key, type)
+_CONFIG = {"Number of time steps": ("timesteps", int), "Number of dimensions": ("num_dims", int),
+           "Dim_1": ("dim_1", int), "Dim_2": ("dim_2", int), "Dim_3": ("dim_3", int),
+           "Collective metadata operations": ("collective_metadata", "YES"),
+           "Collective buffering for data operations": ("collective_data", "YES")}
+
+
+def _config(lines: list[str]) -> dict:
+    out: dict = {}
+    if _CONFIG_START not in lines:
+        return out
+    for line in lines[lines.index(_CONFIG_START) + 1:]:
+        if line.startswith("====="):
+            break
+        label, sep, value = line.strip().partition(":")
+        if sep and label in _CONFIG:
+            key, kind = _CONFIG[label]
+            value = value.strip()
+            if kind is int and value.isdigit():
+                out[key] = int(value)
+            elif kind == "YES" and value in ("YES", "NO"):
+                out[key] = value == "YES"
+    return out

@@ -65,4 +65,28 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
         "command_line": doc.get("Command line"),
         "path": tests[0].get("Path"),
     }
-    return Parsed(metrics, version=doc.get("Version"), details=details)
+    return Parsed(metrics, version=doc.get("Version"), details=details, echo=_echo(summary[0], params))
+
+
+# What IOR says it ran: the summary's and the test's parameters, under IOR's own names.
+_ECHO_INTS = {"numTasks": "summary", "blockSize": "summary", "transferSize": "summary",
+              "segmentCount": "summary", "repetitions": "summary"}
+_ECHO_FLAGS = {"filePerProc": "summary", "collective": "params", "fsync": "params",
+               "reorderTasks": "params", "randomOffset": "params", "writeFile": "params",
+               "readFile": "params"}
+
+
+def _echo(summary: dict, params: dict) -> dict:
+    sources = {"summary": summary, "params": params}
+    out: dict = {}
+    if isinstance(summary.get("API"), str):
+        out["API"] = summary["API"]
+    for key, where in _ECHO_INTS.items():
+        value = sources[where].get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            out[key] = value
+    for key, where in _ECHO_FLAGS.items():
+        value = sources[where].get(key)
+        if isinstance(value, int):
+            out[key] = bool(value)
+    return out

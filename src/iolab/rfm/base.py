@@ -20,7 +20,7 @@ from reframe.core.builtins import run_after, run_before, sanity_function, variab
 from reframe.core.exceptions import ReframeError, SanityError
 from reframe.core.logging import getlogger
 
-from .. import failure, lustre, mpiio, shell
+from .. import echo, failure, lustre, mpiio, shell
 from ..adapters import get_adapter
 from ..errors import IolabError
 from ..load import Darshan
@@ -351,6 +351,10 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
                                                  adapter.error_lines(out, err, self._iolab_spec),
                                                  out, err))
             parsed = adapter.parse_outputs(stage, self._iolab_spec)
+            observed["benchmark"] = parsed.echo
+            problem = adapter.check_echo(parsed, case, self._iolab_spec)
+            if problem:
+                raise IolabError(problem)
             flags = session.describe_flags(observed)
             failing = self._iolab_failing(observed)
             if failing:
@@ -375,9 +379,13 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         observed = {"storage": {"target": self._iolab_case.get("storage", "scratch"),
                                 "path": _read(stage / CASEDIR_FILE)}}
         observed["lustre"] = lustre.observed(stage, lustre.requested(self._iolab_case.params))
+        out, err = _read(stage / "rfm_job.out"), _read(stage / "rfm_job.err")
+        replay = echo.replayed(err, out)
+        if replay:
+            observed["replayed"] = replay       # a test stand-in's replay: never a measurement
         if self._iolab_hints:
             h = self._iolab_hints
-            text = (_read(stage / "rfm_job.out") or "") + "\n" + (_read(stage / "rfm_job.err") or "")
+            text = (out or "") + "\n" + (err or "")
             effective = mpiio.effective_hints(text, h["flavour"])
             observed["mpiio_hints"] = {
                 "flavour": h["flavour"], "verify": h["verify"], "requested": h["requested"],

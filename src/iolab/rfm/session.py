@@ -89,6 +89,8 @@ def for_experiment(exp: Experiment) -> _Run:
 def describe_flags(observed: dict) -> list[str]:
     """Every difference between what was requested and what was applied, in words."""
     out = []
+    if observed.get("replayed"):
+        out.append(f"replayed by a test stand-in: not a measurement ({observed['replayed']})")
     lay = observed.get("lustre") or {}
     if lay.get("requested") and lay.get("applied") is False:
         out.append(f"striping not applied: {lay.get('reason', 'unknown reason')}")
