@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -368,3 +369,28 @@ def test_a_full_results_disk_loses_no_record_and_fails_the_run(rfm_env, tmp_path
             sorted((p["case_id"], p["repetition"]) for p in planned)
     finally:
         subprocess.run(["umount", str(results)], check=False)
+
+
+def test_the_reframe_loader_takes_the_whole_hostile_corpus(rfm_env, tmp_path):
+    """Every hostile file at once in one project's experiments/: ReFrame lists (and would fail)
+    each broken one by name, with its message, and lists the valid ones as tests. No traceback,
+    no hang."""
+    hostile = sorted((Path(__file__).resolve().parents[1] / "data" / "hostile").glob("*.yaml"))
+    # valid, and 10,000 cases: ReFrame's own listing of that many tests takes a minute (issue 14)
+    hostile = [p for p in hostile if p.stem != "matrix-at-limit"]
+    assert len(hostile) >= 40
+    root = make_project(tmp_path, {})
+    for path in hostile:
+        shutil.copy(path, root / "experiments" / path.name)
+    started = time.monotonic()
+    out = reframe(["-l"], rfm_env, cwd=root, config=_config(root))
+    elapsed = time.monotonic() - started
+    assert out.returncode == 0, out.stdout[-3000:]
+    assert "Traceback" not in out.stdout + out.stderr
+    assert elapsed < 5 * len(hostile)
+    for path in hostile:
+        broken = f"iolab: experiment {path.stem} cannot run:" in out.stdout
+        listed = f"- {path.stem.replace('-', '_')} %case=" in out.stdout
+        assert broken or listed, path.name
+    failed = reframe(["-r", "-n", "alias_bomb"], rfm_env, cwd=root, config=_config(root))
+    assert failed.returncode == 1 and "more than 100000 values" in failed.stdout
