@@ -239,7 +239,8 @@ def cmd_darshan(args) -> int:
     else:
         run = RunDir(find_run(results_root(_root()), target, args.run, args.include_imported))
         recs = [r for r in run.records() if (r.get("observed") or {}).get("darshan")
-                and (args.case is None or r["case_id"].startswith(args.case))]
+                and (args.case is None or r["case_id"].startswith(args.case)
+                     or (len(r["case_id"]) == 8 and args.case.startswith(r["case_id"])))]
         if not recs:
             raise IolabError(f"run {run.run_id} has no Darshan data"
                              + (f" for case {args.case}" if args.case else ""),

@@ -21,7 +21,7 @@ from .published import DEFAULT, PublishedRow, Study, coerce_param
 from .published import spec_of as _param_spec
 from .report import (_param, build_tables, fmt_mean_ci, fmt_measure, fmt_value, metric_label, param_label,
                      report_settings)
-from .results import RunDir
+from .results import RunDir, case_index, same_case
 from .units import format_size
 
 TIME_UNITS = ("s", "ms", "us", "ns")
@@ -206,13 +206,16 @@ def compare_runs(a: Side, b: Side, metrics: list[str] | None = None) -> Comparis
     for ta in tables_a:
         tb = tables_b.get(ta.part)
         rows_b = {r.case_id: r for r in tb.rows} if tb else {}
-        only_b = [cid for cid in rows_b if cid not in {r.case_id for r in ta.rows}]
+        # runs recorded with 8-digit case ids pair with the same cases' 16-digit ids
+        index_b = case_index(rows_b)
+        matched_b = {same_case(r.case_id, index_b) for r in ta.rows}
+        only_b = [cid for cid in rows_b if cid not in matched_b]
         if only_b:
             context.append(f"{ta.part}: {len(only_b)} case(s) only in {b.label}: {', '.join(only_b)}")
         for m in ta.metrics:
             pairs = []
             for ra in ta.rows:
-                rb = rows_b.get(ra.case_id)
+                rb = rows_b.get(same_case(ra.case_id, index_b) or "")
                 sa = ra.cells[m].summary
                 sb = rb.cells[m].summary if rb is not None and m in rb.cells else stats.summarize([])
                 notes = list(run_notes) + _flag_notes(a.label, ra)

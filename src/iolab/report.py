@@ -517,16 +517,17 @@ def suggest_reps(run_paths, cases, planned: int, target_pct: float,
                  metrics: dict[str, list[str]] | None = None) -> list[RepSuggestion]:
     """Per case and metric: repetitions for a 95% CI half-width of target_pct % of the mean,
     from the values of earlier runs of the same case ids."""
-    from .results import load_records
+    from .results import case_index, load_records, same_case
 
     target = target_pct / 100
     wanted = {c.case_id: c for c in cases}
+    index = case_index(wanted)          # earlier runs may have recorded 8-digit ids
     values: dict[tuple[str, str], list[float]] = {}
     units: dict[str, str] = {}
     runs: dict[tuple[str, str], set] = {}
     for path in run_paths:
         for rec in load_records(path):
-            case = wanted.get(rec.get("case_id"))
+            case = wanted.get(same_case(str(rec.get("case_id")), index) or "")
             if case is None or rec.get("status") != "ok":
                 continue
             names = (metrics or {}).get(case.benchmark) or DEFAULT_METRICS.get(case.benchmark, [])

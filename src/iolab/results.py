@@ -57,6 +57,32 @@ RETRY_DELAYS_S = (0.2, 1.0, 3.0)
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
+OLD_CASE_ID_DIGITS = 8     # runs recorded before case ids grew to 16 digits (the same hash's prefix)
+
+
+def case_index(case_ids) -> dict[str, str]:
+    """id -> id, plus each id's 8-digit prefix where it is unique, so a case recorded under an
+    old 8-digit id finds the same case's 16-digit id, and the other way round (same_case)."""
+    ids = list(dict.fromkeys(case_ids))
+    index = {cid: cid for cid in ids}
+    prefixes: dict[str, list[str]] = {}
+    for cid in ids:
+        prefixes.setdefault(cid[:OLD_CASE_ID_DIGITS], []).append(cid)
+    for prefix, group in prefixes.items():
+        if len(group) == 1:
+            index.setdefault(prefix, group[0])
+    return index
+
+
+def same_case(case_id: str, index: dict[str, str]) -> str | None:
+    """The id in `index` (see case_index) that names the same case as case_id, or None. Only an
+    old 8-digit id stands for a longer one: two 16-digit ids are the same case only if equal."""
+    if case_id in index and (len(case_id) == OLD_CASE_ID_DIGITS or index[case_id] == case_id):
+        return index[case_id]
+    found = index.get(case_id[:OLD_CASE_ID_DIGITS])
+    return found if found is not None and len(found) == OLD_CASE_ID_DIGITS else None
+
+
 def utcnow() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 

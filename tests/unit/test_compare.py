@@ -209,3 +209,18 @@ def test_by_param_flags_either_side(tmp_path):
     (pair,) = compare_by_param(side, "lustre.stripe_count", "1", ["write_bw"]).tables[0].pairs
     assert "baseline: striping not applied: ext4: no striping" in pair.notes
     assert "binary version differs (baseline 4.0.0, this case 3.3.0)" in pair.notes
+
+
+def test_a_run_with_old_eight_digit_ids_pairs_with_the_same_cases_now(tmp_path):
+    """Case ids grew from 8 to 16 hex digits of the same hash: an older run still compares."""
+    new_id, other = "99a3ce015baa8c12", "12345678aaaaaaaa"
+    old = make_run(tmp_path, "20260101T000000Z-000001",
+                   case_records(new_id[:8], {"lustre.stripe_count": 1}, LOW)
+                   + case_records(other[:8], {"lustre.stripe_count": 4}, LOW))
+    now = make_run(tmp_path, "20260102T000000Z-000002",
+                   case_records(new_id, {"lustre.stripe_count": 1}, HIGH)
+                   + case_records(other, {"lustre.stripe_count": 4}, HIGH))
+    cmp = compare_runs(Side.load(old, "A"), Side.load(now, "B"), ["write_bw"])
+    (bw,) = cmp.tables
+    assert {(p.case_a, p.case_b) for p in bw.pairs} == {(new_id[:8], new_id), (other[:8], other)}
+    assert all(p.b.n == 3 for p in bw.pairs)

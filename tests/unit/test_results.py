@@ -367,3 +367,17 @@ def test_only_imported_runs_say_so(tmp_path):
         assert "has only imported runs (1)" in out.stderr and "--include-imported" in out.stderr
     assert iolab("darshan", "my-study", "--include-imported", results_root=root).stderr.startswith(
         "iolab: error: run ")                              # past `latest`: no Darshan data in it
+
+
+def test_old_eight_digit_case_ids_name_the_same_cases_as_new_ones():
+    from iolab.results import case_index, same_case
+
+    new = ["99a3ce015baa8c12", "99a3ce01ffffffff", "12345678aaaaaaaa"]
+    index = case_index(new)
+    assert same_case("12345678", index) == "12345678aaaaaaaa"
+    assert same_case("99a3ce01", index) is None, "two new cases share the prefix: ambiguous"
+    assert same_case("99a3ce015baa8c12", index) == "99a3ce015baa8c12"
+    assert same_case("99a3ce0100000000", index) is None, "16-digit ids match only when equal"
+    old = case_index(["99a3ce01", "12345678"])
+    assert same_case("99a3ce015baa8c12", old) == "99a3ce01"
+    assert same_case("abcdefab00000000", old) is None
