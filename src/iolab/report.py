@@ -136,6 +136,12 @@ class Row:
     aborted: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     cells: dict[str, Cell] = field(default_factory=dict)
+    # metric -> the benchmark's own maximum of it per repetition (IOR's bwMaxMIB for write_bw)
+    own_max: dict[str, Cell] = field(default_factory=dict)
+
+
+# A benchmark's own maximum of a metric (over its iterations) is reported as <metric>_max.
+OWN_MAX_SUFFIX = "_max"
 
 
 @dataclass
@@ -270,6 +276,9 @@ def build_tables(records: list[dict], metrics: list[str] | None = None,
                         cell.values.append(m["value"])
                         cell.reps.append(rec.get("repetition"))
                         units[m["name"]] = m["unit"]
+                    base = m["name"].removesuffix(OWN_MAX_SUFFIX)
+                    if base != m["name"] and base in row.cells:
+                        row.own_max.setdefault(base, Cell([])).values.append(m["value"])
             elif status == "skipped":
                 row.skipped.append(rec.get("error") or "skipped")
             elif status == "aborted":
@@ -377,13 +386,17 @@ def table_rows(table: Table, style: str = "md") -> tuple[list[str], list[list[st
     columns and says in words, in Notes, which cells are noisy.
     """
     header = [param_label(k, table.benchmark)[0] for k in table.keys]
+    # "Max." is the benchmark's own maximum where it reports one (IOR's bwMaxMIB, over its
+    # iterations, as the studies quote it); otherwise the best repetition, and said so.
+    own = {m: any(m in row.own_max for row in table.rows) for m in table.metrics}
     for m in table.metrics:
         unit = table.units.get(m, "")
         label, u = metric_label(m), f" ({unit})" if unit else ""
+        best = (f"{table.benchmark.upper()}'s Max. {label}{u}" if own[m] else f"Best Rep. {label}{u}")
         if style == "md":
-            header += [f"Mean {label} ± 95% CI{u}", f"Max. {label}{u}", "CV (%)"]
+            header += [f"Mean {label} ± 95% CI{u}", best, "CV (%)"]
         else:
-            header += [f"Mean {label}{u}", f"95% CI ± {label}{u}", f"Max. {label}{u}", f"CV {label} (%)"]
+            header += [f"Mean {label}{u}", f"95% CI ± {label}{u}", best, f"CV {label} (%)"]
     header += ["n", "Notes"]
     notes: list[str] = []
     reasons: list[tuple[str, str]] = []        # (status, reason) of failed/skipped/aborted jobs
@@ -395,11 +408,12 @@ def table_rows(table: Table, style: str = "md") -> tuple[list[str], list[list[st
         noisy = []
         for m in table.metrics:
             s = row.cells[m].summary
+            top = row.own_max[m].max if own[m] and m in row.own_max else (None if own[m] else s.max)
             if style == "md":
-                line += [fmt_mean_ci(s), fmt_measure(s.max), _cv(s)]
+                line += [fmt_mean_ci(s), fmt_measure(top), _cv(s)]
             else:
                 half = N_TOO_SMALL if s.n == 1 else fmt_measure(s.ci_half_width)
-                line += [fmt_measure(s.mean), half, fmt_measure(s.max), _cv(s)]
+                line += [fmt_measure(s.mean), half, fmt_measure(top), _cv(s)]
             if s.noisy:
                 noisy.append(m)
         marks = []
@@ -439,15 +453,17 @@ def to_markdown(table: Table) -> str:
 
 
 def to_csv(tables: list[Table]) -> str:
+    """One CSV with one header, as CSV readers expect: the parts' columns in first-seen order
+    (a part's rows leave the others' columns empty)."""
+    parts = [(table, *table_rows(table, "csv")[:2]) for table in tables]
+    columns = list(dict.fromkeys(["part", "case_id"] + [c for _, header, _ in parts for c in header]))
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    for i, table in enumerate(tables):
-        header, body, footnotes = table_rows(table, "csv")
-        if i:
-            writer.writerow([])
-        writer.writerow(["part", "case_id"] + header)
+    writer.writerow(columns)
+    for table, header, body in parts:
         for row, line in zip(table.rows, body):
-            writer.writerow([table.part, row.case_id] + line)
+            cells = dict(zip(["part", "case_id"] + header, [table.part, row.case_id] + line))
+            writer.writerow([cells.get(c, "") for c in columns])
     return buf.getvalue()
 
 

@@ -61,3 +61,24 @@ def test_report_page_table_has_the_footnotes():
                                       "² skipped: benchmark binary ior not found",
                                       f"³ failed: {short_reason(LONG)}", "⁴ aborted: SIGTERM"]
     assert table["rows"][2][-1]["text"] == "†; 2 skipped²"
+
+
+def test_csv_of_several_parts_is_one_table_with_one_header():
+    """CSV readers take one header per file: the parts' columns are united, rows fill theirs."""
+    import csv
+    import io
+
+    exp = experiment("kaust-stripe-count")
+    tables = build_tables(records(exp, RUN, reps=2))
+    assert len(tables) >= 2 and len({tuple(t.keys) for t in tables}) >= 2
+    rows = list(csv.reader(io.StringIO(render(tables, "csv"))))
+    header, body = rows[0], rows[1:]
+    assert header[:2] == ["part", "case_id"] and len(set(header)) == len(header)
+    assert body and all(len(r) == len(header) for r in body)
+    assert {r[0] for r in body} == {t.part for t in tables}
+    assert sum(1 for r in rows if r[:2] == ["part", "case_id"]) == 1
+    for table in tables:           # a part's own key columns are filled in its rows
+        for key in table.keys:
+            from iolab.report import param_label
+            col = header.index(param_label(key, table.benchmark)[0])
+            assert all(r[col] != "" for r in body if r[0] == table.part)
