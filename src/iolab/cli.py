@@ -58,15 +58,16 @@ def cmd_plan(args) -> int:
     print()
     rows = []
     total = 0
-    for part in dict.fromkeys(c.part for c in cases):
-        pcases = [c for c in cases if c.part == part]
-        keys = varied_keys(pcases)
-        for c in pcases:
-            nbytes = get_adapter(c.benchmark).bytes_written(c)
-            total += nbytes * exp.repetitions
-            rows.append([c.case_id, c.benchmark, str(c.num_tasks), format_bytes_human(nbytes),
-                         describe(c, keys) or "-"])
-    header = ["case", "bench", "tasks", "writes/case", "parameters"]
+    parts = list(dict.fromkeys(c.part for c in cases))
+    # Keys that vary anywhere in the experiment (storage between parts, say): two cases of two
+    # parts never look the same.
+    keys = varied_keys(cases)
+    for c in cases:
+        nbytes = get_adapter(c.benchmark).bytes_written(c)
+        total += nbytes * exp.repetitions
+        rows.append([c.case_id, *([c.part] if len(parts) > 1 else []), c.benchmark, str(c.num_tasks),
+                     format_bytes_human(nbytes), describe(c, keys) or "-"])
+    header = ["case", *(["part"] if len(parts) > 1 else []), "bench", "tasks", "writes/case", "parameters"]
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
     for r in [header] + rows:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())

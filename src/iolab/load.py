@@ -96,7 +96,11 @@ def load_experiment(path, profile: str | None = None) -> Experiment:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        raise IolabError("no such experiment file", file=shown) from None
+        known = sorted(p.stem for p in path.parent.glob("*.yaml")) if path.parent.is_dir() else []
+        near = difflib.get_close_matches(path.stem, known, n=1)
+        raise IolabError("no such experiment file", file=shown,
+                         hint=((f"did you mean {near[0]!r}? " if near else "")
+                               + f"experiments: {', '.join(known)}") if known else None) from None
     except OSError as exc:
         raise IolabError(f"cannot read: {exc.strerror}", file=shown) from None
     text = decode(raw, shown)

@@ -258,6 +258,8 @@ def varied_keys(cases: list[Case]) -> list[str]:
 
 def show_value(benchmark: str, key: str, value) -> str:
     """A parameter value as a person writes it: sizes as 4MiB, booleans as true/false."""
+    if value is None:
+        return "unset"          # a hint set without this hint, or another part's parameter
     spec = schemas.param_spec(benchmark, key) or {}
     if schemas.is_size_param(spec) and isinstance(value, int):
         return format_size(value)

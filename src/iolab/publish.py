@@ -127,6 +127,8 @@ def provenance(path: Path, manifest: dict, records: list[dict], state=None) -> d
                 value = binary.get(key)
                 if value and value not in part[out]:
                     part[out].append(value)
+        if rec.get("status") == "skipped" and "not found" in str(rec.get("error") or ""):
+            part["not_found"] = True
         stack = prov.get("stack")
         if isinstance(stack, dict):
             shown = ", ".join(f"{k}={v}" for k, v in sorted(stack.items())
@@ -135,6 +137,11 @@ def provenance(path: Path, manifest: dict, records: list[dict], state=None) -> d
                 part["stacks"].append(shown)
             if stack.get("spack_lock_sha256"):
                 stack_locks.add(stack["spack_lock_sha256"])
+    for part in parts.values():
+        ran = any(r.get("status") == "ok" and r.get("part", "main") == part["part"] for r in records)
+        # never "not printed" for a binary that did not run: say why there is no version
+        part["version_text"] = (", ".join(part["versions"]) or "not printed" if ran
+                                else "not found" if part.get("not_found") else "did not run")
     status = {s: sum(r.get("status") == s for r in records) for s in ("ok", "failed", "skipped", "aborted")}
     reframe = manifest.get("reframe") or next(
         ((r.get("provenance") or {}).get("reframe") for r in records

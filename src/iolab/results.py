@@ -97,7 +97,9 @@ def results_root(project_root: Path) -> Path:
     return Path(os.environ.get("IOLAB_RESULTS", project_root / "results"))
 
 
-def git_state(root: Path) -> dict:
+def git_state(root: Path, used=()) -> dict:
+    """The commit, and whether the tree differs from it: a change to a tracked file, or a file the
+    run used (`used`: its experiment YAML, shim, system config) that git does not track at all."""
     def git(*args):
         return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
                               timeout=20)
@@ -106,9 +108,25 @@ def git_state(root: Path) -> dict:
         if head.returncode != 0:
             return {"git": None, "dirty": None}
         status = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!results")
-        return {"git": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
+        untracked = []
+        inside = [str(Path(u).resolve()) for u in used if _inside(Path(u), root)]
+        if inside:
+            listed = git("ls-files", "--others", "--exclude-standard", "--", *inside)
+            untracked = sorted(line for line in listed.stdout.splitlines() if line)
+        out = {"git": head.stdout.strip(), "dirty": bool(status.stdout.strip() or untracked)}
+        if untracked:
+            out["untracked"] = untracked
+        return out
     except (OSError, subprocess.SubprocessError):
         return {"git": None, "dirty": None}
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def host_info() -> dict:
@@ -674,9 +692,13 @@ def no_runs_error(root: Path, experiment_id: str) -> IolabError:
     if (Path(root) / experiment_id).is_dir():
         return IolabError(f"no results for experiment {experiment_id!r} under {root}: its directory "
                           "holds no runs", hint="run it with reframe first, or `iolab import`")
-    near = difflib.get_close_matches(experiment_id, known, n=1)
+    from .render import project_root
+
+    defined = sorted(p.stem for p in (project_root() / "experiments").glob("*.yaml"))
+    near = difflib.get_close_matches(experiment_id, known or defined, n=1)
     listed = (f"experiments with results: {', '.join(known)}" if known
-              else "no experiment has results there yet")
+              else "no experiment has results there yet"
+              + (f"; experiments: {', '.join(defined)}" if defined else ""))
     return IolabError(f"no results for experiment {experiment_id!r} under {root}",
                       hint=(f"did you mean {near[0]!r}? " if near else "") + listed)
 
@@ -725,7 +747,7 @@ def base_manifest(exp, *, origin: str, system: str | None = None, shim_text: str
         "host": host_info(),
         "system": system,
         "shim": shim_text,
-        **git_state(root),
+        **git_state(root, [exp.path]),
     }
     lock = root / "spack.lock"
     if lock.is_file():

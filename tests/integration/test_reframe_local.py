@@ -92,6 +92,10 @@ def test_missing_benchmark_is_skipped_with_its_name(rfm_env, tmp_path):
     recs = records(run)
     assert recs and all(r["status"] == "skipped" for r in recs)
     assert all("'ior'" in r["error"] for r in recs)
+    for rec in recs:   # the command it would have run, in full
+        command = rec["provenance"]["command"]
+        assert command.startswith(f"mpirun -np {rec['params']['scale.tasks_per_node']} ior -a "), command
+        assert f"-o {rec['provenance']['case_dir']}/testfile" in command
     manifest = json.loads((run / "manifest.json").read_text())
     assert len(manifest["planned"]) == len(recs) == len(names) * exp.repetitions
     assert manifest["finished"]["complete"] and manifest["finished"]["counts"] == {"skipped": len(recs)}

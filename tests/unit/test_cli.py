@@ -300,3 +300,24 @@ def test_every_verb_exits_non_zero_on_input_it_cannot_use(tmp_path):
         assert (out.returncode, words in out.stderr) == (code, True), (args, out.stderr)
         assert "Traceback" not in out.stderr and out.stderr.strip().count("\n") == 0, (args, out.stderr)
     assert not (tmp_path / "site").exists()
+
+
+def test_an_unknown_experiment_lists_the_known_ones(results, capsys):
+    assert main(["plan", "quickstrt"]) == 2
+    err = capsys.readouterr().err
+    assert "no such experiment file (did you mean 'quickstart'?" in err and "archer-fpp-vs-ssf" in err
+    assert main(["table", "quickstrt"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean 'quickstart'?" in err and "experiments: archer-fpp-vs-ssf" in err
+
+
+def test_plan_shows_the_part_and_never_python_none(capsys):
+    assert main(["plan", "nersc-burst-buffer", "--profile", "local"]) == 0
+    out = capsys.readouterr().out
+    assert "None" not in out
+    lines = [line for line in out.splitlines() if " ior " in line]
+    assert len(lines) == 4 and len(set(line.split(None, 1)[1] for line in lines)) == 4, lines
+    assert "part" in out.splitlines()[4] and "storage=burst_buffer" in out
+    assert main(["plan", "csc-btio-hints", "--profile", "local"]) == 0
+    out = capsys.readouterr().out
+    assert "None" not in out and "mpiio.cb_config_list=unset" in out

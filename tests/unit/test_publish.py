@@ -349,3 +349,19 @@ def test_publish_reads_iolab_results_and_skips_imported_runs(results, tmp_path):
     md = (tmp_path / "site2" / "tables.md").read_text()
     assert md.startswith("**Note:** imported run: outputs of runs made outside iolab")
     assert "imported run" in (tmp_path / "site2" / "index.html").read_text()
+
+
+def test_a_run_where_nothing_ran_says_so(results, tmp_path):
+    """Binaries absent: the page says 'not found', never 'not printed', and never that every
+    setting was applied as requested."""
+    exp = experiment("archer-fpp-vs-ssf")
+    recs = [dict(r, status="skipped", metrics=[], flags=[], observed={},
+                 error="benchmark binary 'ior' not found on PATH; provide it with Spack")
+            for r in records(exp, RUN_A, reps=1)]
+    make_run(results, exp, RUN_A, recs)
+    out = tmp_path / "site"
+    publish_archer(results, out)
+    for name in ("index.html", "report.md"):
+        text = (out / name).read_text()
+        assert "not found" in text and "not printed" not in text, name
+        assert "applied as requested" not in text and "No case ran, so no setting was applied" in text

@@ -381,3 +381,28 @@ def test_old_eight_digit_case_ids_name_the_same_cases_as_new_ones():
     old = case_index(["99a3ce01", "12345678"])
     assert same_case("99a3ce015baa8c12", old) == "99a3ce01"
     assert same_case("abcdefab00000000", old) is None
+
+
+def test_an_untracked_experiment_makes_the_tree_dirty(tmp_path):
+    """git status --untracked-files=no would say clean: the run's own YAML is not in git."""
+    import subprocess
+
+    from iolab.results import git_state
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True,
+                       env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
+
+    git("init", "-q")
+    (tmp_path / "tracked.yaml").write_text("a: 1\n")
+    git("add", "tracked.yaml")
+    git("commit", "-q", "-m", "x")
+    (tmp_path / "experiments").mkdir()
+    new = tmp_path / "experiments" / "new.yaml"
+    new.write_text("b: 2\n")
+    (tmp_path / "scratch.txt").write_text("not used by the run\n")
+    assert git_state(tmp_path)["dirty"] is False
+    assert git_state(tmp_path, [tmp_path / "tracked.yaml"])["dirty"] is False
+    state = git_state(tmp_path, [new, tmp_path / "tracked.yaml"])
+    assert state["dirty"] is True and state["untracked"] == ["experiments/new.yaml"]

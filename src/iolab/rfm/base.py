@@ -98,13 +98,17 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         exp, case = self._iolab_exp, self._iolab_case
         extras = self.current_partition.extras.get("iolab", {})
         adapter = get_adapter(case.benchmark)
+        # A case that cannot run here is still prepared in full, so that its record shows the
+        # exact command it would have run; it is skipped at the end, with every reason.
+        self._iolab_unrunnable = []
         storage = case.get("storage", "scratch")
         base = extras.get(STORAGE_KEYS[storage], STORAGE_DEFAULTS[storage])
-        if base is None and storage == "burst_buffer" and self.is_dry_run():
-            base = "$DW_JOB_STRIPED"  # preview the job as it would be on a DataWarp system
-        if base is None:
-            self._iolab_skip(f"storage {storage!r}: system {self.current_partition.fullname} declares "
-                             f"no burst buffer (extras['iolab']['burst_buffer'])")
+        if base is None and storage == "burst_buffer":
+            base = "$DW_JOB_STRIPED"  # the job as it would be on a DataWarp system
+            if not self.is_dry_run():
+                self._iolab_unrunnable.append(
+                    f"storage {storage!r}: system {self.current_partition.fullname} declares no "
+                    f"burst buffer (extras['iolab']['burst_buffer'])")
         # Variables known here expand now; job-time ones ($DW_JOB_STRIPED) expand in the job.
         base = os.path.expandvars(base)
         run = session.for_experiment(exp)
@@ -130,8 +134,9 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         if not self.is_dry_run() and stack.available(spec.executable, case.benchmark) is False:
             where = {"prefix": f"in {stack.prefix}/bin or on PATH", "path": "on PATH",
                      "modules": "on PATH, and no module is configured for it"}[stack.provider]
-            self._iolab_skip(f"benchmark binary {spec.executable!r} not found {where}; provide it "
-                             f"with Spack (spack.yaml), a module, or a prefix (see README)")
+            self._iolab_unrunnable.append(
+                f"benchmark binary {spec.executable!r} not found {where}; provide it with Spack "
+                f"(spack.yaml), a module, or a prefix (see README)")
 
         stage = Path(self.stagedir)
         for name, text in {**spec.files, **(self._iolab_hints or {}).get("files", {})}.items():
@@ -168,6 +173,11 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
             self.postrun_cmds.append(f"rm -rf {d}")
         self._iolab_shape_job(case, spec, extras)
         self._iolab_instrument(case, spec, extras)
+        # ReFrame gives the job its task counts only when it submits it; the command a skipped
+        # case records needs them now
+        self.job.num_tasks, self.job.num_tasks_per_node = self.num_tasks, self.num_tasks_per_node
+        if self._iolab_unrunnable:
+            self._iolab_skip("; ".join(self._iolab_unrunnable))
 
     def _iolab_check_lustre(self, base: str, storage: str, req: dict) -> bool:
         """Before submission: require_lustre, and a stripe count above the OST count.
@@ -181,7 +191,7 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
             return False
         fstype = lustre.detect_fstype(base)
         if self._iolab_exp.require_lustre and fstype != "lustre":
-            self._iolab_skip(f"require_lustre: {storage} ({base}) is {fstype}, not Lustre")
+            self._iolab_unrunnable.append(f"require_lustre: {storage} ({base}) is {fstype}, not Lustre")
         if req and fstype == "lustre" and shutil.which("lfs"):
             out = subprocess.run(["lfs", "df", base], capture_output=True, text=True, timeout=60)
             try:
@@ -200,7 +210,8 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         try:
             plan = mpiio.translate(hints, flavour, launcher)
         except IolabError as exc:
-            self._iolab_skip(f"MPI flavour {flavour}: {exc}")
+            self._iolab_unrunnable.append(f"MPI flavour {flavour}: {exc}")
+            plan = mpiio.HintPlan()
         self._iolab_export(plan.env)
         self.job.launcher.options += plan.launcher_options
         self._iolab_hints = {"flavour": flavour, "requested": hints, "verify": plan.verify,

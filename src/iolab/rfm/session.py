@@ -35,7 +35,7 @@ class _Run:
         self.exp = exp
         self.run_id = new_run_id(exp.sha256)
         self.dir: RunDir | None = None
-        self.git = git_state(exp.root)
+        self.git = git_state(exp.root, _used_files(exp))
         self.pending: dict[tuple[str, int], int] = {}   # (write case, repetition) -> reads left
         self.planned: list[dict] = []                   # {part, case_id, repetition, system}
         self.counts: collections.Counter = collections.Counter()   # records written, by status
@@ -53,7 +53,7 @@ class _Run:
     def open(self, system: str, system_extras: dict | None = None) -> RunDir:
         if self.dir is None:
             shim = shim_path(self.exp.root / "reframe" / "generated", self.exp.id)
-            extra = {"run_id": self.run_id, "reframe": reframe.VERSION,
+            extra = {"run_id": self.run_id, "reframe": reframe.VERSION, **self.git,
                      # e.g. same_machine_as: which published studies this system reproduces
                      "system_extras": system_extras or {}}
             if self.planned:
@@ -77,6 +77,18 @@ class _Run:
 
 
 _RUNS: dict[str, _Run] = {}
+
+
+def _used_files(exp: Experiment) -> list[Path]:
+    """The files a run depends on besides installed code: its YAML, its shim, the system config."""
+    files = [exp.path, shim_path(exp.root / "reframe" / "generated", exp.id)]
+    try:
+        from reframe.core.runtime import runtime
+
+        files += [Path(f) for f in runtime().site_config.sources if str(f).endswith(".py")]
+    except Exception:  # noqa: BLE001 - outside a ReFrame session
+        pass
+    return files
 
 
 def for_experiment(exp: Experiment) -> _Run:
