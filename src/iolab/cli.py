@@ -209,7 +209,7 @@ def cmd_import(args) -> int:
     from .importer import import_files
 
     run = import_files(args.benchmark, [Path(f) for f in args.files], args.into,
-                       params=args.param or [], label=args.label)
+                       params=args.param or [], label=args.label, trust_params=args.trust_params)
     print(f"imported {len(args.files)} file(s) into {run.path}")
     print(f"an imported run: `iolab table {args.into}` shows the latest measured run; add "
           f"--include-imported or --run {run.run_id} for this one")
@@ -373,6 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="a parameter of the imported case (repeatable), e.g. lustre.stripe_count=4")
     s.add_argument("--label", help="free text stored in the manifest, e.g. the source system")
+    s.add_argument("--trust-params", action="store_true",
+                   help="import --param values even where the benchmark's output says it ran otherwise")
     s.set_defaults(func=cmd_import)
 
     s = sub.add_parser("darshan", help="Darshan summary and findings of a run's cases, or of any logs")

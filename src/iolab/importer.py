@@ -29,14 +29,49 @@ def type_params(benchmark: str, pairs: list[str]) -> dict:
     return out
 
 
+def reconcile(benchmark: str, given: dict, files: list[Path], parsed: list, trust: bool = False) -> dict:
+    """The imported case's parameters: what --param gives, the rest from what the benchmark says
+    it ran (its echo), else the defaults. A --param the benchmark contradicts is refused unless
+    `trust`; files that ran different parameters cannot be one case."""
+    from .echo import differences
+    from .matrix import Case
+
+    adapter = get_adapter(benchmark)
+    full = {**defaults(benchmark), **given}
+    told: dict = {}
+    for path, result in zip(files, parsed):
+        for ek, pk in adapter.echo_params.items():
+            if ek not in result.echo:
+                continue
+            said = result.echo[ek]
+            if pk in told and told[pk][1] != said:
+                raise IolabError(f"{told[pk][0].name} and {path.name} ran different {ek} ({told[pk][1]} "
+                                 f"and {said}): import them as separate cases")
+            told.setdefault(pk, (path, said))
+    for pk, (_path, said) in told.items():
+        if pk not in given:
+            full[pk] = said
+    if not trust:
+        for path, result in zip(files, parsed):
+            case = Case("", benchmark, benchmark, "", full)
+            diffs = differences(adapter.requested_echo(case, None), result.echo)
+            # only what was asked (--param) or derived from it is checked; unreported is fine here
+            diffs = [d for d in diffs if " not reported" not in d]
+            if diffs:
+                raise IolabError(f"{path.name}: the benchmark says it ran otherwise than --param says: "
+                                 + "; ".join(diffs), hint="fix --param, or pass --trust-params to "
+                                 "import the values as given")
+    return full
+
+
 def import_files(benchmark: str, files: list[Path], into: str, params: list[str],
-                 label: str | None = None) -> RunDir:
+                 label: str | None = None, trust_params: bool = False) -> RunDir:
     check_experiment_id(into, "--into")
     adapter = get_adapter(benchmark)
     given = type_params(benchmark, params)
     # Parse everything first: a bad file fails the import before anything is written.
     parsed = adapter.parse_files(files)
-    full = {**defaults(benchmark), **given}
+    full = reconcile(benchmark, given, files, parsed, trust_params)
     cid = case_id(benchmark, full)
     run_id = new_run_id(str(files))
     manifest = {
@@ -51,9 +86,11 @@ def import_files(benchmark: str, files: list[Path], into: str, params: list[str]
             "schema": RECORD_SCHEMA, "experiment": into, "experiment_sha256": None, "profile": None,
             "run_id": run_id, "case_id": cid, "part": benchmark, "benchmark": benchmark,
             "repetition": rep, "params": dict(sorted(full.items())), "varied": sorted(given),
-            "observed": {}, "metrics": [m.as_dict() for m in result.metrics], "status": "ok",
+            "observed": {"benchmark": result.echo},
+            "metrics": [m.as_dict() for m in result.metrics], "status": "ok",
             "error": None, "raw": raw, "recorded": utcnow(),
             "provenance": {"origin": "imported", "file": str(path), "label": label,
+                           "params_trusted": trust_params,
                            "binary": {"name": adapter.executable, "path": None,
                                       "version": result.version}},
         })

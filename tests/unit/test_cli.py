@@ -130,8 +130,11 @@ def test_import_table_compare(results, capsys, tmp_path):
     assert "| n too small |" in cmp                 # B has one repetition
 
     yaml_path = tmp_path / "imported-study.yaml"
+    # the imported case as IOR ran it (the import took block size, iterations and tasks from IOR)
     yaml_path.write_text("id: imported-study\ndescription: the imported case\nbenchmark: ior\n"
-                         "fixed: {api: MPIIO, collective: true, lustre.stripe_size: 4MiB}\nrepetitions: 3\n")
+                         "scale: {nodes: 1, tasks_per_node: 4}\n"
+                         "fixed: {api: MPIIO, collective: true, lustre.stripe_size: 4MiB, block_size: 8MiB,\n"
+                         "        iterations: 3}\nrepetitions: 3\n")
     assert main(["plan", str(yaml_path), "--suggest-reps", "--target-ci", "5"]) == 0
     plan = capsys.readouterr().out
     assert "t(0.975, n-1) * CV / sqrt(n) <= target" in plan
@@ -321,3 +324,38 @@ def test_plan_shows_the_part_and_never_python_none(capsys):
     assert main(["plan", "csc-btio-hints", "--profile", "local"]) == 0
     out = capsys.readouterr().out
     assert "None" not in out and "mpiio.cb_config_list=unset" in out
+
+
+FIO = Path(__file__).resolve().parents[1] / "data" / "fio-recorded"
+
+
+def test_import_checks_param_against_what_the_benchmark_says(results, capsys):
+    """A 4 KiB fio run imported as bs=1MiB is refused, naming both; parameters not given come
+    from the output, never from defaults."""
+    four_k = str(FIO / "fio_randwrite_4k_16m.json")
+    assert main(["import", "fio", four_k, "--into", "fio-check", "--param", "bs=1MiB"]) == 2
+    err = capsys.readouterr().err
+    assert "bs 4096, requested 1048576" in err and "--trust-params" in err
+    assert not (results / "fio-check").exists() or not list((results / "fio-check").iterdir())
+
+    assert main(["import", "fio", four_k, "--into", "fio-check"]) == 0
+    from iolab.results import list_runs
+    (run,) = list_runs(results, "fio-check")
+    (rec,) = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]
+    assert (rec["params"]["bs"], rec["params"]["size"]) == (4096, 16 * 1024**2)
+    assert rec["params"]["rw"] == "randwrite"
+    assert rec["observed"]["benchmark"]["io_bytes"] == 16 * 1024**2
+
+    assert main(["import", "fio", four_k, "--into", "fio-trusted", "--param", "bs=1MiB",
+                 "--trust-params"]) == 0
+    (run,) = list_runs(results, "fio-trusted")
+    (rec,) = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]
+    assert rec["params"]["bs"] == 1048576 and rec["provenance"]["params_trusted"] is True
+    assert rec["observed"]["benchmark"]["bs"] == 4096
+
+
+def test_import_refuses_files_that_ran_different_cases(results, capsys):
+    files = [str(IOR / "ior_mpiio_coll_4r_t256k_b8m.summary.json"),
+             str(IOR / "ior_mpiio_indep_4r_t64k_b4m.summary.json")]
+    assert main(["import", "ior", *files, "--into", "mixed"]) == 2
+    assert "ran different" in capsys.readouterr().err

@@ -177,7 +177,7 @@ def test_a_replayed_output_whose_echo_differs_fails_with_both_values(write_exper
                       and e["recorded_from"]["experiment"] == "hints-must-hold")
     parsed = ior_json.parse((replays.REPLAY / "ior" / kid / entry["files"]["summary"]).read_text())
     adapter = get_adapter("ior")
-    for tasks, expected in ((4, None), (2, "echo: numTasks 4, requested 2")):
+    for tasks, expected in ((4, None), (2, "echo: numTasks 4, requested 2; tasksPerNode 4, requested 2")):
         path = write_experiment("hints-must-hold", HINTS_MUST_HOLD.replace("TASKS", str(tasks)))
         case = next(c for c in expand(load_experiment(path)) if c.params["mpiio.cb_nodes"] == 4)
         spec = adapter.run_spec(case, "/scratch/x", hints={"cb_nodes": "4"}, show_hints=True)

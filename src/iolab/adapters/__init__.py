@@ -62,9 +62,13 @@ class Adapter:
         """`iolab parse` and `iolab import`: auto-detect the format of each file."""
         raise NotImplementedError
 
-    def requested_echo(self, case, spec: RunSpec) -> dict:
+    # What the benchmark echoes of one parameter each: its name for it -> iolab's parameter
+    # (`iolab import` fills parameters not given from these and checks the given ones).
+    echo_params: dict[str, str] = {}
+
+    def requested_echo(self, case, spec: RunSpec | None) -> dict:
         """What the benchmark must say it ran for this case, under its own names (echo.py)."""
-        return {}
+        return {ek: case.params[pk] for ek, pk in self.echo_params.items() if pk in case.params}
 
     def check_echo(self, parsed, case, spec: RunSpec) -> str | None:
         from ..echo import check

@@ -126,8 +126,10 @@ class BtioAdapter(Adapter):
             _check_against_deck(parsed, deck, skip=("path",) if replay else ())
         return parsed
 
+    echo_params = {"mode": "mode", "io_method": "io_method", "iterations": "time_steps", "grid": "grid"}
+
     def requested_echo(self, case, spec) -> dict:
-        return {"ranks": case.num_tasks}    # the rest is checked against the deck while parsing
+        return {"ranks": case.num_tasks, **super().requested_echo(case, spec)}
 
     def error_lines(self, stdout, stderr, spec):
         return btio_text.failures(stdout) + btio_text.failures(stderr)

@@ -47,11 +47,12 @@ class FioAdapter(Adapter):
     def parse_outputs(self, stage: Path, spec: RunSpec):
         return fio_json.parse(read_output(stage / OUTPUT, "fio JSON output"), OUTPUT)
 
+    echo_params = {k: k for k in ("rw", "bs", "size", "numjobs", "ioengine", "iodepth", "direct",
+                                  "end_fsync")}
+
     def requested_echo(self, case, spec) -> dict:
         p = case.params
-        want = {"rw": p["rw"], "bs": p["bs"], "size": p["size"], "numjobs": p["numjobs"],
-                "ioengine": p["ioengine"], "iodepth": p["iodepth"], "direct": p["direct"],
-                "end_fsync": p["end_fsync"]}
+        want = super().requested_echo(case, spec)
         # every byte of every job moves once, unless the run is bounded by time or count instead
         bounded = ("--time_based", "--runtime", "--io_size", "--io_limit", "--number_ios", "--loops")
         if not any(a.split("=", 1)[0] in bounded for a in p["extra_args"]):

@@ -487,6 +487,9 @@ class H5benchAdapter(Adapter):
         return Parsed(metrics, version=None, details={**csv.details, "mode": text.details["mode"]},
                       echo=text.echo)
 
+    echo_params = {k: k for k in ("timesteps", "num_dims", "dim_1", "dim_2", "dim_3",
+                                  "collective_data", "collective_metadata")}
+
     def requested_echo(self, case, spec) -> dict:
         p = case.params
         if p["kernel"] == "exerciser":
@@ -494,10 +497,8 @@ class H5benchAdapter(Adapter):
         want = {"ranks": case.num_tasks}
         if p["kernel"] != "metadata":
             # reads take their grid from the file; their configuration block repeats the config
-            want.update(timesteps=p["timesteps"], num_dims=p["num_dims"],
-                        collective_data=p["collective_data"],
-                        collective_metadata=p["collective_metadata"])
-            want.update({f"dim_{i}": p[f"dim_{i}"] for i in range(1, p["num_dims"] + 1)})
+            want.update({k: v for k, v in super().requested_echo(case, spec).items()
+                         if not k.startswith("dim_") or int(k[4:]) <= p["num_dims"]})
         return want
 
     def error_lines(self, stdout, stderr, spec):

@@ -137,13 +137,15 @@ class IorAdapter(Adapter):
     def parse_files(self, paths):
         return [parse_any(Path(p)) for p in paths]
 
+    echo_params = {"API": "api", "blockSize": "block_size", "transferSize": "transfer_size",
+                   "segmentCount": "segments", "repetitions": "iterations",
+                   "filePerProc": "file_per_process", "collective": "collective", "fsync": "fsync",
+                   "reorderTasks": "reorder_tasks", "randomOffset": "random_offsets",
+                   "writeFile": "write", "readFile": "read", "nodes": "scale.nodes",
+                   "tasksPerNode": "scale.tasks_per_node"}
+
     def requested_echo(self, case, spec) -> dict:
-        p = case.params
-        return {"numTasks": case.num_tasks, "API": p["api"], "blockSize": p["block_size"],
-                "transferSize": p["transfer_size"], "segmentCount": p["segments"],
-                "repetitions": p["iterations"], "filePerProc": p["file_per_process"],
-                "collective": p["collective"], "fsync": p["fsync"], "reorderTasks": p["reorder_tasks"],
-                "randomOffset": p["random_offsets"], "writeFile": p["write"], "readFile": p["read"]}
+        return {"numTasks": case.num_tasks, **super().requested_echo(case, spec)}
 
     def error_lines(self, stdout, stderr, spec):
         return ior_text.errors(stderr) + ior_text.errors(stdout)

@@ -70,7 +70,8 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
 
 # What IOR says it ran: the summary's and the test's parameters, under IOR's own names.
 _ECHO_INTS = {"numTasks": "summary", "blockSize": "summary", "transferSize": "summary",
-              "segmentCount": "summary", "repetitions": "summary"}
+              "segmentCount": "summary", "repetitions": "summary", "tasksPerNode": "summary",
+              "nodes": "params"}
 _ECHO_FLAGS = {"filePerProc": "summary", "collective": "params", "fsync": "params",
                "reorderTasks": "params", "randomOffset": "params", "writeFile": "params",
                "readFile": "params"}

@@ -64,6 +64,7 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
     if not lines or not lines[0].split()[:10] == _SUMMARY_COLS:
         raise ParseError(f"{source}: unexpected summary header")
     header = lines[0].split()
+    echo: dict = {}
     metrics: list[Metric] = []
     for line in lines[1:]:
         tokens = line.split()
@@ -72,6 +73,8 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
         op = tokens[0]
         if len(tokens) < len(header):
             raise ParseError(f"{source}: truncated {op} summary line")
+        if not echo:
+            echo = _echo(dict(zip(header[10:], tokens[10:])), text)
         reps = int(printed_number(tokens[header.index("reps")], f"{op} reps", source))
         runs = per_op.get(op, [])
         if len(runs) != reps:
@@ -90,4 +93,28 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
         raise ParseError(f"{source}: the summary has neither a write nor a read line")
     if not re.search(r"^Finished\s*:", text, re.MULTILINE):
         raise ParseError(f"{source}: no 'Finished' line: the output is truncated")
-    return Parsed(metrics, version=version, details={})
+    return Parsed(metrics, version=version, details={}, echo=echo)
+
+
+# What IOR says it ran, as in the JSON summary's echo: the summary line's columns (#Tasks tPN
+# reps fPP reord ... segcnt blksiz xsize API) and the Options block's nodes and type.
+_SUMMARY_ECHO = {"#Tasks": "numTasks", "tPN": "tasksPerNode", "reps": "repetitions",
+                 "segcnt": "segmentCount", "blksiz": "blockSize", "xsize": "transferSize"}
+
+
+def _echo(columns: dict, text: str) -> dict:
+    out: dict = {}
+    for column, key in _SUMMARY_ECHO.items():
+        if columns.get(column, "").isdigit():
+            out[key] = int(columns[column])
+    for column, key in (("fPP", "filePerProc"), ("reord", "reorderTasks")):
+        if columns.get(column) in ("0", "1"):
+            out[key] = columns[column] == "1"
+    if columns.get("API"):
+        out["API"] = columns["API"]
+    options = dict(m.groups() for m in re.finditer(r"^(nodes|type)\s*: (\S+)\s*$", text, re.MULTILINE))
+    if options.get("nodes", "").isdigit():
+        out["nodes"] = int(options["nodes"])
+    if options.get("type") in ("collective", "independent"):
+        out["collective"] = options["type"] == "collective"
+    return out
