@@ -394,3 +394,32 @@ def test_the_reframe_loader_takes_the_whole_hostile_corpus(rfm_env, tmp_path):
         assert broken or listed, path.name
     failed = reframe(["-r", "-n", "alias_bomb"], rfm_env, cwd=root, config=_config(root))
     assert failed.returncode == 1 and "more than 100000 values" in failed.stdout
+
+
+STRIPING_HINTS = """\
+id: striping-hints
+description: ROMIO's striping hints on whatever file system the scratch root is on
+benchmark: ior
+scale: {nodes: 1, tasks_per_node: 2}
+fixed: {api: MPIIO, collective: true, transfer_size: 1MiB, block_size: 2MiB, mpiio.striping_unit: 1MiB,
+        mpiio.striping_factor: 2}
+"""
+
+
+def test_striping_hints_off_lustre_are_not_applied_whatever_romio_echoes(rfm_env, tmp_path):
+    from iolab.lustre import detect_fstype
+
+    if detect_fstype(tmp_path) == "lustre":
+        pytest.skip("the scratch root is on Lustre here")
+    root = make_project(tmp_path, {"striping-hints": STRIPING_HINTS})
+    out = reframe(["-r", "-n", "striping_hints"], rfm_env, cwd=root, config=_config(root, "local-romio"))
+    assert out.returncode == 0, out.stdout[-3000:]
+    (rec,) = records(only_run(tmp_path / "results", "striping-hints"))
+    fstype = rec["observed"]["lustre"]["fs_type"]
+    status = {c["key"]: c for c in rec["observed"]["mpiio_hints"]["comparison"]}
+    for key in ("striping_unit", "striping_factor"):
+        assert status[key]["status"] == "not applied", status[key]
+        assert status[key]["reason"].startswith(f"{fstype}: no striping")
+        assert f"hint {key} not applied: {fstype}: no striping" in " ".join(rec["flags"])
+    table = iolab(["table", "striping-hints"], rfm_env, cwd=root)
+    assert "hint striping_unit not applied" in table.stdout
