@@ -12,8 +12,10 @@
 # CPUs the node advertises (scripts/slurm-local uses the same variable, default 8).
 import os
 
-from iolab.rfm.systems import (OPENMPI_ENVIRON, RUN_AS_ROOT, darshan_from_env, general, logging,
-                                stack_from_env, stage_dirs, storage)
+from iolab.rfm.systems import (OPENMPI_ENVIRON, RUN_AS_ROOT, general, logging, slurm_partition,
+                                slurm_system, storage, use_slurm_conf)
+
+use_slurm_conf(os.environ.get('IOLAB_SLURM_STATE', '/tmp/iolab-slurm'))
 
 CORES_PER_NODE = int(os.environ.get('IOLAB_SLURM_CPUS', '8'))
 
@@ -22,56 +24,18 @@ CORES_PER_NODE = int(os.environ.get('IOLAB_SLURM_CPUS', '8'))
 # job script gets PMIx even where the options are not applied.
 SRUN_MPI = ['--mpi=pmix']
 
-
-def _partition(launcher, descr, env_vars, launcher_options):
-    return {
-        'name': 'debug',
-        'descr': descr,
-        'scheduler': 'slurm',
-        'launcher': launcher,
-        'access': ['--partition=debug'],
-        'environs': ['openmpi'],
-        # One job at a time: cases of one experiment must not measure each other.
-        'max_jobs': 1,
-        'features': ['iolab'],
-        'env_vars': env_vars,
-        'extras': {
-            'iolab': {
-                'scratch': os.environ.get('IOLAB_SCRATCH', '/tmp/iolab-scratch'),
-                'node_local': os.environ.get('IOLAB_NODE_LOCAL', '/tmp'),
-                'cores_per_node': CORES_PER_NODE,
-                'profile': 'local',
-                'mpi_flavour': 'openmpi-ompio',
-                'launcher_options': launcher_options,
-                'stack': stack_from_env(),
-                'darshan': darshan_from_env(),
-            },
-        },
-    }
-
-
+SRUN = 'Slurm partition debug, ranks launched by srun --mpi=pmix'
+MPIRUN = 'Slurm partition debug, ranks launched by Open MPI mpirun'
 site_configuration = {
     'systems': [
-        {
-            'name': 'localslurm',
-            'descr': 'This machine as a one-node Slurm cluster (scripts/slurm-local), srun + PMIx',
-            'hostnames': ['.*'],
-            'modules_system': 'nomod',
-            **stage_dirs('localslurm'),
-            'partitions': [_partition(
-                'srun', 'Slurm partition debug, ranks launched by srun --mpi=pmix',
-                RUN_AS_ROOT + [['SLURM_MPI_TYPE', 'pmix']], SRUN_MPI)],
-        },
-        {
-            'name': 'localslurm-mpirun',
-            'descr': 'This machine as a one-node Slurm cluster (scripts/slurm-local), mpirun',
-            'hostnames': ['.*'],
-            'modules_system': 'nomod',
-            **stage_dirs('localslurm-mpirun'),
-            'partitions': [_partition(
-                'mpirun', 'Slurm partition debug, ranks launched by Open MPI mpirun',
-                RUN_AS_ROOT, [])],
-        },
+        slurm_system('localslurm',
+                     'This machine as a one-node Slurm cluster (scripts/slurm-local), srun + PMIx',
+                     slurm_partition('debug', 'srun', SRUN, RUN_AS_ROOT + [['SLURM_MPI_TYPE', 'pmix']],
+                                     SRUN_MPI, CORES_PER_NODE, 'openmpi-ompio')),
+        slurm_system('localslurm-mpirun',
+                     'This machine as a one-node Slurm cluster (scripts/slurm-local), mpirun',
+                     slurm_partition('debug', 'mpirun', MPIRUN, RUN_AS_ROOT, [], CORES_PER_NODE,
+                                     'openmpi-ompio')),
     ],
     'environments': [OPENMPI_ENVIRON],
     'general': general(),

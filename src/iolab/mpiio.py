@@ -205,7 +205,8 @@ def _romio_tables(text: str) -> list[tuple[int, dict[str, str]]]:
     for number, line in enumerate(text.splitlines()):
         m = _ROMIO_LINE.match(line)
         if not m:
-            current = None
+            # Other ranks' output (srun merges every rank's stdout) can land inside a table:
+            # only a repeated key starts the next one.
             continue
         key, value = m.group(1), m.group(2).rstrip()
         # Two opens can print back to back with no line between: a repeated key starts a table.

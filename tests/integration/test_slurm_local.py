@@ -39,9 +39,14 @@ pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not have("fio"), reason="fio is not installed")]
 
 
+# This Slurm's own config: /etc/slurm/slurm.conf may belong to scripts/cluster-local's.
+SLURM_ENV = {**os.environ, "SLURM_CONF": os.path.join(os.environ.get("IOLAB_SLURM_STATE", "/tmp/iolab-slurm"),
+                                                      "etc", "slurm.conf")}
+
+
 def _sacct_state(jobid: str) -> str:
     out = subprocess.run(["sacct", "-j", jobid, "-n", "-X", "-o", "State"],
-                         capture_output=True, text=True, timeout=60)
+                         capture_output=True, text=True, timeout=60, env=SLURM_ENV)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 
@@ -129,7 +134,8 @@ def test_an_interrupted_slurm_run_cancels_its_job_and_records_every_case(rfm_env
     assert sorted(r["repetition"] for r in recs) == [1, 2]
     assert {(r["status"], r["error"]) for r in recs} == {("aborted", "interrupted by SIGINT")}
     jobid = next(r["provenance"]["jobid"] for r in recs if r["provenance"]["jobid"])
-    queue = subprocess.run(["squeue", "-h", "-j", jobid], capture_output=True, text=True).stdout
+    queue = subprocess.run(["squeue", "-h", "-j", jobid], capture_output=True, text=True,
+                           env=SLURM_ENV).stdout
     assert not queue.strip(), f"job {jobid} still queued or running: {queue}"
     assert json.loads((run / "manifest.json").read_text())["finished"]["complete"] is False
     assert not any(p.is_file() for p in (tmp_path / "scratch").rglob("*"))

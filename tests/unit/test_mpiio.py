@@ -414,3 +414,13 @@ def test_striping_hints_are_not_applied_off_lustre_whatever_romio_echoes():
     assert mpiio.not_applicable(requested, "lustre") == {"romio_gpfs_free_locks": mpiio.not_applicable(
         requested, "lustre")["romio_gpfs_free_locks"]}
     assert mpiio.not_applicable(requested, "unknown") == {} == mpiio.not_applicable(requested, None)
+
+
+def test_tables_interleaved_with_other_ranks_output_are_read_whole():
+    """srun merges the ranks' stdout: 'Writing output to ...' of another rank can split a table."""
+    text = (Path(__file__).resolve().parents[1] / "data" / "romio-recorded" /
+            "ior_romio_cb4_4nodes_srun.txt").read_text()
+    effective = mpiio.effective_hints(text, "openmpi-romio")
+    assert effective["cb_nodes"] == "4" and effective["cb_config_list"] == "*:1"
+    assert effective["romio_aggregator_list"] == "0 2 4 6"      # one aggregator on each node
+    assert len(mpiio.parse_romio_print(text)) == 4

@@ -34,6 +34,7 @@ BINARY_FILE = "iolab-binary.txt"
 CASEDIR_FILE = "iolab-casedir.txt"
 MKDIR_FILE = "iolab-mkdir.txt"
 TIMES_FILE = "iolab-times.txt"
+NODES_FILE = "iolab-nodes.txt"
 MPI_LAUNCHERS = ("mpirun", "mpiexec", "mpirun-openmpi")
 DEFAULT_FLAVOUR = "openmpi-ompio"
 # Where each storage target's case directories go, unless the partition's extras say otherwise.
@@ -155,7 +156,9 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
             *lustre.prerun_lines(self._iolab_case_dir, req,
                                  stop_on_failure=self._iolab_exp.verify.layout == "fail"),
             # which binary ran, and its checksum: versions are not always printed
-            f"{{ command -v {exe} && sha256sum \"$(command -v {exe})\"; }} > {BINARY_FILE}"]
+            f"{{ command -v {exe} && sha256sum \"$(command -v {exe})\"; }} > {BINARY_FILE}",
+            # the nodes the scheduler gave the job, as the job sees them (Slurm)
+            f"printf '%s\\n' \"${{SLURM_JOB_NODELIST:-}}\" > {NODES_FILE}"]
         # $? of the benchmark must be read first, before any other command runs.
         self.postrun_cmds = [f"echo $? > {EXIT_FILE}"]
         if spec.workdir:

@@ -186,7 +186,7 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
             "system": system,
             "environ": test.current_environ.name if test.current_environ else None,
             "jobid": str(job.jobid) if job is not None and job.jobid is not None else None,
-            "nodelist": list(job.nodelist or []) if job is not None else [],
+            "nodelist": _nodelist(stage, job),
             "binary": {"name": spec.executable if spec else None, **binary,
                        "version": parsed.version if parsed else None},
             "stack": _stack(test, run, binary.get("path")),
@@ -260,6 +260,20 @@ def _timing(stage: Path | None, post_start: float | None) -> dict:
     stamps += [None] * (2 - len(stamps))
     return {"benchmark_start": stamps[0], "benchmark_end": stamps[1],
             "postprocess_start": post_start, "recorded": time.time()}
+
+
+def _nodelist(stage: Path | None, job) -> list[str]:
+    """The job's nodes as the job itself saw them ($SLURM_JOB_NODELIST, expanded), else what
+    ReFrame recorded (which can miss nodes of a short Slurm job)."""
+    from reframe.utility import nodelist_expand
+
+    seen = (_read(stage / "iolab-nodes.txt") or "") if stage else ""
+    if seen:
+        try:
+            return list(nodelist_expand(seen))
+        except Exception:  # noqa: BLE001 - an unexpected form: keep it as written
+            return [seen]
+    return list(job.nodelist or []) if job is not None else []
 
 
 def _binary(path: Path) -> dict:

@@ -71,6 +71,15 @@ OPENMPI_ENVIRON = {"name": "openmpi", "features": ["iolab", "mpi"],
                    "cc": "mpicc", "cxx": "mpicxx", "ftn": "mpif90"}
 
 
+def use_slurm_conf(state_dir: str) -> None:
+    """Point ReFrame's sbatch/squeue/sacct (and srun in the jobs, which inherit it) at the config
+    of the local Slurm in state_dir, when it exists: scripts/slurm-local and scripts/cluster-local
+    can run side by side, and /etc/slurm/slurm.conf belongs to only one of them."""
+    conf = os.path.join(state_dir, "etc", "slurm.conf")
+    if os.path.isfile(conf):
+        os.environ["SLURM_CONF"] = conf
+
+
 def stack_from_env() -> dict:
     """A hand-built stack (bin/, lib/) named by IOLAB_STACK_PREFIX, else whatever is on PATH."""
     prefix = os.environ.get("IOLAB_STACK_PREFIX")
@@ -120,3 +129,38 @@ def local_system(name: str, mpi_flavour: str, descr: str) -> dict:
         "logging": logging(),
         "storage": storage(),
     }
+
+
+def slurm_partition(name: str, launcher: str, descr: str, env_vars: list, launcher_options: list,
+                    cores_per_node: int, mpi_flavour: str) -> dict:
+    """A partition of a local Slurm (scripts/slurm-local, scripts/cluster-local)."""
+    return {
+        "name": name,
+        "descr": descr,
+        "scheduler": "slurm",
+        "launcher": launcher,
+        "access": [f"--partition={name}"],
+        "environs": ["openmpi"],
+        # One job at a time: cases of one experiment must not measure each other.
+        "max_jobs": 1,
+        "features": ["iolab"],
+        "env_vars": env_vars,
+        "extras": {
+            "iolab": {
+                # Shared by every node: they share this machine's file systems.
+                "scratch": os.environ.get("IOLAB_SCRATCH", "/tmp/iolab-scratch"),
+                "node_local": os.environ.get("IOLAB_NODE_LOCAL", "/tmp"),
+                "cores_per_node": cores_per_node,
+                "profile": "local",
+                "mpi_flavour": mpi_flavour,
+                "launcher_options": launcher_options,
+                "stack": stack_from_env(),
+                "darshan": darshan_from_env(),
+            },
+        },
+    }
+
+
+def slurm_system(name: str, descr: str, partition: dict) -> dict:
+    return {"name": name, "descr": descr, "hostnames": [".*"], "modules_system": "nomod",
+            **stage_dirs(name), "partitions": [partition]}

@@ -1,0 +1,47 @@
+# `localcluster`: this machine as an N-node Slurm cluster made by `scripts/cluster-local up`: each
+# node a network and UTS namespace of its own (host names node1..N) with its own slurmd, joined by
+# a link-local bridge. What depends on nodes (one ROMIO aggregator per node, cb_config_list=*:N,
+# multi-node job shapes and srun placement) runs for real.
+#   scripts/cluster-local up --nodes 4
+#   reframe -C reframe/config/localcluster.py -c reframe/ -R -r -n cp2k_aggregators
+#   scripts/cluster-local down
+# Two systems, both matching any hostname; the first is the one ReFrame picks by default:
+#   localcluster:compute          ranks started by `srun --mpi=pmix`
+#   localcluster-mpirun:compute   ranks started by Open MPI's `mpirun` inside the allocation
+# Open MPI reaches across the namespaces over TCP on the bridge only: the btl and oob TCP
+# components are restricted to its link-local network (IOLAB_CLUSTER_NET, as in the script).
+# Cores per node: IOLAB_CLUSTER_CPUS, the CPUs each node advertises (the script's default, 2).
+import os
+
+from iolab.rfm.systems import (OPENMPI_ENVIRON, RUN_AS_ROOT, general, logging, slurm_partition,
+                                slurm_system, storage, use_slurm_conf)
+
+use_slurm_conf(os.environ.get('IOLAB_CLUSTER_STATE', '/tmp/iolab-cluster'))
+
+CORES_PER_NODE = int(os.environ.get('IOLAB_CLUSTER_CPUS', '2'))
+NET = f"169.254.{os.environ.get('IOLAB_CLUSTER_NET', '77')}.0/24"
+# Ranks on different nodes talk TCP over the bridge; on one node, shared memory.
+OPENMPI_NET = [['OMPI_MCA_btl', 'self,vader,tcp'], ['OMPI_MCA_btl_tcp_if_include', NET],
+               ['OMPI_MCA_oob_tcp_if_include', NET]]
+# ROMIO: hints are applied from a file and the ones in effect are printed.
+FLAVOUR = 'openmpi-romio'
+
+SRUN = 'Slurm partition compute, one node per namespace, ranks launched by srun --mpi=pmix'
+MPIRUN = 'Slurm partition compute, one node per namespace, ranks launched by mpirun'
+site_configuration = {
+    'systems': [
+        slurm_system('localcluster',
+                     'This machine as an N-node Slurm cluster (scripts/cluster-local), srun + PMIx',
+                     slurm_partition('compute', 'srun', SRUN,
+                                     RUN_AS_ROOT + OPENMPI_NET + [['SLURM_MPI_TYPE', 'pmix']], ['--mpi=pmix'],
+                                     CORES_PER_NODE, FLAVOUR)),
+        slurm_system('localcluster-mpirun',
+                     'This machine as an N-node Slurm cluster (scripts/cluster-local), mpirun',
+                     slurm_partition('compute', 'mpirun', MPIRUN, RUN_AS_ROOT + OPENMPI_NET, [],
+                                     CORES_PER_NODE, FLAVOUR)),
+    ],
+    'environments': [OPENMPI_ENVIRON],
+    'general': general(),
+    'logging': logging(),
+    'storage': storage(),
+}

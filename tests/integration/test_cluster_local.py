@@ -1,0 +1,137 @@
+"""A multi-node Slurm cluster on this machine (scripts/cluster-local): aggregators per node count
+measured for real, a network that stays inside its namespaces, and a `down` that leaves nothing.
+
+The cluster of `scripts/cluster-local up` (CI brings it up in .ci/run) is used when it is up; the
+`down` test makes a small cluster of its own beside it. Tests skip, with the reason, where network
+namespaces are refused or the user is not root; IOLAB_REQUIRE_CLUSTER=1 (CI) turns that into a
+failure unless the refusal is the kernel's.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO, have, make_project, only_run, records, reframe
+
+SCRIPT = REPO / "scripts" / "cluster-local"
+
+
+def _status(env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(SCRIPT), "status"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+def _why_not() -> str | None:
+    if os.geteuid() != 0:
+        return "scripts/cluster-local needs root (namespaces, slurmd)"
+    if not have("slurmd") or not have("ip"):
+        return "Slurm or iproute2 is not installed (scripts/cluster-local up installs Slurm)"
+    probe = subprocess.run(["ip", "netns", "add", "iolabprobe"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"network namespaces are refused here: {probe.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", "iolabprobe"], capture_output=True)
+    if _status().returncode != 0:
+        return "the cluster is not up: run scripts/cluster-local up --nodes 4"
+    return None
+
+
+WHY = _why_not()
+REQUIRED = os.environ.get("IOLAB_REQUIRE_CLUSTER") == "1" and not (WHY or "").startswith("network namespaces")
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(WHY is not None and not REQUIRED, reason=WHY or "")]
+
+
+AGGREGATORS = """\
+id: aggregators-per-node
+description: one aggregator per node by default, so cb_nodes can reach the node count
+benchmark: ior
+scale: {tasks_per_node: 2}
+fixed: {api: MPIIO, collective: true, transfer_size: 1MiB, block_size: 4MiB, read: false, fsync: true}
+zip:
+  mpiio.cb_nodes: [1, 2, 4]
+  scale.nodes: [1, 2, 4]
+"""
+
+
+def test_effective_cb_nodes_follow_the_node_count(rfm_env, tmp_path):
+    assert WHY is None, WHY
+    root = make_project(tmp_path, {"aggregators-per-node": AGGREGATORS})
+    out = reframe(["-r", "-n", "aggregators_per_node"], rfm_env, cwd=root,
+                  config=str(root / "reframe" / "config" / "localcluster.py"))
+    assert out.returncode == 0, out.stdout[-3000:]
+    recs = records(only_run(tmp_path / "results", "aggregators-per-node"))
+    assert len(recs) == 3
+    for rec in recs:
+        nodes, asked = rec["params"]["scale.nodes"], rec["params"]["mpiio.cb_nodes"]
+        assert nodes == asked
+        hints = rec["observed"]["mpiio_hints"]
+        # ROMIO's default cb_config_list *:1: one aggregator per node, so each request holds
+        assert hints["effective"]["cb_nodes"] == str(asked), hints
+        assert hints["effective"]["cb_config_list"] == "*:1"
+        assert len(hints["effective"]["romio_aggregator_list"].split()) == asked
+        assert len(set(rec["provenance"]["nodelist"])) == nodes, rec["provenance"]["nodelist"]
+        assert rec["observed"]["benchmark"]["nodes"] == nodes      # IOR counted the same nodes
+        assert not [f for f in rec["flags"] if f.startswith("hint cb_nodes")]
+
+
+def test_the_network_stays_inside_its_namespaces():
+    assert WHY is None, WHY
+    route = subprocess.run(["ip", "-n", "iolab-node1", "route"], capture_output=True, text=True).stdout
+    assert "default" not in route and "169.254." in route
+    probe = ("import socket\ntry:\n socket.create_connection(('192.0.2.1', 80), timeout=2)\n"
+             "except OSError as e:\n print(e.errno)\n")
+    out = subprocess.run(["ip", "netns", "exec", "iolab-node1", "python3", "-c", probe],
+                         capture_output=True, text=True, timeout=30)
+    assert out.stdout.strip() == "101", out.stdout + out.stderr          # ENETUNREACH
+
+
+def test_down_leaves_no_process_namespace_link_or_file(tmp_path):
+    """A second, small cluster beside the first: up, one job on both nodes, down, nothing left."""
+    assert WHY is None, WHY
+    state = tmp_path / "cluster2"
+    env = {"IOLAB_CLUSTER_STATE": str(state), "IOLAB_CLUSTER_NAME": "iolabt", "IOLAB_CLUSTER_NET": "78",
+           "IOLAB_CLUSTER_PORTS": "6837 6838 6839"}
+    full = {**os.environ, **env}
+    up = subprocess.run([str(SCRIPT), "up", "--nodes", "2"], capture_output=True, text=True, timeout=300,
+                        env=full)
+    try:
+        assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-2000:]
+        job = subprocess.run(["srun", "-N", "2", "-n", "2", "hostname"], capture_output=True, text=True,
+                             timeout=120, env={**full, "SLURM_CONF": str(state / "etc" / "slurm.conf")})
+        assert sorted(job.stdout.split()) == ["node1", "node2"], job.stderr
+    finally:
+        down = subprocess.run([str(SCRIPT), "down"], capture_output=True, text=True, timeout=300, env=full)
+    assert down.returncode == 0, down.stderr
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert "iolabt-" not in namespaces, namespaces
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert "iolabt-" not in links
+    mine = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _mentions(p, str(state))]
+    assert not mine, [(p.name, (p / "cmdline").read_bytes()) for p in mine]
+    assert not state.exists() or not any(state.iterdir())
+    # the first cluster is untouched
+    assert _status().returncode == 0
+
+
+def _mentions(proc: Path, text: str) -> bool:
+    try:
+        return text.encode() in (proc / "cmdline").read_bytes() or text in os.readlink(proc / "cwd")
+    except OSError:
+        return False
+
+
+def test_slurm_sees_node_names_and_addresses():
+    assert WHY is None, WHY
+    state = os.environ.get("IOLAB_CLUSTER_STATE", "/tmp/iolab-cluster")
+    env = {**os.environ, "SLURM_CONF": os.path.join(state, "etc", "slurm.conf")}
+    out = subprocess.run(["scontrol", "show", "nodes", "-o"], capture_output=True, text=True, env=env)
+    lines = [dict(kv.split("=", 1) for kv in line.split() if "=" in kv) for line in out.stdout.splitlines()]
+    assert [n["NodeName"] for n in lines] == [f"node{k}" for k in range(1, len(lines) + 1)]
+    assert all(n["NodeAddr"].startswith("169.254.") for n in lines)
+    assert len({n["NodeAddr"] for n in lines}) == len(lines) >= 2
+    assert socket.gethostname() not in {n["NodeName"] for n in lines}
