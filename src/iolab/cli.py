@@ -290,6 +290,12 @@ def cmd_runs(args) -> int:
         if state.unsaved:
             line += f"; unmerged: {', '.join(state.unsaved)}"
         print(line)
+        if args.stack:
+            from .results import load_records
+            from .stack import summarize
+
+            for text in summarize(load_records(path)) or ["stack: not recorded"]:
+                print(f"    {text}")
     if status:
         print(f"iolab: error: some runs of {args.experiment!r} are unreadable (see above)", file=sys.stderr)
     return status
@@ -390,6 +396,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("runs", help="list an experiment's results runs: origin, system, records by "
                        "status, complete or not")
     s.add_argument("experiment", metavar="ID")
+    s.add_argument("--stack", action="store_true",
+                   help="also show what supplied each run's benchmarks: provider, spack.lock sha256, "
+                        "binaries and their versions")
     s.set_defaults(func=cmd_runs)
 
     s = sub.add_parser("publish", help="write a self-contained report folder (HTML, Markdown, CSV, plots)",

@@ -1,8 +1,12 @@
 """Where the benchmark binaries (and Darshan's runtime) come from, per system partition.
 
 A partition's extras['iolab']['stack'] chooses the provider:
-  {'provider': 'spack'}                          build spack.yaml once per partition (ReFrame fixture)
-  {'provider': 'modules', 'modules': {'ior': ['ior/4.0.0'], 'darshan': ['darshan-runtime']}}
+  {'provider': 'spack'}                          build spack.yaml once per partition and
+                                                 environment (a ReFrame fixture, rfm/spack.py);
+      'spack_config': 'debian12'                 the site's externals, reframe/config/spack/*.yaml
+      'install_opts': ['--no-checksum']          more options for `spack install`
+  {'provider': 'modules', 'modules': {'ior': ['ior/4.0.0'], 'darshan': ['darshan-runtime'],
+                                      'hdf5': ['cray-hdf5-parallel'], 'parallel-netcdf': [...]}}
   {'provider': 'prefix', 'prefix': '/opt/io'}    a hand-built stack with bin/ and lib/
 Without one, the binaries are whatever is on PATH ('path').
 """
@@ -20,6 +24,11 @@ PROVIDERS = ("path", "prefix", "modules", "spack")
 # Spack package names of each benchmark's executables.
 SPACK_PACKAGES = {"ior": "ior", "fio": "fio", "btio": "btio", "h5bench": "h5bench",
                   "darshan": "darshan-runtime"}
+# The libraries each benchmark's recipe links (spack.yaml's variants: ior +hdf5 +ncmpi,
+# darshan-runtime +hdf5 +parallel-netcdf): the modules provider loads their modules too, where
+# the site lists them, before the benchmark's own.
+DEPENDS_ON = {"ior": ["hdf5", "parallel-netcdf"], "h5bench": ["hdf5"], "btio": ["parallel-netcdf"],
+              "fio": [], "darshan": ["hdf5", "parallel-netcdf"]}
 
 
 @dataclass
@@ -28,6 +37,9 @@ class Stack:
     prefix: str | None = None
     modules: dict[str, list[str]] = field(default_factory=dict)
     darshan_lib: str | None = None      # explicit path of libdarshan.so, if the config gives one
+    spack_config: str | None = None     # the site's Spack config (reframe/config/spack/<name>.yaml)
+    install_opts: list[str] = field(default_factory=list)   # more `spack install` options
+    spack_env: str | None = None        # the environment the fixture built (set by the case)
 
     def env(self) -> dict[str, str]:
         """Variables the job needs so the stack's binaries and libraries are found, as shell
@@ -38,8 +50,15 @@ class Stack:
                 "LD_LIBRARY_PATH": shell.word(f"{self.prefix}/lib", "stack prefix")
                 + '"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"'}
 
-    def modules_for(self, benchmark: str) -> list[str]:
-        return list(self.modules.get(benchmark, [])) if self.provider == "modules" else []
+    def modules_for(self, benchmark: str, darshan: bool = False) -> list[str]:
+        """Modules to load for a case: the libraries the benchmark's recipe links (where the site
+        lists them), the benchmark's own, and Darshan's runtime when Darshan is on."""
+        if self.provider != "modules":
+            return []
+        names = [*DEPENDS_ON.get(benchmark, []), benchmark]
+        if darshan:
+            names = [*names, *[d for d in DEPENDS_ON["darshan"] if d not in names], "darshan"]
+        return list(dict.fromkeys(m for name in names for m in self.modules.get(name, [])))
 
     def available(self, executable: str, benchmark: str | None = None) -> bool | None:
         """Whether the binary exists, where this process can tell; None when only the job can
@@ -75,7 +94,8 @@ class Stack:
                 if path and os.path.exists(path):
                     return path, shell.word(path, "LD_LIBRARY_PATH entry")
         if self.provider == "spack":
-            expr = "$(spack location -i darshan-runtime)/lib/libdarshan.so"
+            env = f" -e {shell.word(self.spack_env, 'Spack environment')}" if self.spack_env else ""
+            expr = f"$(spack{env} location -i darshan-runtime)/lib/libdarshan.so"
             return expr, f'"{expr}"'
         if self.provider == "modules" and self.modules.get("darshan"):
             expr = "${DARSHAN_RUNTIME_ROOT:-${DARSHAN_ROOT}}/lib/libdarshan.so"
@@ -114,7 +134,59 @@ def from_extras(extras: dict) -> Stack:
         prefix = os.path.expandvars(prefix)
     modules = conf.pop("modules", {}) or {}
     darshan_lib = conf.pop("darshan_lib", None)
+    spack_config = conf.pop("spack_config", None)
+    install_opts = conf.pop("install_opts", []) or []
     if conf:
         raise IolabError(f"unknown keys {sorted(conf)} in the stack of the system config",
                          key="extras.iolab.stack")
-    return Stack(provider, prefix, {k: list(v) for k, v in modules.items()}, darshan_lib)
+    if (spack_config or install_opts) and provider != "spack":
+        raise IolabError("'spack_config' and 'install_opts' are for the spack provider",
+                         key="extras.iolab.stack")
+    if not isinstance(install_opts, list) or not all(isinstance(o, str) for o in install_opts):
+        raise IolabError("'install_opts' must be a list of strings", key="extras.iolab.stack.install_opts")
+    return Stack(provider, prefix, {k: list(v) for k, v in modules.items()}, darshan_lib,
+                 spack_config, list(install_opts))
+
+
+def summarize(records: list[dict]) -> list[str]:
+    """What supplied a run's benchmarks, from its records, one line each: the provider (and
+    spack.lock sha256, modules or prefix), then each benchmark's binary with its version (as the
+    benchmark printed it, else as Spack installed it) and Darshan's runtime version."""
+    lines, seen = [], set()
+    for rec in records:
+        stack = (rec.get("provenance") or {}).get("stack") or {}
+        if not stack:
+            continue
+        head = f"stack: {stack.get('provider')}"
+        if stack.get("spack_lock_sha256"):
+            head += f", spack.lock sha256 {stack['spack_lock_sha256']}"
+        if stack.get("prefix"):
+            head += f", prefix {stack['prefix']}"
+        if stack.get("modules"):
+            head += ", modules " + "; ".join(f"{k}: {' '.join(v)}"
+                                             for k, v in sorted(stack["modules"].items()))
+        if head not in seen:
+            seen.add(head)
+            lines.append(head)
+    benchmarks: dict[str, tuple] = {}
+    darshan = set()
+    for rec in records:
+        prov = rec.get("provenance") or {}
+        binary, stack = prov.get("binary") or {}, prov.get("stack") or {}
+        name = rec.get("benchmark")
+        spack_version = (stack.get("versions") or {}).get(SPACK_PACKAGES.get(name, ""))
+        version = binary.get("version") or spack_version
+        if name and (binary.get("path") or version):
+            benchmarks.setdefault(f"{name} {binary.get('name') or ''}".strip(), (
+                binary.get("path"), version, stack.get("supplied_by"), binary.get("sha256")))
+        dar = ((rec.get("observed") or {}).get("darshan") or {}).get("summary") or {}
+        ver = dar.get("darshan_version") or (stack.get("versions") or {}).get("darshan-runtime")
+        if ver and (rec.get("observed") or {}).get("darshan"):
+            darshan.add(ver)
+    for label, (path, version, supplied_by, sha) in sorted(benchmarks.items()):
+        lines.append(f"  {label}: {version or 'version not printed'}, {path or 'path unknown'}"
+                     f"{f' ({supplied_by})' if supplied_by else ''}"
+                     f"{f', sha256 {sha[:16]}' if sha else ''}")
+    for ver in sorted(darshan):
+        lines.append(f"  darshan-runtime: {ver}")
+    return lines

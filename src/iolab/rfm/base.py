@@ -259,19 +259,25 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         except IolabError as exc:
             self._iolab_fail(f"system config: {exc}")
         self._iolab_export(stack.env(), shell_ready=True)
-        self.modules = stack.modules_for(benchmark)
+        self.modules = stack.modules_for(benchmark, darshan=self._iolab_darshan_conf(extras).enabled)
         if stack.provider == "spack":
             fixture = getattr(self, "iolab_stack", None)
             if fixture is not None:
+                # ReFrame's Spack build system, run-only: the job gets
+                # eval `spack -e <env> load --sh <package>` from the fixture's environment
+                stack.spack_env = fixture.env_path
                 self.build_system = "Spack"
                 self.build_system.environment = fixture.env_path
                 self.build_system.specs = [SPACK_PACKAGES[benchmark]]
         return stack
 
+    def _iolab_darshan_conf(self, extras) -> Darshan:
+        return self._iolab_exp.darshan or Darshan(**(extras.get("darshan") or {}))
+
     def _iolab_instrument(self, case, spec, extras) -> None:
         """Darshan, when the experiment (or the system, by default) asks for it. LD_PRELOAD goes
         to the application only, through the launcher, never to the job's shell or mpirun."""
-        conf = self._iolab_exp.darshan or Darshan(**(extras.get("darshan") or {}))
+        conf = self._iolab_darshan_conf(extras)
         if not conf.enabled:
             return
         preload = self._iolab_stack.darshan_preload()

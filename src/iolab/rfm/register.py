@@ -95,8 +95,9 @@ def _register(module_name: str, yaml_path: Path) -> None:
         body[name] = builtins.variable(str, value="", loggable=True)
     body["_iolab_param_vars"] = param_vars
     if _system_uses_spack():
-        # Built once per partition, before any case of any experiment runs there.
-        body["iolab_stack"] = builtins.fixture(build_iolab_stack, scope="partition")
+        # Built once per partition and programming environment, before any case runs there
+        # (ReFrame allows only run-only fixtures at partition scope; hpctestlib builds at this one).
+        body["iolab_stack"] = builtins.fixture(build_iolab_stack, scope="environment")
     cls = make_test(class_name(exp.id), (IolabTest,), body, module=module_name)
     rfm.simple_test(cls)
     _REGISTERED[exp.id] = module_name

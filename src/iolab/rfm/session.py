@@ -28,6 +28,7 @@ from ..render import shim_path
 from ..results import (RECORD_SCHEMA, RunDir, base_manifest, git_state, new_run_id, results_root,
                        sha256_file, utcnow)
 from ..shell import has_variables
+from ..stack import SPACK_PACKAGES
 
 
 class _Run:
@@ -298,7 +299,27 @@ def _stack(test, run: _Run, binary_path: str | None) -> dict | None:
             out["spack_env"] = fixture.env_path
             out["spack_lock_sha256"] = sha256_file(lock)
             run.store_lock(lock)
+        # the versions Spack installed: the benchmarks' and Darshan's, whatever they print
+        installed = fixture.installed()
+        out["versions"] = {name: installed[name]["version"] for name in
+                           dict.fromkeys(SPACK_PACKAGES.values()) if name in installed}
+        out["hashes"] = {name: installed[name]["hash"] for name in out["versions"]}
     return out
+
+
+def stack_failure(tc) -> str | None:
+    """Why a case never ran, when the Spack stack fixture it needs failed: Spack's own error."""
+    from .spack import build_iolab_stack, failure
+
+    for dep in getattr(tc, "deps", []) or []:
+        check = getattr(dep, "check", None)
+        if isinstance(check, build_iolab_stack):
+            line = failure(check.stagedir)
+            if line or not os.path.exists(check.lock_path):
+                return (f"the Spack stack (fixture {check.unique_name} on "
+                        f"{dep.partition.fullname}+{dep.environ.name}) did not build: "
+                        f"{line or 'see its build output in ' + str(check.stagedir)}")
+    return None
 
 
 def _read(path: Path) -> str | None:
@@ -360,7 +381,7 @@ class _Session:
                 continue
             _stop_job(getattr(check, "job", None))
             status = "aborted" if reason else "failed"
-            why = reason or "ReFrame ended this case without a result (see its log)"
+            why = reason or stack_failure(tc) or "ReFrame ended this case without a result (see its log)"
             try:
                 check._iolab_recorded = True
                 record(check, status=status, error=why, parsed=None,

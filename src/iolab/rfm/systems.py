@@ -81,9 +81,15 @@ def use_slurm_conf(state_dir: str) -> None:
 
 
 def stack_from_env() -> dict:
-    """A hand-built stack (bin/, lib/) named by IOLAB_STACK_PREFIX, else whatever is on PATH."""
+    """A hand-built stack (bin/, lib/) named by IOLAB_STACK_PREFIX; IOLAB_STACK=spack: spack.yaml
+    built by Spack, with Debian 12's packages as externals (reframe/config/spack/debian12.yaml,
+    or the file IOLAB_SPACK_CONFIG names); else whatever is on PATH."""
     prefix = os.environ.get("IOLAB_STACK_PREFIX")
-    return {"provider": "prefix", "prefix": prefix} if prefix else {"provider": "path"}
+    if prefix:
+        return {"provider": "prefix", "prefix": prefix}
+    if os.environ.get("IOLAB_STACK") == "spack":
+        return {"provider": "spack", "spack_config": os.environ.get("IOLAB_SPACK_CONFIG", "debian12")}
+    return {"provider": "path"}
 
 
 def darshan_from_env() -> dict:

@@ -1,5 +1,8 @@
 # Spack recipe for BTIO, which Spack's builtin repository lacks (its npb recipe does not build
 # NPB's BT-IO subtypes). Layout and imports follow Spack >= 1.0 package repositories (API v2).
+import glob
+import os
+
 from spack_repo.builtin.build_systems.makefile import MakefilePackage
 
 from spack.package import *
@@ -23,12 +26,26 @@ class Btio(MakefilePackage):
     # bt.o depends on pnetcdf_m.f90 instead of pnetcdf_m.o in the Makefile: a parallel make races.
     parallel = False
 
+    def pnetcdf_module_dir(self):
+        """Where pnetcdf.mod is: PnetCDF installs it in include/, Debian's libpnetcdf-dev under
+        <libdir>/fortran/gfortran-mod-*/ (an external with prefix /usr)."""
+        prefix = self.spec["parallel-netcdf"].prefix
+        candidates = [prefix.include, *glob.glob(join_path(prefix, "lib*", "*", "fortran", "*")),
+                      *glob.glob(join_path(prefix, "lib*", "fortran", "*"))]
+        for directory in candidates:
+            if os.path.isfile(join_path(directory, "pnetcdf.mod")):
+                return directory
+        raise InstallError(f"pnetcdf.mod not found under {prefix} (looked in {candidates})")
+
     @property
     def build_targets(self):
+        # The Makefile's own variables: MPIF90, FCFLAGS, and INC/LIBS (which default to
+        # $(PNETCDF_DIR)/include and /lib).
         spec = self.spec
-        pnetcdf = spec["parallel-netcdf"].prefix
+        libs = spec["parallel-netcdf"].libs
         return [f"MPIF90={spec['mpi'].mpifc}", "FCFLAGS=-O2",
-                f"INC=-I{pnetcdf.include}", f"LIBS=-L{pnetcdf.lib} -lpnetcdf"]
+                f"INC=-I{self.pnetcdf_module_dir()}",
+                f"LIBS={libs.ld_flags}"]
 
     def install(self, spec, prefix):
         mkdirp(prefix.bin)
