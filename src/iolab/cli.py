@@ -44,7 +44,7 @@ def cmd_validate(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from .adapters import get_adapter
+    from .benchmarks import get as get_benchmark
     from .load import load_experiment
     from .matrix import describe, expand, varied_keys
     from .units import format_bytes_human
@@ -63,7 +63,7 @@ def cmd_plan(args) -> int:
     # parts never look the same.
     keys = varied_keys(cases)
     for c in cases:
-        nbytes = get_adapter(c.benchmark).bytes_written(c)
+        nbytes = get_benchmark(c.benchmark).bytes_written(c)
         total += nbytes * exp.repetitions
         rows.append([c.case_id, *([c.part] if len(parts) > 1 else []), c.benchmark, str(c.num_tasks),
                      format_bytes_human(nbytes), describe(c, keys) or "-"])
@@ -118,7 +118,7 @@ def _run_state(exp_id: str, run: str | None, include_imported: bool):
 
 
 def _tables(state, metrics, darshan_columns: str | None = None):
-    from .report import DARSHAN, DEFAULT_METRICS, build_tables, report_settings, with_darshan_columns
+    from .report import DARSHAN, build_tables, default_metrics, report_settings, with_darshan_columns
 
     records = state.records
     settings = report_settings(state.manifest)
@@ -129,7 +129,7 @@ def _tables(state, metrics, darshan_columns: str | None = None):
         records = with_darshan_columns(records, columns)
         if metrics is None:
             bench = records[0]["benchmark"]
-            metrics = list(settings.get("metrics") or DEFAULT_METRICS.get(bench, []))
+            metrics = list(settings.get("metrics") or default_metrics(bench))
             present = {m["name"] for r in records for m in r.get("metrics", [])}
             metrics = [m for m in metrics if m in present]
         metrics = metrics + [DARSHAN + c for c in columns]
@@ -188,10 +188,10 @@ def cmd_compare(args) -> int:
 
 
 def cmd_parse(args) -> int:
-    from .adapters import get_adapter
+    from .benchmarks import get as get_benchmark
     from .errors import ParseError
 
-    adapter = get_adapter(args.benchmark)
+    adapter = get_benchmark(args.benchmark)
     status = 0
     for name in args.files:
         try:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from .adapters import get_adapter
+from .benchmarks import get as get_benchmark
 from .errors import IolabError
 from .load import type_param
 from .matrix import case_id, defaults
@@ -36,7 +36,7 @@ def reconcile(benchmark: str, given: dict, files: list[Path], parsed: list, trus
     from .echo import differences
     from .matrix import Case
 
-    adapter = get_adapter(benchmark)
+    adapter = get_benchmark(benchmark)
     full = {**defaults(benchmark), **given}
     told: dict = {}
     for path, result in zip(files, parsed):
@@ -67,7 +67,7 @@ def reconcile(benchmark: str, given: dict, files: list[Path], parsed: list, trus
 def import_files(benchmark: str, files: list[Path], into: str, params: list[str],
                  label: str | None = None, trust_params: bool = False) -> RunDir:
     check_experiment_id(into, "--into")
-    adapter = get_adapter(benchmark)
+    adapter = get_benchmark(benchmark)
     given = type_params(benchmark, params)
     # Parse everything first: a bad file fails the import before anything is written.
     parsed = adapter.parse_files(files)

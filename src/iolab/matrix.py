@@ -119,13 +119,13 @@ def count_cases(exp: Experiment) -> int:
 
 def expand(exp: Experiment) -> list[Case]:
     """Deterministic: parts in file order, then the cross product in key order."""
-    from .adapters import get_adapter
+    from .benchmarks import get as get_benchmark
 
     count_cases(exp)
     cases: list[Case] = []
     seen: dict[str, Case] = {}
     for part in exp.parts:
-        adapter = get_adapter(part.benchmark)
+        adapter = get_benchmark(part.benchmark)
         unset = _defaults(part.benchmark)
         base = {**unset, **part.fixed}
         for combo in itertools.product(*_dimensions(part)):
@@ -178,20 +178,20 @@ def _distance(a: Case, b: Case) -> int:
 def producers(cases: list[Case]) -> dict[str, str]:
     """Read case id -> the write case id whose data it reads.
 
-    Among the writes with the read's data key (see adapters), the one whose parameters differ
+    Among the writes with the read's data key (see the benchmark descriptors), the one whose parameters differ
     least from the read's is chosen (a read with mpi_independent reads the mpi_independent
     write, not the collective one); a tie is an error, since the pairing would be arbitrary.
     """
-    from .adapters import get_adapter
+    from .benchmarks import get as get_benchmark
 
     writers: dict[str, list[Case]] = {}
     for c in cases:
-        key = get_adapter(c.benchmark).produces(c)
+        key = get_benchmark(c.benchmark).produces(c)
         if key is not None:
             writers.setdefault(key, []).append(c)
     out = {}
     for c in cases:
-        key = get_adapter(c.benchmark).consumes(c)
+        key = get_benchmark(c.benchmark).consumes(c)
         if key is None:
             continue
         if c.get("storage") == "node_local":

@@ -49,8 +49,14 @@ from .results import find_run, run_state, write_all
 MARKER = ".iolab-publish.json"
 PLOTS_DIR = "plots"
 SCALE_COLUMNS = ("scale.num_tasks", "scale.nodes", "scale.tasks_per_node")
-# Columns that set the size of the problem: a laptop run differs from the study in them.
-SIZE_COLUMNS = ("block_size", "segments", "size", "grid", "time_steps", "timesteps", "dim_1")
+
+
+def size_columns() -> list[str]:
+    """Columns that set the size of the problem (a laptop run differs from the study in them):
+    every benchmark's parameters that set how much a case writes, as its descriptor says."""
+    from . import benchmarks
+
+    return list(dict.fromkeys(p for b in benchmarks.registry().values() for p in b.size_params))
 
 
 @dataclass(frozen=True)
@@ -316,7 +322,7 @@ def published_comparison(path: Path, manifest: dict, records: list[dict], link: 
             where.append(f"scale.num_tasks={closest}")
             text += f" against the study's rows at {closest} processes"
         section.adjustments.append(text)
-    for col in SIZE_COLUMNS:
+    for col in size_columns():
         if col not in columns or col in ignore:
             continue
         have = [r["params"].get(col) for r in ok if col in r["params"]]

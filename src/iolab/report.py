@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 from . import schema as schemas
 from . import stats
 
-DEFAULT_METRICS = {
-    "ior": ["write_bw", "read_bw"],
-    "fio": ["write_bw", "read_bw", "write_iops", "read_iops"],
-    "btio": ["write_bw", "read_bw"],
-    "h5bench": ["observed_write_rate", "observed_read_rate", "observed_modify_rate"],
-}
+
+
+def default_metrics(benchmark: str) -> list[str]:
+    """The metrics a table shows unless told otherwise (the benchmark's descriptor says)."""
+    from . import benchmarks
+
+    return list(benchmarks.get(benchmark).table_metrics)
+
 _WORDS = {"bw": "Bandwidth", "iops": "IOPS", "ops": "OPs", "clat": "Latency", "io": "I/O"}
 
 
@@ -176,23 +178,20 @@ def _display_keys(varied: list[str], derived: list[str]) -> list[str]:
     return keys + [f"derived.{d}" for d in derived]
 
 
-def file_size(params: dict) -> int | None:
-    """Bytes in one file after one write phase (IOR: a shared file, or one rank's file)."""
-    if "block_size" in params:
-        per_rank = params["block_size"] * params.get("segments", 1)
-        if params.get("file_per_process"):
-            return per_rank
-        return per_rank * params.get("scale.nodes", 1) * params.get("scale.tasks_per_node", 1)
-    return params.get("size")
+def file_size(params: dict, benchmark: str | None) -> int | None:
+    """Bytes in one file after one write phase (the benchmark's descriptor says how)."""
+    from . import benchmarks
+
+    return benchmarks.get(benchmark).file_size(params) if benchmark else None
 
 
-def _param(params: dict, key: str):
+def _param(params: dict, key: str, benchmark: str | None = None):
     if key == "scale.num_tasks":
         return params.get("scale.nodes", 1) * params.get("scale.tasks_per_node", 1)
     if key == "derived.file_size":
-        return file_size(params)
+        return file_size(params, benchmark)
     if key == "derived.sqrt_rule_osts":
-        size = file_size(params)
+        size = file_size(params, benchmark)
         return None if size is None else max(1, math.ceil(math.sqrt(size / 1e9)))
     return params.get(key)
 
@@ -245,7 +244,7 @@ def build_tables(records: list[dict], metrics: list[str] | None = None,
         varied = recs[0].get("varied") or []
         keys = _display_keys(varied, settings.get("derived", []))
         present = {m["name"] for r in recs for m in r.get("metrics", [])}
-        wanted = metrics or settings.get("metrics") or DEFAULT_METRICS.get(bench, [])
+        wanted = metrics or settings.get("metrics") or default_metrics(bench)
         chosen = metrics or [m for m in wanted if m in present]
         if not chosen:
             chosen = sorted(present)[:2]
@@ -256,7 +255,7 @@ def build_tables(records: list[dict], metrics: list[str] | None = None,
             row = rows.get(cid)
             if row is None:
                 row = rows[cid] = Row(part, bench, cid, rec["params"],
-                                      [_param(rec["params"], k) for k in keys],
+                                      [_param(rec["params"], k, bench) for k in keys],
                                       cells={m: Cell([]) for m in chosen})
             for i, k in enumerate(keys):
                 if k.endswith(EFFECTIVE) and rec.get("status") == "ok":
@@ -546,7 +545,7 @@ def suggest_reps(run_paths, cases, planned: int, target_pct: float,
             case = wanted.get(same_case(str(rec.get("case_id")), index) or "")
             if case is None or rec.get("status") != "ok":
                 continue
-            names = (metrics or {}).get(case.benchmark) or DEFAULT_METRICS.get(case.benchmark, [])
+            names = (metrics or {}).get(case.benchmark) or default_metrics(case.benchmark)
             for m in rec.get("metrics", []):
                 if m["name"] in names:
                     values.setdefault((case.case_id, m["name"]), []).append(m["value"])
@@ -554,7 +553,7 @@ def suggest_reps(run_paths, cases, planned: int, target_pct: float,
                     units[m["name"]] = m["unit"]
     out = []
     for case in cases:
-        names = (metrics or {}).get(case.benchmark) or DEFAULT_METRICS.get(case.benchmark, [])
+        names = (metrics or {}).get(case.benchmark) or default_metrics(case.benchmark)
         for name in names:
             vals = values.get((case.case_id, name), [])
             if not vals and name not in units:

@@ -21,14 +21,26 @@ from . import shell
 from .errors import IolabError
 
 PROVIDERS = ("path", "prefix", "modules", "spack")
-# Spack package names of each benchmark's executables.
-SPACK_PACKAGES = {"ior": "ior", "fio": "fio", "btio": "btio", "h5bench": "h5bench",
-                  "darshan": "darshan-runtime"}
-# The libraries each benchmark's recipe links (spack.yaml's variants: ior +hdf5 +ncmpi,
-# darshan-runtime +hdf5 +parallel-netcdf): the modules provider loads their modules too, where
-# the site lists them, before the benchmark's own.
-DEPENDS_ON = {"ior": ["hdf5", "parallel-netcdf"], "h5bench": ["hdf5"], "btio": ["parallel-netcdf"],
-              "fio": [], "darshan": ["hdf5", "parallel-netcdf"]}
+# Darshan's runtime is no benchmark, but the stack supplies it like one: its Spack package, and
+# the libraries its recipe links (darshan-runtime +hdf5 +parallel-netcdf).
+DARSHAN_PACKAGE = "darshan-runtime"
+DARSHAN_LINKS = ("hdf5", "parallel-netcdf")
+
+
+def spack_packages() -> dict[str, str]:
+    """Spack package of each benchmark (from its descriptor), and of Darshan's runtime."""
+    from . import benchmarks
+
+    return {**{name: b.spack_package for name, b in benchmarks.registry().items()},
+            "darshan": DARSHAN_PACKAGE}
+
+
+def _links(name: str) -> tuple[str, ...]:
+    """The libraries a benchmark's recipe links: the modules provider loads their modules too,
+    where the site lists them, before the benchmark's own."""
+    from . import benchmarks
+
+    return DARSHAN_LINKS if name == "darshan" else benchmarks.get(name).links
 
 
 @dataclass
@@ -55,9 +67,9 @@ class Stack:
         lists them), the benchmark's own, and Darshan's runtime when Darshan is on."""
         if self.provider != "modules":
             return []
-        names = [*DEPENDS_ON.get(benchmark, []), benchmark]
+        names = [*_links(benchmark), benchmark]
         if darshan:
-            names = [*names, *[d for d in DEPENDS_ON["darshan"] if d not in names], "darshan"]
+            names = [*names, *[d for d in _links("darshan") if d not in names], "darshan"]
         return list(dict.fromkeys(m for name in names for m in self.modules.get(name, [])))
 
     def available(self, executable: str, benchmark: str | None = None) -> bool | None:
@@ -174,7 +186,7 @@ def summarize(records: list[dict]) -> list[str]:
         prov = rec.get("provenance") or {}
         binary, stack = prov.get("binary") or {}, prov.get("stack") or {}
         name = rec.get("benchmark")
-        spack_version = (stack.get("versions") or {}).get(SPACK_PACKAGES.get(name, ""))
+        spack_version = (stack.get("versions") or {}).get(spack_packages().get(name, ""))
         version = binary.get("version") or spack_version
         if name and (binary.get("path") or version):
             benchmarks.setdefault(f"{name} {binary.get('name') or ''}".strip(), (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from iolab.adapters.ior import parse_any
+from iolab.benchmarks.ior import parse_any
 from iolab.load import load_experiment
 from iolab.matrix import expand, varied_keys
 from iolab.results import RunDir

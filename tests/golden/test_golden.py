@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab.adapters.ior import parse_any
+from iolab.benchmarks.ior import parse_any
 from iolab.load import load_experiment
 from iolab.matrix import expand, varied_keys
 from iolab.render import render_shim

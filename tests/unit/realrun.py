@@ -19,7 +19,7 @@ def needs(*binaries: str) -> None:
 
 def run_spec(spec, stage: Path, np: int = 4) -> subprocess.CompletedProcess:
     """Write the spec's files into a new stage directory and run it there under mpirun; stdout
-    and stderr go where the adapters read them (rfm_job.out, rfm_job.err)."""
+    and stderr go where the benchmark descriptors read them (rfm_job.out, rfm_job.err)."""
     stage.mkdir(parents=True)
     for name, text in spec.files.items():
         (stage / name).write_text(text)

@@ -8,9 +8,9 @@ import shlex
 
 import pytest
 
-from iolab.adapters import get_adapter
-from iolab.adapters.fio import JOBFILE, OUTPUT
-from iolab.adapters.ior import SUMMARY
+from iolab.benchmarks import get as get_benchmark
+from iolab.benchmarks.fio import JOBFILE, OUTPUT
+from iolab.benchmarks.ior import SUMMARY
 from iolab.errors import IolabError
 from iolab.load import load_experiment
 from iolab.matrix import expand
@@ -29,7 +29,7 @@ benchmark: ior
 scale: {nodes: 1, tasks_per_node: 4}
 fixed: {api: MPIIO, collective: true, transfer_size: 256k, block_size: 8m, iterations: 3}
 """)
-    spec = get_adapter("ior").run_spec(case, CASE_DIR)
+    spec = get_benchmark("ior").run_spec(case, CASE_DIR)
     assert spec.executable == "ior"
     assert spec.args == ["-a", "MPIIO", "-b", "8m", "-t", "256k", "-s", "1", "-i", "3", "-c", "-w", "-r",
                          "-o", f"{CASE_DIR}/testfile",
@@ -57,7 +57,7 @@ fixed:
   random_offsets: true
   extra_args: ["-g", "-O", "stoneWallingWearOut=1"]
 """)
-    args = get_adapter("ior").run_spec(case, "/d").args
+    args = get_benchmark("ior").run_spec(case, "/d").args
     assert args == ["-a", "POSIX", "-b", "3m", "-t", "1536k", "-s", "16", "-i", "2",
                     "-F", "-C", "-e", "-w", "-r", "-k", "-z", "-o", "/d/testfile",
                     "-O", "summaryFormat=JSON", "-O", f"summaryFile={SUMMARY}",
@@ -69,7 +69,7 @@ def test_ior_argv_write_only_and_odd_sizes(write_experiment):
 benchmark: ior
 fixed: {read: false, transfer_size: 4104, block_size: 8208}
 """)
-    args = get_adapter("ior").run_spec(case, "/d").args
+    args = get_benchmark("ior").run_spec(case, "/d").args
     assert args[:10] == ["-a", "POSIX", "-b", "8208", "-t", "4104", "-s", "1", "-i", "1"]
     assert "-w" in args and "-r" not in args
 
@@ -106,7 +106,7 @@ matrix: {{iterations: [3]}}
 """)
     recorded = json.loads((ior_dir / f"{name}.summary.json").read_text())["Command line"]
     want_valued, want_flags, want_extra = _options(shlex.split(recorded)[1:])
-    got_valued, got_flags, got_extra = _options(get_adapter("ior").run_spec(case, CASE_DIR).args)
+    got_valued, got_flags, got_extra = _options(get_benchmark("ior").run_spec(case, CASE_DIR).args)
     assert got_flags == want_flags
     assert got_valued.pop("-o") == f"{CASE_DIR}/testfile"
     want_valued.pop("-o")
@@ -129,7 +129,7 @@ exclude:
 """)
     assert len(cases) == 28
     for case in cases:
-        args = get_adapter("ior").run_spec(case, "/d").args
+        args = get_benchmark("ior").run_spec(case, "/d").args
         assert not {"-U", "-H", "-v", "-vv", "-f"} & set(args), args
 
 
@@ -182,7 +182,7 @@ def test_ior_other_directives_pass(write_experiment, extra):
     [case] = _cases(write_experiment, "extra",
                     f"benchmark: ior\nfixed: {{api: MPIIO, extra_args: {extra}}}\n")
     extra_args = case.params["extra_args"]
-    assert get_adapter("ior").run_spec(case, "/d").args[-len(extra_args):] == extra_args
+    assert get_benchmark("ior").run_spec(case, "/d").args[-len(extra_args):] == extra_args
 
 
 def test_ior_allowed_extra_args(write_experiment):
@@ -190,7 +190,7 @@ def test_ior_allowed_extra_args(write_experiment):
 benchmark: ior
 fixed: {api: MPIIO, extra_args: ["--mpiio.showHints", "-O", "stoneWallingWearOut=1"]}
 """)
-    assert get_adapter("ior").run_spec(case, "/d").args[-3:] == [
+    assert get_benchmark("ior").run_spec(case, "/d").args[-3:] == [
         "--mpiio.showHints", "-O", "stoneWallingWearOut=1"]
 
 
@@ -208,7 +208,7 @@ def test_fio_run_spec(write_experiment, src_layout_templates):
 benchmark: fio
 fixed: {rw: write, bs: 1m, size: 128m, ioengine: psync, end_fsync: true}
 """)
-    spec = get_adapter("fio").run_spec(case, CASE_DIR)
+    spec = get_benchmark("fio").run_spec(case, CASE_DIR)
     assert spec.executable == "fio"
     assert spec.mpi is False
     assert spec.args == ["--output-format=json", f"--output={OUTPUT}", JOBFILE]
@@ -232,7 +232,7 @@ matrix:
 """)
     assert [c.params["rw"] for c in cases] == ["randread", "randwrite"]
     for case in cases:
-        spec = get_adapter("fio").run_spec(case, "/d")
+        spec = get_benchmark("fio").run_spec(case, "/d")
         assert spec.args == ["--output-format=json", f"--output={OUTPUT}", "--eta=never", JOBFILE]
         glob = _jobfile(spec)["global"]
         assert (glob["rw"], glob["bs"], glob["size"], glob["numjobs"]) == (
@@ -254,21 +254,21 @@ def test_fio_impossible_cases(write_experiment, body, fragment):
 
 def test_templates_found_through_iolab_root(write_experiment, tmp_path, monkeypatch, src_layout_templates):
     [case] = _cases(write_experiment, "fio-root", "benchmark: fio\n")
-    default = get_adapter("fio").run_spec(case, "/d").files[JOBFILE]
+    default = get_benchmark("fio").run_spec(case, "/d").files[JOBFILE]
     root = tmp_path / "checkout"
     (root / "templates" / "fio").mkdir(parents=True)
     (root / "templates" / "fio" / "job.fio.j2").write_text("[{{ case.case_id }}]\nrw={{ params.rw }}\n")
     monkeypatch.setenv("IOLAB_ROOT", str(root))
-    assert get_adapter("fio").run_spec(case, "/d").files[JOBFILE] == f"[{case.case_id}]\nrw=write\n"
+    assert get_benchmark("fio").run_spec(case, "/d").files[JOBFILE] == f"[{case.case_id}]\nrw=write\n"
     monkeypatch.setenv("IOLAB_ROOT", str(tmp_path / "nowhere"))
     with pytest.raises(IolabError, match="template 'fio/job.fio.j2' not found"):
-        get_adapter("fio").run_spec(case, "/d")
+        get_benchmark("fio").run_spec(case, "/d")
     monkeypatch.delenv("IOLAB_ROOT")
-    assert get_adapter("fio").run_spec(case, "/d").files[JOBFILE] == default
+    assert get_benchmark("fio").run_spec(case, "/d").files[JOBFILE] == default
 
 
 def test_unknown_adapter():
     with pytest.raises(IolabError) as info:
-        get_adapter("iozone")
+        get_benchmark("iozone")
     assert "unknown benchmark 'iozone'" in str(info.value)
-    assert "allowed: ior, fio" in str(info.value)
+    assert "allowed: btio, fio, h5bench, ior" in str(info.value)

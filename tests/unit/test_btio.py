@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from iolab.adapters import RunSpec, get_adapter
-from iolab.adapters.btio import DECK, read_deck
+from iolab.benchmarks import RunSpec, get as get_benchmark
+from iolab.benchmarks.btio import DECK, read_deck
 from iolab.errors import IolabError, ParseError
 from iolab.load import load_experiment
 from iolab.matrix import expand
-from iolab.parsers import btio_text, parse
+from iolab.parsers import btio_text
 from tests.unit.realrun import needs as _needs
 from tests.unit.realrun import run_spec as _run
 
@@ -105,12 +105,12 @@ def test_btio_report(btio_dir, name):
 
 def test_btio_named_values_and_dispatcher(btio_dir):
     text = (btio_dir / "btio_m3_write_4r_64cube.txt").read_text()
-    m = parse("btio-text", text).by_name()
+    m = btio_text.parse(text).by_name()
     assert m["write_bw"].as_dict() == {"name": "write_bw", "value": 213.45, "unit": "MiB/s",
                                        "source": "btio-text"}
     assert m["write_wait_time"].value == 0.22     # nfmpi_wait_all: the non-blocking method waits
     assert m["write_open_time"].value == 0.01     # 'Max file create time' of a write
-    r = parse("btio-text", (btio_dir / "btio_m2_read_4r_64cube.txt").read_text()).by_name()
+    r = btio_text.parse((btio_dir / "btio_m2_read_4r_64cube.txt").read_text()).by_name()
     assert r["read_open_time"].value == 0.01      # 'Max file open   time' of a read
     assert r["read_post_time"].value == 0.09
 
@@ -123,11 +123,11 @@ def test_btio_amount_is_bytes_written(btio_dir, write_experiment):
     assert "double var(NUM_DUMPS, Z, Y, X, FIVE_DBL)" in header
     file_bytes = dumps * dims["Z"] * dims["Y"] * dims["X"] * dims["FIVE_DBL"] * 8
     case = _case(write_experiment, "{io_method: pnetcdf_nonblocking, time_steps: 5, grid: [64, 64, 64]}")
-    assert get_adapter("btio").bytes_written(case) == file_bytes == 52428800
+    assert get_benchmark("btio").bytes_written(case) == file_bytes == 52428800
     amount = btio_text.parse((btio_dir / "btio_m3_write_4r_64cube.txt").read_text()).by_name()
     assert amount["write_amount"].value * MIB == file_bytes
     read = _case(write_experiment, name="read-bytes", mode="read")
-    assert get_adapter("btio").bytes_written(read) == 0
+    assert get_benchmark("btio").bytes_written(read) == 0
 
 
 @pytest.mark.parametrize("name", sorted(FAILURES))
@@ -138,7 +138,7 @@ def test_btio_recorded_failures(btio_dir, name):
         btio_text.parse(path.read_text(), path.name)
     assert str(info.value) == f"{path.name}: {FAILURES[name]}"
     with pytest.raises(ParseError, match="BTIO failed"):
-        get_adapter("btio").parse_files([path])
+        get_benchmark("btio").parse_files([path])
 
 
 def test_btio_stderr_and_dump_are_not_reports(btio_dir):
@@ -169,7 +169,7 @@ def test_btio_empty_and_missing(tmp_path):
     with pytest.raises(ParseError, match="empty"):
         btio_text.parse(" \n")
     with pytest.raises(ParseError, match="absent.txt is missing"):
-        get_adapter("btio").parse_files([tmp_path / "absent.txt"])
+        get_benchmark("btio").parse_files([tmp_path / "absent.txt"])
 
 
 def test_btio_bad_numbers(btio_dir):
@@ -221,7 +221,7 @@ def test_deck_matches_the_recorded_deck(btio_dir, write_experiment, src_layout_t
     case = _case(write_experiment, f"{{io_method: {METHODS[method]}, time_steps: 5, grid: [64, 64, 64]}}",
                  name=name.replace("_", "-"), mode=mode)
     assert case.params["mode"] == mode
-    adapter = get_adapter("btio")
+    adapter = get_benchmark("btio")
     own, writer = "/scratch/iolab/exp/run/c0ffee00-r1", "/scratch/iolab/exp/run/deadbeef-r1"
     spec = adapter.run_spec(case, own, input_dir=writer if mode == "read" else None)
     lines, want = spec.files[DECK].splitlines(), recorded.splitlines()
@@ -242,14 +242,14 @@ def test_deck_matches_the_recorded_deck(btio_dir, write_experiment, src_layout_t
 def test_deck_long_values_keep_a_space_before_the_comment(write_experiment, src_layout_templates):
     case = _case(write_experiment, "{time_steps: 123456789012345678, grid: [1000000, 1000000, 1000000]}",
                  tasks=1)
-    deck = get_adapter("btio").run_spec(case, "/d").files[DECK].splitlines()
+    deck = get_benchmark("btio").run_spec(case, "/d").files[DECK].splitlines()
     assert deck[2] == "123456789012345678 # number of time steps"
     assert deck[3] == "1000000 1000000 1000000 # grid_points(1), grid_points(2), grid_points(3)"
     assert deck[4] == "/d"
 
 
 def test_run_spec_refusals(write_experiment, src_layout_templates):
-    adapter = get_adapter("btio")
+    adapter = get_benchmark("btio")
     read = _case(write_experiment, name="read", mode="read")
     with pytest.raises(IolabError, match="needs the directory of its write case"):
         adapter.run_spec(read, "/scratch/r")
@@ -262,7 +262,7 @@ def test_run_spec_refusals(write_experiment, src_layout_templates):
 
 
 def test_pnetcdf_hints(write_experiment, src_layout_templates):
-    adapter = get_adapter("btio")
+    adapter = get_benchmark("btio")
     hints = {"cb_nodes": "2", "romio_cb_write": "enable"}
     for method in METHODS:
         case = _case(write_experiment, f"{{io_method: {method}}}", name=method.replace("_", "-"))
@@ -294,7 +294,7 @@ def test_non_square_ranks_rejected(write_experiment, tasks, message):
 @pytest.mark.parametrize("tasks", [1, 4, 9, 16, 64])
 def test_square_ranks_accepted(write_experiment, tasks):
     case = _case(write_experiment, tasks=tasks)
-    assert get_adapter("btio").check(case) is None
+    assert get_benchmark("btio").check(case) is None
 
 
 def test_grid_too_small_for_the_ranks(write_experiment):
@@ -332,7 +332,7 @@ def test_defaults(write_experiment):
 
 def _pairs(cases):
     """read case -> write case with the same key (as the ReFrame wiring pairs them)."""
-    adapter = get_adapter("btio")
+    adapter = get_benchmark("btio")
     made = {}
     for c in cases:
         key = adapter.produces(c)
@@ -343,7 +343,7 @@ def _pairs(cases):
 
 
 def test_keys(write_experiment):
-    adapter = get_adapter("btio")
+    adapter = get_benchmark("btio")
     cases = _cases(write_experiment, "keys", """
 scale: {nodes: 1, tasks_per_node: 4}
 fixed: {time_steps: 5, grid: [64, 64, 64]}
@@ -368,7 +368,7 @@ matrix:
 def test_keys_pair_family_grid_steps_and_layout(write_experiment):
     """A read names the file it reads: same family, grid, steps and stripes as its write. Ranks and
     the exact method within a family may differ."""
-    adapter = get_adapter("btio")
+    adapter = get_benchmark("btio")
     writes = _cases(write_experiment, "writes", """
 scale: {nodes: 1, tasks_per_node: 4}
 fixed: {io_method: mpi_collective}
@@ -397,30 +397,30 @@ matrix:
 
 def test_parse_outputs_from_a_stage(btio_dir, tmp_path, write_experiment, src_layout_templates):
     case = _case(write_experiment, "{io_method: pnetcdf_blocking}")
-    spec = get_adapter("btio").run_spec(case, "/tmp/runs/data/shared/btio_m2")
+    spec = get_benchmark("btio").run_spec(case, "/tmp/runs/data/shared/btio_m2")
     shutil.copy(btio_dir / "btio_m2_write_4r_64cube.txt", tmp_path / "rfm_job.out")
     (tmp_path / "rfm_job.err").write_text("")
-    assert get_adapter("btio").parse_outputs(tmp_path, spec).by_name()["write_bw"].value == 238.28
+    assert get_benchmark("btio").parse_outputs(tmp_path, spec).by_name()["write_bw"].value == 238.28
     # the report is of another run than the deck: another method, mode, or directory
     for name, fragment in (("btio_m3_write_4r_64cube.txt", "io_method 'pnetcdf_nonblocking'"),
                            ("btio_m2_read_4r_64cube.txt", "mode 'read'")):
         shutil.copy(btio_dir / name, tmp_path / "rfm_job.out")
         with pytest.raises(ParseError, match=f"BTIO ran {fragment}"):
-            get_adapter("btio").parse_outputs(tmp_path, spec)
+            get_benchmark("btio").parse_outputs(tmp_path, spec)
     shutil.copy(btio_dir / "btio_m2_write_4r_64cube.txt", tmp_path / "rfm_job.out")
-    elsewhere = get_adapter("btio").run_spec(case, "/scratch/other")
+    elsewhere = get_benchmark("btio").run_spec(case, "/scratch/other")
     with pytest.raises(ParseError, match="BTIO ran path '/tmp/runs/data/shared/btio_m2', but "
                                          "inputbt.data asked for '/scratch/other'"):
-        get_adapter("btio").parse_outputs(tmp_path, elsewhere)
+        get_benchmark("btio").parse_outputs(tmp_path, elsewhere)
     # a test stand-in's replay echoes the directory of its recording, and nothing else may differ
     (tmp_path / "rfm_job.err").write_text("IOLAB-STANDIN: replaying tests/data/replay/btio/x\n")
-    assert get_adapter("btio").parse_outputs(tmp_path, elsewhere).by_name()["write_bw"].value == 238.28
+    assert get_benchmark("btio").parse_outputs(tmp_path, elsewhere).by_name()["write_bw"].value == 238.28
     shutil.copy(btio_dir / "btio_m3_write_4r_64cube.txt", tmp_path / "rfm_job.out")
     with pytest.raises(ParseError, match="BTIO ran io_method 'pnetcdf_nonblocking'"):
-        get_adapter("btio").parse_outputs(tmp_path, elsewhere)
+        get_benchmark("btio").parse_outputs(tmp_path, elsewhere)
     (tmp_path / "rfm_job.out").unlink()
     with pytest.raises(ParseError, match="stdout rfm_job.out is missing"):
-        get_adapter("btio").parse_outputs(tmp_path, RunSpec("btio", [DECK]))
+        get_benchmark("btio").parse_outputs(tmp_path, RunSpec("btio", [DECK]))
 
 
 # ---------------------------------------------------------------- real runs
@@ -434,7 +434,7 @@ def test_parse_outputs_from_a_stage(btio_dir, tmp_path, write_experiment, src_la
                                               ("pnetcdf_nonblocking", "btio.nc")])
 def test_real_write_then_read(tmp_path, write_experiment, src_layout_templates, method, filename):
     _needs("mpirun", "btio")
-    adapter = get_adapter("btio")
+    adapter = get_benchmark("btio")
     write = _case(write_experiment, f"{{io_method: {method}, time_steps: 2, grid: [16, 16, 16]}}",
                   name="real-w")
     read = _case(write_experiment, f"{{io_method: {method}, time_steps: 2, grid: [16, 16, 16]}}",
@@ -459,7 +459,7 @@ def test_real_write_then_read(tmp_path, write_experiment, src_layout_templates, 
 @pytest.mark.integration
 def test_real_failures_exit_0_and_fail_the_case(tmp_path, write_experiment, src_layout_templates):
     _needs("mpirun", "btio")
-    adapter = get_adapter("btio")
+    adapter = get_benchmark("btio")
     # 3 ranks: BTIO refuses, exits 0
     case = _case(write_experiment, "{grid: [16, 16, 16], time_steps: 1}", tasks=1)
     spec = adapter.run_spec(case, str(tmp_path))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from scipy import stats as sp
 
-from iolab.adapters.ior import parse_any
+from iolab.benchmarks.ior import parse_any
 from iolab.compare import Side, compare_by_param, compare_runs, direction, render_comparison, verdict
 from iolab.errors import IolabError
 from iolab.results import RunDir

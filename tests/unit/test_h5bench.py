@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from iolab.adapters import RunSpec, get_adapter
-from iolab.adapters.h5bench import ASYNC_CONNECTOR, CONFIG, CSV, compute_time
+from iolab.benchmarks import RunSpec, get as get_benchmark
+from iolab.benchmarks.h5bench import ASYNC_CONNECTOR, CONFIG, CSV, compute_time
 from iolab.errors import IolabError, ParseError
 from iolab.load import load_experiment
 from iolab.matrix import expand
-from iolab.parsers import h5bench_csv, h5bench_text, parse
+from iolab.parsers import h5bench_csv, h5bench_text
 from tests.unit.realrun import needs as _needs
 from tests.unit.realrun import run_spec as _run
 
@@ -152,16 +152,16 @@ def test_h5bench_output(h5_dir, name):
 
 
 def test_named_values_and_units(h5_dir):
-    m = parse("h5bench-text", (h5_dir / "h5bench_write_1d_contig_4r.txt").read_text()).by_name()
+    m = h5bench_text.parse((h5_dir / "h5bench_write_1d_contig_4r.txt").read_text()).by_name()
     assert m["raw_write_rate"].as_dict() == {"name": "raw_write_rate", "value": 405.889, "unit": "MiB/s",
                                              "source": "h5bench-text"}
     assert m["h5fflush_time"].value == 0.05
-    c = parse("h5bench-csv", (h5_dir / "h5bench_read_1d_full.csv").read_text()).by_name()
+    c = h5bench_csv.parse((h5_dir / "h5bench_read_1d_full.csv").read_text()).by_name()
     assert c["observed_read_rate"].value == 820.905
     # 'MB' is 2^20 bytes: 4 ranks x 262144 particles x 32 B x 3 steps = 96 MiB
     assert c["total_size"].value * 2**20 == 4 * 262144 * 32 * 3
     # KB and KB/s (base 1024) from the tiny run
-    t = parse("h5bench-csv", (h5_dir / "h5bench_write_tiny.csv").read_text()).by_name()
+    t = h5bench_csv.parse((h5_dir / "h5bench_write_tiny.csv").read_text()).by_name()
     assert t["total_size"].value * 2**20 == 2048 == 4 * 16 * 32
     assert t["raw_write_rate"].value == 958.312 / 1024
 
@@ -188,7 +188,7 @@ def test_recorded_failures(h5_dir, name):
     assert str(info.value).startswith(f"{name}: ")
     assert FAILED[name] in str(info.value)
     with pytest.raises(ParseError):
-        get_adapter("h5bench").parse_files([h5_dir / name])
+        get_benchmark("h5bench").parse_files([h5_dir / name])
 
 
 def test_unknown_key_in_a_path_is_not_a_failure(h5_dir):
@@ -268,7 +268,7 @@ def test_csv_with_env_metadata_block(h5_dir):
 
 
 def test_parse_files_detects_the_format(h5_dir):
-    got = get_adapter("h5bench").parse_files([h5_dir / "h5bench_write_1d_contig_4r.txt",
+    got = get_benchmark("h5bench").parse_files([h5_dir / "h5bench_write_1d_contig_4r.txt",
                                               h5_dir / "h5bench_write_1d_contig.csv"])
     assert [{m.source for m in p.metrics} for p in got] == [{"h5bench-text"}, {"h5bench-csv"}]
     assert [p.by_name()["raw_write_rate"].value for p in got] == [405.889, 405.889]
@@ -305,7 +305,7 @@ def test_config_matches_the_recorded_config(h5_dir, write_experiment, src_layout
     the CSV in the stage); the only extra line is iolab's comment."""
     text = (h5_dir / recorded).read_text()
     case = _case(write_experiment, _settings(_cfg_lines(text)), kernel, name=kernel + "-cfg")
-    spec = get_adapter("h5bench").run_spec(case, "/scratch/case", input_dir="/scratch/writer")
+    spec = get_benchmark("h5bench").run_spec(case, "/scratch/case", input_dir="/scratch/writer")
     rendered = spec.files[CONFIG]
     lines = rendered.splitlines()
     assert lines[0] == (f"# iolab case {case.case_id} of {kernel}-cfg: rendered from "
@@ -327,7 +327,7 @@ def test_driver_json_gives_the_same_configs(h5_dir, write_experiment, src_layout
         settings = _settings(bench["configuration"].items())
         assert settings.pop("mode") == "SYNC"
         case = _case(write_experiment, settings, bench["benchmark"], name=f"json-{stored}")
-        rendered = get_adapter("h5bench").run_spec(case, "/c", input_dir="/w").files[CONFIG]
+        rendered = get_benchmark("h5bench").run_spec(case, "/c", input_dir="/w").files[CONFIG]
         cfg = (h5_dir / "h5bench_driver_storage" / stored / "h5bench.cfg").read_text().splitlines()
         assert rendered.splitlines()[1:-1] == cfg[:-1]
         assert bench["file"] == "test_2d.h5"
@@ -339,7 +339,7 @@ def test_config_of_every_option(write_experiment, src_layout_templates):
                                     "align": True, "align_threshold": "16KiB", "align_len": "1MiB",
                                     "emulated_compute_time": "500ms", "delayed_close_timesteps": 2,
                                     "timesteps": 4})
-    lines = get_adapter("h5bench").run_spec(case, "/c").files[CONFIG].splitlines()
+    lines = get_benchmark("h5bench").run_spec(case, "/c").files[CONFIG].splitlines()
     assert lines[1:] == [
         "MEM_PATTERN=CONTIG", "FILE_PATTERN=CONTIG", "TIMESTEPS=4", "DELAYED_CLOSE_TIMESTEPS=2",
         "COLLECTIVE_DATA=YES", "COLLECTIVE_METADATA=NO", "EMULATED_COMPUTE_TIME_PER_TIMESTEP=500 ms",
@@ -353,13 +353,13 @@ def test_config_of_every_option(write_experiment, src_layout_templates):
 def test_config_of_modifying_kernels(write_experiment, src_layout_templates, kernel, first):
     fixed = {"compress": True, "chunk_dim_1": 1024, "collective_data": True}
     case = _case(write_experiment, fixed, kernel, name=kernel)
-    spec = get_adapter("h5bench").run_spec(case, "/c", input_dir="/w")
+    spec = get_benchmark("h5bench").run_spec(case, "/c", input_dir="/w")
     lines = spec.files[CONFIG].splitlines()
     assert lines[1] == first and "READ_OPTION=FULL" in lines
     assert not [ln for ln in lines if ln.startswith(("COMPRESS", "CHUNK", "ALIGN"))]  # the file's, not theirs
     assert spec.executable == f"h5bench_{kernel}" and spec.args == [CONFIG, "/w/h5bench.h5"]
     unlimited = _case(write_experiment, fixed, "write_unlimited", name="unlimited")
-    spec = get_adapter("h5bench").run_spec(unlimited, "/c")
+    spec = get_benchmark("h5bench").run_spec(unlimited, "/c")
     assert spec.executable == "h5bench_write_unlimited"
     assert "COMPRESS=YES" in spec.files[CONFIG].splitlines()
 
@@ -372,7 +372,7 @@ def test_compute_time_written_with_a_space(given, written):
 
 def test_async_mode_sets_the_connector(write_experiment, src_layout_templates):
     case = _case(write_experiment, {"mode": "ASYNC", "delayed_close_timesteps": 1})
-    spec = get_adapter("h5bench").run_spec(case, "/c")
+    spec = get_benchmark("h5bench").run_spec(case, "/c")
     assert spec.env == {"HDF5_VOL_CONNECTOR": ASYNC_CONNECTOR}
     assert "MODE" not in spec.files[CONFIG]      # an unknown key to h5bench_write
 
@@ -380,7 +380,7 @@ def test_async_mode_sets_the_connector(write_experiment, src_layout_templates):
 def test_reading_kernel_needs_its_input(write_experiment, src_layout_templates):
     case = _case(write_experiment, kernel="read")
     with pytest.raises(IolabError, match="needs the directory of its write case"):
-        get_adapter("h5bench").run_spec(case, "/c")
+        get_benchmark("h5bench").run_spec(case, "/c")
 
 
 # ---------------------------------------------------------------- plan-time checks
@@ -436,13 +436,13 @@ def test_defaults(write_experiment):
         "dim_2": 1, "dim_3": 1, "read_option": "FULL", "collective_data": False,
         "collective_metadata": False, "compress": False, "align": False, "align_threshold": 0,
         "mode": "SYNC"}
-    assert get_adapter("h5bench").uses_mpiio(case) is True
+    assert get_benchmark("h5bench").uses_mpiio(case) is True
 
 
 def test_bytes_written(h5_dir, write_experiment):
     """32 bytes a particle: the recorded write's 96.000 MB."""
     settings = _settings(_cfg_lines((h5_dir / "h5bench_write_1d_contig.cfg").read_text()))
-    adapter = get_adapter("h5bench")
+    adapter = get_benchmark("h5bench")
     write = _case(write_experiment, settings, name="w")
     csv = h5bench_csv.parse((h5_dir / "h5bench_write_1d_contig.csv").read_text()).by_name()
     assert adapter.bytes_written(write) == csv["total_size"].value * 2**20 == 100663296
@@ -453,7 +453,7 @@ def test_bytes_written(h5_dir, write_experiment):
 
 
 def test_keys_pair_writes_and_reads(write_experiment):
-    adapter = get_adapter("h5bench")
+    adapter = get_benchmark("h5bench")
     cases = _cases(write_experiment, "pairs", """
 scale: {nodes: 1, tasks_per_node: 4}
 fixed: {timesteps: 3, dim_1: 262144, compress: true, chunk_dim_1: 65536, collective_data: true}
@@ -469,7 +469,7 @@ matrix:
 
 def test_keys_use_the_global_shape(write_experiment):
     """DIM_1 is per rank: 4 ranks x 262144 is the file 8 ranks x 131072 read in full."""
-    adapter = get_adapter("h5bench")
+    adapter = get_benchmark("h5bench")
     write = _case(write_experiment, {"num_dims": 2, "dim_1": 512, "dim_2": 512}, tasks=4, name="w4")
     read = _case(write_experiment, {"num_dims": 2, "dim_1": 256, "dim_2": 512}, "read", tasks=8, name="r8")
     assert adapter.produces(write) == adapter.consumes(read) == "h5bench:fixed:2048x512:timesteps=5:" \
@@ -489,7 +489,7 @@ def test_keys_use_the_global_shape(write_experiment):
                                        ("INTERLEAVED", "INTERLEAVED")])
 def test_unreadable_layouts_leave_nothing_to_read(write_experiment, mem, file):
     case = _case(write_experiment, {"mem_pattern": mem, "file_pattern": file})
-    assert get_adapter("h5bench").produces(case) is None
+    assert get_benchmark("h5bench").produces(case) is None
 
 
 # ---------------------------------------------------------------- stage outputs
@@ -508,7 +508,7 @@ def _stage(tmp_path, h5_dir, stdout, csv, stderr=None) -> Path:
 
 def test_stage_merges_csv_and_stdout(h5_dir, tmp_path):
     stage = _stage(tmp_path, h5_dir, "h5bench_write_1d_contig_4r.txt", "h5bench_write_1d_contig.csv")
-    parsed = get_adapter("h5bench").parse_outputs(stage, RunSpec("h5bench_write", []))
+    parsed = get_benchmark("h5bench").parse_outputs(stage, RunSpec("h5bench_write", []))
     assert [(m.name, m.value, m.source) for m in parsed.metrics] == [
         ("raw_write_rate", 405.889, "h5bench-csv"), ("observed_write_rate", 317.911, "h5bench-csv"),
         ("total_size", 96.0, "h5bench-csv"), ("raw_time", 0.237, "h5bench-csv"),
@@ -519,7 +519,7 @@ def test_stage_merges_csv_and_stdout(h5_dir, tmp_path):
 
 
 def test_stage_failures(h5_dir, tmp_path):
-    adapter = get_adapter("h5bench")
+    adapter = get_benchmark("h5bench")
     write = RunSpec("h5bench_write", [])
     stage = _stage(tmp_path, h5_dir, "h5bench_write_unknown_key_4r.txt", None,
                    "h5bench_write_unknown_key_4r.stderr.txt")
@@ -541,7 +541,7 @@ def test_stage_failures(h5_dir, tmp_path):
 
 
 def test_stage_mismatches(h5_dir, tmp_path):
-    adapter = get_adapter("h5bench")
+    adapter = get_benchmark("h5bench")
     stage = _stage(tmp_path, h5_dir, "h5bench_write_1d_contig_4r.txt", "h5bench_driver_storage/2ef74709/"
                                                                        "output.csv")
     with pytest.raises(ParseError, match="disagree on raw_write_rate .405.889 vs 305.547.|"
@@ -575,7 +575,7 @@ SMALL = {"timesteps": 2, "dim_1": 4096, "collective_data": True, "collective_met
 @pytest.mark.integration
 def test_real_write_then_read(tmp_path, write_experiment, src_layout_templates):
     _needs("mpirun", "h5bench_write", "h5bench_read")
-    adapter = get_adapter("h5bench")
+    adapter = get_benchmark("h5bench")
     write = _case(write_experiment, SMALL, name="real-w")
     read = _case(write_experiment, SMALL, "read", name="real-r")
     assert adapter.produces(write) == adapter.consumes(read)
@@ -597,7 +597,7 @@ def test_real_write_then_read(tmp_path, write_experiment, src_layout_templates):
 @pytest.mark.integration
 def test_real_failures_are_caught(tmp_path, write_experiment, src_layout_templates):
     _needs("mpirun", "h5bench_write", "h5bench_read")
-    adapter = get_adapter("h5bench")
+    adapter = get_benchmark("h5bench")
     write = _case(write_experiment, SMALL, name="real-w")
     spec = adapter.run_spec(write, str(tmp_path))
     # an unknown key, as the h5bench driver's MODE would be
@@ -619,7 +619,7 @@ def test_real_failures_are_caught(tmp_path, write_experiment, src_layout_templat
 @pytest.mark.parametrize("writer, kernel", [("write", "overwrite"), ("write_unlimited", "append")])
 def test_real_modifying_kernels(tmp_path, write_experiment, src_layout_templates, writer, kernel):
     _needs("mpirun", f"h5bench_{writer}", f"h5bench_{kernel}")
-    adapter = get_adapter("h5bench")
+    adapter = get_benchmark("h5bench")
     fixed = {**SMALL, "compress": True, "chunk_dim_1": 1024}
     first = _case(write_experiment, fixed, writer, name="real-first")
     then = _case(write_experiment, fixed, kernel, name="real-then")

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from iolab.adapters import get_adapter
-from iolab.adapters.h5bench import INI, METADATA_CSV, exerciser_args
+from iolab.benchmarks import get as get_benchmark
+from iolab.benchmarks.h5bench import INI, METADATA_CSV, exerciser_args
 from iolab.errors import IolabError, ParseError
 from iolab.load import load_experiment
 from iolab.matrix import expand
-from iolab.parsers import FORMATS, h5bench_exerciser, h5bench_metadata, h5bench_metadata_csv, parse
+from iolab.parsers import h5bench_exerciser, h5bench_metadata, h5bench_metadata_csv
 from tests.unit.realrun import needs as _needs
 from tests.unit.realrun import run_spec as _run
 
@@ -132,14 +132,6 @@ def test_every_recorded_kernel_file_is_covered(h5_dir):
         assert f"`{stem}`" in readme, name
 
 
-def test_formats_are_registered():
-    assert FORMATS["h5bench-metadata-text"] == "iolab.parsers.h5bench_metadata"
-    assert FORMATS["h5bench-metadata-csv"] == "iolab.parsers.h5bench_metadata_csv"
-    assert FORMATS["h5bench-exerciser-text"] == "iolab.parsers.h5bench_exerciser"
-    assert set(get_adapter("h5bench").formats) >= {"h5bench-metadata-text", "h5bench-metadata-csv",
-                                                   "h5bench-exerciser-text"}
-
-
 # ---------------------------------------------------------------- metadata parsers
 
 
@@ -168,7 +160,7 @@ def test_metadata_output(h5_dir, name, kind):
 
 def test_metadata_write_rate_is_all_bytes_over_the_slowest_rank(h5_dir):
     """4 ranks x 4 steps x 8 arrays x 64 x 128 doubles = 8 MiB; the file adds 2 KiB of metadata."""
-    m = parse("h5bench-metadata-text", (h5_dir / "h5bench_metadata_4r.txt").read_text()).by_name()
+    m = h5bench_metadata.parse((h5_dir / "h5bench_metadata_4r.txt").read_text()).by_name()
     assert m["write_rate"].value == pytest.approx(453.48)
     total = 4 * 4 * 8 * 64 * 128 * 8
     assert m["file_size"].value == total + 2048
@@ -283,12 +275,12 @@ def test_recorded_failures(h5_dir, name):
 def test_parse_files_detects_the_kernel(h5_dir):
     names = ["h5bench_metadata_4r.txt", "h5bench_metadata.csv", "h5bench_exerciser_4r.txt",
              "h5bench_write_1d_contig_4r.txt"]
-    got = get_adapter("h5bench").parse_files([h5_dir / n for n in names])
+    got = get_benchmark("h5bench").parse_files([h5_dir / n for n in names])
     assert [p.metrics[0].source for p in got] == ["h5bench-metadata-text", "h5bench-metadata-csv",
                                                   "h5bench-exerciser-text", "h5bench-text"]
     for name in ("h5bench_exerciser_bad_option_4r.txt", "h5bench_metadata_unwritable_4r.txt"):
         with pytest.raises(ParseError, match="reported a failure"):
-            get_adapter("h5bench").parse_files([h5_dir / name])
+            get_benchmark("h5bench").parse_files([h5_dir / name])
 
 
 # ---------------------------------------------------------------- inputs: ini and argv
@@ -297,7 +289,7 @@ def test_parse_files_detects_the_kernel(h5_dir):
 def test_metadata_ini_matches_the_recorded_one(h5_dir, write_experiment, src_layout_templates):
     recorded = (h5_dir / "h5bench_metadata.ini").read_text().splitlines()
     case = _case(write_experiment, _ini_params("\n".join(recorded)), "metadata", name="meta")
-    spec = get_adapter("h5bench").run_spec(case, "/tmp/h5rec/data")
+    spec = get_benchmark("h5bench").run_spec(case, "/tmp/h5rec/data")
     lines = spec.files[INI].splitlines()
     assert lines[0] == (f"; iolab case {case.case_id} of meta: rendered from "
                         f"templates/h5bench/hdf5_iotest.ini.j2")
@@ -311,26 +303,26 @@ def test_metadata_ini_matches_the_recorded_one(h5_dir, write_experiment, src_lay
 def test_metadata_ini_of_the_strong_run(h5_dir, write_experiment, src_layout_templates):
     recorded = (h5_dir / "h5bench_metadata_strong.ini").read_text().splitlines()
     case = _case(write_experiment, _ini_params("\n".join(recorded)), "metadata", name="strong")
-    lines = get_adapter("h5bench").run_spec(case, "/tmp/h5rec/data").files[INI].splitlines()
+    lines = get_benchmark("h5bench").run_spec(case, "/tmp/h5rec/data").files[INI].splitlines()
     assert lines[1:-2] == recorded[1:-2]
     assert recorded[-2] == "hdf5-file = /tmp/h5rec/data/hdf5_iotest_strong.h5"
 
 
 def test_metadata_defaults_and_process_rows(write_experiment, src_layout_templates):
     case = _case(write_experiment, {}, "metadata", tasks=6, name="defaults")
-    ini = get_adapter("h5bench").run_spec(case, "/s/c").files[INI]
+    ini = get_benchmark("h5bench").run_spec(case, "/s/c").files[INI]
     assert ini.splitlines()[1:] == [
         "[DEFAULT]", "version = 0", "steps = 20", "arrays = 500", "rows = 100", "columns = 200",
         "process-rows = 6", "process-columns = 1", "scaling = weak", "dataset-rank = 4",
         "slowest-dimension = step", "layout = contiguous", "mpi-io = independent",
         "hdf5-file = /s/c/hdf5_iotest.h5", f"csv-file = {METADATA_CSV}"]
     case = _case(write_experiment, {"metadata_process_columns": 3}, "metadata", tasks=6, name="cols")
-    assert "process-rows = 2" in get_adapter("h5bench").run_spec(case, "/s").files[INI].splitlines()
+    assert "process-rows = 2" in get_benchmark("h5bench").run_spec(case, "/s").files[INI].splitlines()
 
 
 def test_metadata_path_too_long_for_the_ini(write_experiment, src_layout_templates):
     case = _case(write_experiment, {}, "metadata", name="long")
-    adapter = get_adapter("h5bench")
+    adapter = get_benchmark("h5bench")
     ok = "/s/" + "d" * (199 - len("hdf5-file = /s//hdf5_iotest.h5") - 1)
     assert len(f"hdf5-file = {ok}/hdf5_iotest.h5") == 198
     adapter.run_spec(case, ok)
@@ -342,7 +334,7 @@ def test_metadata_path_too_long_for_the_ini(write_experiment, src_layout_templat
 
 def test_exerciser_argv_matches_the_recorded_commands(write_experiment):
     case = _case(write_experiment, EXERCISER_2D, "exerciser", name="ex2d")
-    spec = get_adapter("h5bench").run_spec(case, "/s/c")
+    spec = get_benchmark("h5bench").run_spec(case, "/s/c")
     assert spec.command == ("h5bench_exerciser --numdims 2 --minels 16 16 --nsizes 2 --bufmult 2 2 "
                             "--dimranks 2 2 --addattr --derivedtype --usechunked --indepio --fileblocks 8 8 "
                             "--filestrides 16 16 --memblock 32 --memstride 64 --rshift 1 --maxcheck 1048576")
@@ -418,14 +410,14 @@ def test_exerciser_runs_in_the_case_directory(write_experiment):
     targets and striping apply to it as to the other kernels."""
     case = _case(write_experiment, {"storage": "node_local", "lustre.stripe_count": 2},
                  "exerciser", name="placed")
-    spec = get_adapter("h5bench").run_spec(case, "/scratch/x/case-r1")
+    spec = get_benchmark("h5bench").run_spec(case, "/scratch/x/case-r1")
     assert spec.workdir == "/scratch/x/case-r1"
-    assert get_adapter("h5bench").run_spec(
+    assert get_benchmark("h5bench").run_spec(
         _case(write_experiment, {}, "write", name="plain"), "/scratch/y").workdir is None
 
 
 def test_no_data_shared(write_experiment):
-    adapter = get_adapter("h5bench")
+    adapter = get_benchmark("h5bench")
     for kernel in ("metadata", "exerciser"):
         case = _case(write_experiment, {}, kernel, name=kernel)
         assert adapter.produces(case) is None and adapter.consumes(case) is None
@@ -433,7 +425,7 @@ def test_no_data_shared(write_experiment):
 
 
 def test_bytes_written(h5_dir, write_experiment):
-    adapter = get_adapter("h5bench")
+    adapter = get_benchmark("h5bench")
     ini = (h5_dir / "h5bench_metadata.ini").read_text()
     meta = _case(write_experiment, _ini_params(ini), "metadata", name="m")
     out = h5bench_metadata.parse((h5_dir / "h5bench_metadata_4r.txt").read_text()).by_name()
@@ -483,11 +475,11 @@ def _stage(tmp_path: Path, h5_dir: Path, stdout: str, csv: str | None = None, st
 def _meta_spec(h5_dir, write_experiment, ini="h5bench_metadata.ini", **change):
     case = _case(write_experiment, {**_ini_params((h5_dir / ini).read_text()), **change}, "metadata",
                  name="st")
-    return get_adapter("h5bench").run_spec(case, "/tmp/h5rec/data")
+    return get_benchmark("h5bench").run_spec(case, "/tmp/h5rec/data")
 
 
 def test_metadata_stage(h5_dir, tmp_path, write_experiment, src_layout_templates):
-    adapter = get_adapter("h5bench")
+    adapter = get_benchmark("h5bench")
     spec = _meta_spec(h5_dir, write_experiment)
     stage = _stage(tmp_path, h5_dir, "h5bench_metadata_4r.txt", "h5bench_metadata.csv")
     parsed = adapter.parse_outputs(stage, spec)
@@ -519,15 +511,15 @@ def test_metadata_stage(h5_dir, tmp_path, write_experiment, src_layout_templates
 def test_metadata_stage_failures(h5_dir, tmp_path, write_experiment, src_layout_templates, name, fragment):
     stage = _stage(tmp_path, h5_dir, f"{name}_4r.txt", None, f"{name}_4r.stderr.txt")
     with pytest.raises(ParseError, match=fragment):
-        get_adapter("h5bench").parse_outputs(stage, _meta_spec(h5_dir, write_experiment))
+        get_benchmark("h5bench").parse_outputs(stage, _meta_spec(h5_dir, write_experiment))
 
 
 def _ex_spec(write_experiment, fixed):
-    return get_adapter("h5bench").run_spec(_case(write_experiment, fixed, "exerciser", name="ex"), "/s")
+    return get_benchmark("h5bench").run_spec(_case(write_experiment, fixed, "exerciser", name="ex"), "/s")
 
 
 def test_exerciser_stage(h5_dir, tmp_path, write_experiment):
-    adapter = get_adapter("h5bench")
+    adapter = get_benchmark("h5bench")
     spec = _ex_spec(write_experiment, {"exerciser_minels": [8192]})
     stage = _stage(tmp_path, h5_dir, "h5bench_exerciser_4r.txt")
     assert adapter.parse_outputs(stage, spec).by_name()["raw_write_rate_avg"].value == 391.653396
@@ -558,7 +550,7 @@ def test_exerciser_stage(h5_dir, tmp_path, write_experiment):
 def test_exerciser_stage_failures(h5_dir, tmp_path, write_experiment, stdout, stderr, fixed, fragment):
     stage = _stage(tmp_path, h5_dir, stdout, None, stderr)
     with pytest.raises(ParseError, match=fragment):
-        get_adapter("h5bench").parse_outputs(stage, _ex_spec(write_experiment, fixed))
+        get_benchmark("h5bench").parse_outputs(stage, _ex_spec(write_experiment, fixed))
 
 
 # ---------------------------------------------------------------- real runs
@@ -569,7 +561,7 @@ def test_exerciser_stage_failures(h5_dir, tmp_path, write_experiment, stdout, st
 @pytest.mark.integration
 def test_real_metadata_run(tmp_path, write_experiment, src_layout_templates):
     _needs("mpirun", "h5bench_hdf5_iotest")
-    adapter = get_adapter("h5bench")
+    adapter = get_benchmark("h5bench")
     case = _case(write_experiment, {"metadata_steps": 2, "metadata_arrays": 4, "metadata_rows": 32,
                                     "metadata_columns": 32, "metadata_process_columns": 2,
                                     "metadata_dataset_rank": 2, "metadata_mpi_io": "collective"},
@@ -595,7 +587,7 @@ def test_real_metadata_run(tmp_path, write_experiment, src_layout_templates):
 @pytest.mark.integration
 def test_real_exerciser_run(tmp_path, write_experiment):
     _needs("mpirun", "h5bench_exerciser")
-    adapter = get_adapter("h5bench")
+    adapter = get_benchmark("h5bench")
     case = _case(write_experiment, {"exerciser_numdims": 2, "exerciser_minels": [32, 32],
                                     "exerciser_nsizes": 2, "exerciser_dimranks": [2, 2],
                                     "exerciser_derivedtype": True},

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from iolab import matrix
-from iolab.adapters import get_adapter
+from iolab.benchmarks import get as get_benchmark
 from iolab.errors import IolabError
 from iolab.load import load_experiment
 from iolab.matrix import (MAX_CASES, case_id, count_cases, defaults, describe, expand, varied_keys,
@@ -202,7 +202,7 @@ def test_ior_bytes_written(write_experiment, tasks, segments, iterations):
           iterations: {iterations}
         """)
     # block * segments * tasks * iterations
-    assert get_adapter("ior").bytes_written(case) == 8 * MIB * segments * (2 * tasks) * iterations
+    assert get_benchmark("ior").bytes_written(case) == 8 * MIB * segments * (2 * tasks) * iterations
 
 
 def test_fio_bytes_written(write_experiment):
@@ -215,7 +215,7 @@ def test_fio_bytes_written(write_experiment):
           numjobs: [1, 4]
           rw: [write, randread]
         """)
-    adapter = get_adapter("fio")
+    adapter = get_benchmark("fio")
     assert [adapter.bytes_written(c) for c in cases] == [64 * MIB, 64 * MIB, 256 * MIB, 256 * MIB]
 
 

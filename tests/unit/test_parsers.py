@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from iolab.adapters import RunSpec, get_adapter
-from iolab.adapters.ior import SUMMARY, parse_any
+from iolab.benchmarks import RunSpec, get as get_benchmark
+from iolab.benchmarks.ior import SUMMARY, parse_any
 from iolab.errors import IolabError, ParseError
-from iolab.parsers import fio_json, ior_json, ior_text, parse
+from iolab.parsers import fio_json, ior_json, ior_text
 
 MIB = 1024 * 1024
 
@@ -242,13 +242,13 @@ def test_parse_any_json_with_leading_whitespace(ior_dir, tmp_path):
 
 
 def test_adapter_parse_files_and_dispatcher(ior_dir):
-    adapter = get_adapter("ior")
+    adapter = get_benchmark("ior")
     paths = [ior_dir / "ior_posix_fpp_4r_t1m_b16m.summary.json", ior_dir / "ior_posix_fpp_4r_t1m_b16m.txt"]
     got = adapter.parse_files(paths)
     assert [p.by_name()["read_bw"].value for p in got] == [24779.2895, 19525.47]
     text = paths[0].read_text()
-    assert parse("ior-json", text).by_name()["write_bw"].value == 7882.151
-    assert parse("ior-text", paths[1].read_text()).by_name()["write_bw"].value == 3226.22
+    assert ior_json.parse(text).by_name()["write_bw"].value == 7882.151
+    assert ior_text.parse(paths[1].read_text()).by_name()["write_bw"].value == 3226.22
 
 
 # ---------------------------------------------------------------- IOR failures
@@ -276,7 +276,7 @@ def test_ior_json_truncated(ior_dir, name, cut):
         ior_json.parse(text[:at], "ior-summary.json")
     assert "ior-summary.json" in str(info.value)
     with pytest.raises(ParseError):
-        parse("ior-json", text[:at])
+        ior_json.parse(text[:at])
 
 
 def test_ior_json_without_finished_entry(ior_dir):
@@ -405,7 +405,7 @@ def test_ior_adapter_reports_the_rejection_from_the_stage(ior_dir, tmp_path):
     shutil.copy(ior_dir / "ior_legacy_U_H_rejected.stderr.txt", tmp_path / "rfm_job.err")
     spec = RunSpec("ior", [], outputs=[SUMMARY])
     with pytest.raises(ParseError, match="IOR reported an error: Error invalid argument: -U"):
-        get_adapter("ior").parse_outputs(tmp_path, spec)
+        get_benchmark("ior").parse_outputs(tmp_path, spec)
 
 
 def test_ior_adapter_stage_success_and_missing_summary(ior_dir, tmp_path):
@@ -413,9 +413,9 @@ def test_ior_adapter_stage_success_and_missing_summary(ior_dir, tmp_path):
     (tmp_path / "rfm_job.err").write_text("")
     spec = RunSpec("ior", [], outputs=[SUMMARY])
     with pytest.raises(ParseError, match=rf"{SUMMARY} is missing"):
-        get_adapter("ior").parse_outputs(tmp_path, spec)
+        get_benchmark("ior").parse_outputs(tmp_path, spec)
     shutil.copy(ior_dir / "ior_ncmpi_4r_t1m_b8m.summary.json", tmp_path / SUMMARY)
-    parsed = get_adapter("ior").parse_outputs(tmp_path, spec)   # NCMPI warnings are not errors
+    parsed = get_benchmark("ior").parse_outputs(tmp_path, spec)   # NCMPI warnings are not errors
     assert parsed.by_name()["write_bw"].value == 2142.384
 
 
@@ -502,7 +502,7 @@ def test_fio_no_jobs_no_data_zero_bandwidth(fio_dir):
 
 
 def test_fio_adapter_reads_its_output(fio_dir, tmp_path):
-    adapter = get_adapter("fio")
+    adapter = get_benchmark("fio")
     shutil.copy(fio_dir / "fio_seqwrite_1m_128m.json", tmp_path / "fio.json")
     spec = RunSpec("fio", [], outputs=["fio.json"], mpi=False)
     assert adapter.parse_outputs(tmp_path, spec).by_name()["write_bytes"].value == 128 * MIB

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab.adapters.ior import parse_any
+from iolab.benchmarks.ior import parse_any
 from iolab.compare import Side, compare_published, render_published, same_machine_studies
 from iolab.errors import IolabError
 from iolab.published import DEFAULT, list_studies, load_study, parse_study

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from iolab import echo, failure
-from iolab.adapters import get_adapter
+from iolab.benchmarks import get as get_benchmark
 from iolab.load import load_experiment
 from iolab.matrix import expand
 from iolab.parsers import ior_json
@@ -176,7 +176,7 @@ def test_a_replayed_output_whose_echo_differs_fails_with_both_values(write_exper
     kid, entry = next((k, e) for b, k, e in ENTRIES if b == "ior" and e["key"]["ranks"] == 4
                       and e["recorded_from"]["experiment"] == "hints-must-hold")
     parsed = ior_json.parse((replays.REPLAY / "ior" / kid / entry["files"]["summary"]).read_text())
-    adapter = get_adapter("ior")
+    adapter = get_benchmark("ior")
     for tasks, expected in ((4, None), (2, "echo: numTasks 4, requested 2; tasksPerNode 4, requested 2")):
         path = write_experiment("hints-must-hold", HINTS_MUST_HOLD.replace("TASKS", str(tasks)))
         case = next(c for c in expand(load_experiment(path)) if c.params["mpiio.cb_nodes"] == 4)

@@ -178,14 +178,14 @@ def test_every_shipped_case_keeps_a_hostile_directory_literal_in_its_input_files
     """Every input file an adapter renders (fio job, h5bench config and ini, BTIO deck, hints)
     for every shipped case: a hostile directory is written as it is, or refused with a reason,
     and a newline never starts a line of the benchmark's choosing."""
-    from iolab.adapters import get_adapter
+    from iolab.benchmarks import get as get_benchmark
 
     seen = set()
     cases = list(_shipped_cases())
     for hostile_dir, case in [(str(tmp_path / d), c) for d in ("d; rm -rf x $(touch y) `z` 'q' \"w\"",
                                                             "d; rm -rf x `z` 'q' \"w\" & |")
                               for c in cases]:
-        adapter = get_adapter(case.benchmark)
+        adapter = get_benchmark(case.benchmark)
         hints = {"cb_nodes": "1"} if adapter.uses_mpiio(case) else None
         source = hostile_dir if case.get("mode") == "read" or case.get("kernel") == "read" else None
         try:

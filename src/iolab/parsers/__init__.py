@@ -50,23 +50,3 @@ def printed_number(token: str, what: str, source: str) -> float:
 
 def mean(values: list[float]) -> float:
     return sum(values) / len(values)
-
-
-FORMATS = {
-    "ior-json": "iolab.parsers.ior_json",
-    "ior-text": "iolab.parsers.ior_text",
-    "fio-json": "iolab.parsers.fio_json",
-    "btio-text": "iolab.parsers.btio_text",
-    "h5bench-text": "iolab.parsers.h5bench_text",
-    "h5bench-csv": "iolab.parsers.h5bench_csv",
-    "h5bench-metadata-text": "iolab.parsers.h5bench_metadata",
-    "h5bench-metadata-csv": "iolab.parsers.h5bench_metadata_csv",
-    "h5bench-exerciser-text": "iolab.parsers.h5bench_exerciser",
-}
-
-
-def parse(fmt: str, text: str, source: str = "") -> Parsed:
-    import importlib
-
-    module = importlib.import_module(FORMATS[fmt])
-    return module.parse(text, source or fmt)

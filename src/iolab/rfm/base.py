@@ -21,11 +21,11 @@ from reframe.core.exceptions import ReframeError, SanityError
 from reframe.core.logging import getlogger
 
 from .. import echo, failure, lustre, mpiio, shell
-from ..adapters import get_adapter
+from ..benchmarks import get as get_benchmark
 from ..errors import IolabError
 from ..load import Darshan
 from ..matrix import describe, hints_of
-from ..stack import SPACK_PACKAGES, Stack
+from ..stack import Stack, spack_packages
 from ..stack import from_extras as stack_from_extras
 from . import darshan_files, jobshape, session
 
@@ -73,7 +73,7 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         for name, key in self._iolab_param_vars.items():
             value = case.params.get(key)
             setattr(self, name, "" if value is None else str(value))
-        self.executable = get_adapter(case.benchmark).executable
+        self.executable = get_benchmark(case.benchmark).executable
         self.sourcesdir = None
         self._iolab_recorded = False
         self._iolab_env = {}            # what iolab exported for the job, as values (provenance)
@@ -98,7 +98,7 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
     def _iolab_prepare(self):
         exp, case = self._iolab_exp, self._iolab_case
         extras = self.current_partition.extras.get("iolab", {})
-        adapter = get_adapter(case.benchmark)
+        adapter = get_benchmark(case.benchmark)
         # A case that cannot run here is still prepared in full, so that its record shows the
         # exact command it would have run; it is skipped at the end, with every reason.
         self._iolab_unrunnable = []
@@ -268,7 +268,7 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
                 stack.spack_env = fixture.env_path
                 self.build_system = "Spack"
                 self.build_system.environment = fixture.env_path
-                self.build_system.specs = [SPACK_PACKAGES[benchmark]]
+                self.build_system.specs = [spack_packages()[benchmark]]
         return stack
 
     def _iolab_darshan_conf(self, extras) -> Darshan:
@@ -355,7 +355,7 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         if self._iolab_recorded:
             return
         case = self._iolab_case
-        adapter = get_adapter(case.benchmark)
+        adapter = get_benchmark(case.benchmark)
         stage = Path(self.stagedir)
         self._iolab_post_start = time.time()
         observed, flags, parsed = self._iolab_observe(stage), [], None

@@ -28,7 +28,7 @@ from ..render import shim_path
 from ..results import (RECORD_SCHEMA, RunDir, base_manifest, git_state, new_run_id, results_root,
                        sha256_file, utcnow)
 from ..shell import has_variables
-from ..stack import SPACK_PACKAGES
+from ..stack import spack_packages
 
 
 class _Run:
@@ -302,7 +302,7 @@ def _stack(test, run: _Run, binary_path: str | None) -> dict | None:
         # the versions Spack installed: the benchmarks' and Darshan's, whatever they print
         installed = fixture.installed()
         out["versions"] = {name: installed[name]["version"] for name in
-                           dict.fromkeys(SPACK_PACKAGES.values()) if name in installed}
+                           dict.fromkeys(spack_packages().values()) if name in installed}
         out["hashes"] = {name: installed[name]["hash"] for name in out["versions"]}
     return out
 

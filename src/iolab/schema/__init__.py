@@ -90,8 +90,15 @@ _Validator = jsonschema.validators.extend(
 
 @functools.cache
 def experiment_schema() -> dict:
-    text = resources.files(__package__).joinpath("experiment.v1.json").read_text()
-    return json.loads(text)
+    """experiment.v1.json with each benchmark's parameters ($defs.params.<name>) and the list of
+    benchmarks ($defs.benchmark) taken from the benchmark descriptors (iolab.benchmarks)."""
+    from .. import benchmarks
+
+    schema = json.loads(resources.files(__package__).joinpath("experiment.v1.json").read_text())
+    for name, bench in benchmarks.registry().items():
+        schema["$defs"]["params"][name] = bench.params_schema
+    schema["$defs"]["benchmark"]["enum"] = list(benchmarks.registry())
+    return schema
 
 
 def validator(schema: dict | None = None) -> jsonschema.protocols.Validator:

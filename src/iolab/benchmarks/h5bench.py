@@ -29,7 +29,7 @@ from pathlib import Path
 from ..errors import IolabError, ParseError
 from ..parsers import (Parsed, h5bench_csv, h5bench_exerciser, h5bench_metadata, h5bench_metadata_csv,
                        h5bench_text)
-from . import Adapter, RunSpec, read_output
+from . import Benchmark, RunSpec, read_output
 from .btio import layout_key
 
 CONFIG = "h5bench.cfg"
@@ -93,10 +93,8 @@ def hdf5_errors(stderr: str) -> list[str]:
 
 def _given(p: dict, name: str) -> bool:
     """Whether a parameter was set: present and, when it has a default, not at it."""
-    from ..matrix import defaults
-
-    base = defaults("h5bench")
-    return name in p and (name not in base or p[name] != base[name])
+    spec = BENCHMARK.params_schema["properties"].get(name, {})
+    return name in p and ("default" not in spec or p[name] != spec["default"])
 
 
 def metadata_grid(case) -> tuple[int, int]:
@@ -159,11 +157,14 @@ def _ini(text: str) -> dict[str, str]:
     return {k.strip(): v.strip() for k, eq, v in pairs if eq}
 
 
-class H5benchAdapter(Adapter):
+class H5bench(Benchmark):
     name = "h5bench"
     executable = "h5bench_write"      # per kernel: the RunSpec names the one that runs
-    formats = ("h5bench-text", "h5bench-csv", "h5bench-metadata-text", "h5bench-metadata-csv",
-               "h5bench-exerciser-text")
+    binaries = tuple(KERNELS.values())
+    spack_package = "h5bench"
+    links = ("hdf5",)
+    table_metrics = ("observed_write_rate", "observed_read_rate", "observed_modify_rate")
+    size_params = ("timesteps", "dim_1")
 
     def check(self, case) -> str | None:
         p = case.params
@@ -526,3 +527,6 @@ class H5benchAdapter(Adapter):
             parser = h5bench_csv if csv else h5bench_text
             out.append(parser.parse(text, path.name))
         return out
+
+
+BENCHMARK = H5bench()

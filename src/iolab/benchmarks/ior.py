@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..errors import ParseError
 from ..parsers import ior_json, ior_text
 from ..mpiio import ior_hints_file
 from ..units import ior_size_arg
-from . import Adapter, RunSpec, read_output
+from . import Benchmark, RunSpec, read_output
 
 SUMMARY = "ior-summary.json"
 HINTS_FILE = "iolab-ior-hints.txt"
@@ -51,10 +50,14 @@ def _summary_directive(args: list[str], i: int) -> str | None:
     return arg if keys & {"summaryfile", "summaryformat"} else None
 
 
-class IorAdapter(Adapter):
+class Ior(Benchmark):
     name = "ior"
     executable = "ior"
-    formats = ("ior-json", "ior-text")
+    binaries = ("ior",)
+    spack_package = "ior"
+    links = ("hdf5", "parallel-netcdf")
+    table_metrics = ("write_bw", "read_bw")
+    size_params = ("block_size", "segments")
 
     def check(self, case) -> str | None:
         p = case.params
@@ -95,6 +98,13 @@ class IorAdapter(Adapter):
         if not p["write"]:
             return 0
         return p["block_size"] * p["segments"] * case.num_tasks * p["iterations"]
+
+    def file_size(self, params: dict) -> int | None:
+        """One write phase's file: the shared file, or one rank's file."""
+        per_rank = params["block_size"] * params.get("segments", 1)
+        if params.get("file_per_process"):
+            return per_rank
+        return per_rank * params.get("scale.nodes", 1) * params.get("scale.tasks_per_node", 1)
 
     def uses_mpiio(self, case) -> bool:
         return case.params["api"] != "POSIX"
@@ -158,8 +168,4 @@ def parse_any(path: Path):
     return ior_text.parse(text, path.name)
 
 
-def version_of(summary_path: Path) -> str | None:
-    try:
-        return json.loads(summary_path.read_text()).get("Version")
-    except (OSError, ValueError):
-        return None
+BENCHMARK = Ior()

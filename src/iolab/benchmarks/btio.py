@@ -14,7 +14,7 @@ from pathlib import Path
 from ..echo import replayed
 from ..errors import IolabError, ParseError
 from ..parsers import btio_text
-from . import Adapter, RunSpec, read_output
+from . import Benchmark, RunSpec, read_output
 
 DECK = "inputbt.data"
 METHODS = ("mpi_collective", "mpi_independent", "pnetcdf_blocking", "pnetcdf_nonblocking")  # 0..3
@@ -40,10 +40,14 @@ def family(case) -> str:
     return "mpiio" if METHODS.index(case.params["io_method"]) < 2 else "pnetcdf"
 
 
-class BtioAdapter(Adapter):
+class Btio(Benchmark):
     name = "btio"
     executable = "btio"
-    formats = ("btio-text",)
+    binaries = ("btio",)
+    spack_package = "btio"
+    links = ("parallel-netcdf",)
+    table_metrics = ("write_bw", "read_bw")
+    size_params = ("grid", "time_steps")
 
     def check(self, case) -> str | None:
         ranks = case.num_tasks
@@ -160,3 +164,6 @@ def _check_against_deck(parsed, deck_text: str, skip: tuple[str, ...] = ()) -> N
         got = parsed.details.get(key)
         if got != want:
             raise ParseError(f"rfm_job.out: BTIO ran {key} {got!r}, but {DECK} asked for {want!r}")
+
+
+BENCHMARK = Btio()

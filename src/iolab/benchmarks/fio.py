@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from ..parsers import fio_json
-from . import Adapter, RunSpec, read_output
+from . import Benchmark, RunSpec, read_output
 
 OUTPUT = "fio.json"
 JOBFILE = "fio-job.fio"
@@ -14,10 +14,13 @@ _OWNED = ("--output", "--output-format", "--directory", "--filename", "--name", 
           "--bs", "--size", "--numjobs", "--direct", "--ioengine", "--iodepth")
 
 
-class FioAdapter(Adapter):
+class Fio(Benchmark):
     name = "fio"
     executable = "fio"
-    formats = ("fio-json",)
+    binaries = ("fio",)
+    spack_package = "fio"
+    table_metrics = ("write_bw", "read_bw", "write_iops", "read_iops")
+    size_params = ("size",)
 
     def check(self, case) -> str | None:
         if case.nodes != 1 or case.tasks_per_node != 1:
@@ -30,6 +33,9 @@ class FioAdapter(Adapter):
             if arg.split("=", 1)[0] in _OWNED:
                 return f"extra_args {arg!r}: iolab sets this from the typed parameters"
         return None
+
+    def file_size(self, params: dict) -> int | None:
+        return params.get("size")
 
     def bytes_written(self, case) -> int:
         # fio lays out its files before a read test, so every pattern writes them once.
@@ -66,3 +72,6 @@ class FioAdapter(Adapter):
 
     def parse_files(self, paths):
         return [fio_json.parse(read_output(Path(p), "fio output"), Path(p).name) for p in paths]
+
+
+BENCHMARK = Fio()
