@@ -90,7 +90,7 @@ def cmd_plan(args) -> int:
 
 
 def cmd_render(args) -> int:
-    from .render import sync_shims
+    from .shims import sync_shims
 
     root = _root()
     changes = sync_shims(root / "experiments", root / "reframe" / "generated", check_only=args.check)

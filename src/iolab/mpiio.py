@@ -14,13 +14,9 @@ from .errors import IolabError
 from .render import render_template
 
 AGGREGATOR_KEYS = ("aggregators", "aggregators_per_node")
-FLAVOURS = ("mpich-romio", "openmpi-romio", "cray-mpich", "openmpi-ompio")
-ROMIO_FLAVOURS = ("mpich-romio", "openmpi-romio")
 ROMIO_HINTS_FILE = "iolab-romio-hints.txt"
 ROMIO_TEMPLATE = "mpiio/romio-hints.j2"
 IOR_TEMPLATE = "mpiio/ior-hints.j2"
-# ReFrame launcher names that are Open MPI's own mpirun when the flavour is openmpi-*.
-OPENMPI_LAUNCHERS = ("mpirun", "mpiexec", "mpirun-openmpi")
 
 # OMPIO reads these MCA parameters; there is no OMPIO equivalent for any other ROMIO hint.
 OMPIO_MCA = {
@@ -48,7 +44,6 @@ class HintPlan:
 
     env: dict[str, str] = field(default_factory=dict)        # exported for the benchmark
     files: dict[str, str] = field(default_factory=dict)      # stage-relative name -> content
-    launcher_options: list[str] = field(default_factory=list)
     verify: str = "unverified"                               # romio-print | cray-display | unverified
     notes: list[str] = field(default_factory=list)
 
@@ -144,58 +139,98 @@ def ior_hints_file(hints: dict[str, str]) -> str:
     return render_template(IOR_TEMPLATE, hints=_checked(hints))
 
 
-def translate(hints: dict[str, str], flavour: str, launcher: str | None = None) -> HintPlan:
-    """Expanded hints -> environment, files and launcher options for one MPI flavour.
+@dataclass(frozen=True)
+class Flavour:
+    """An MPI library as iolab meets it: which runtime launches it (its mpirun's way of passing
+    variables, see rfm/launch.py), how it takes hints, and how the hints in effect are read."""
 
-    The printing switch is set even without hints, so the effective defaults are recorded.
-    `launcher` is the ReFrame launcher name; Open MPI's mpirun forwards variables only with -x.
-    """
-    if flavour not in FLAVOURS:
-        raise IolabError(f"unknown MPI flavour {flavour!r}; use one of {', '.join(FLAVOURS)}",
-                         key="mpi_flavour")
-    hints = _checked(hints)
-    plan = HintPlan()
-    if flavour in ROMIO_FLAVOURS:
-        plan.env["ROMIO_PRINT_HINTS"] = "1"
-        plan.verify = "romio-print"
-        if hints:
-            plan.files[ROMIO_HINTS_FILE] = romio_hints_file(hints)
-            # Relative: ranks start in the stage directory, where the job script runs.
-            plan.env["ROMIO_HINTS"] = ROMIO_HINTS_FILE
-            plan.notes.append("ROMIO_HINTS replaces the site's /etc/romio-hints for this run; "
-                              "hints the benchmark passes through MPI_Info win over the file")
-        if flavour == "openmpi-romio":
-            plan.env["OMPI_MCA_io"] = "romio321"
+    name: str
+    runtime: str            # openmpi | mpich | cray
+    carrier: str            # romio | cray | ompio: how hints reach MPI-IO
+    verify: str             # romio-print | cray-display | unverified
+    component: str | None = None    # Open MPI's io component to select (OMPI_MCA_io)
+
+    def translate(self, hints: dict[str, str]) -> HintPlan:
+        """Expanded hints -> environment, files and notes. The printing switch is set even
+        without hints, so the effective defaults are recorded."""
+        hints = _checked(hints)
+        plan = HintPlan(verify=self.verify)
+        {"romio": _romio, "cray": _cray, "ompio": _ompio}[self.carrier](hints, plan)
+        if self.component:
+            plan.env["OMPI_MCA_io"] = self.component
             plan.notes.append("Open MPI 4.x names the component romio321 (5.x: romio341); it has the "
                               "Lustre driver only if Open MPI was configured with --with-io-romio-flags="
                               "--with-file-system=ufs+lustre: check romio_filesystem_type")
-    elif flavour == "cray-mpich":
-        for key, value in hints.items():
-            # ':' and ',' separate keys and file patterns in MPICH_MPIIO_HINTS.
-            if re.search(r"[:,]", value):
-                raise IolabError(f"{value!r} contains ':' or ',', which MPICH_MPIIO_HINTS uses as "
-                                 "separators", key=_name(key),
-                                 hint="use cb_nodes (mpiio.aggregators) instead, or check man intro_mpi")
-        plan.env["MPICH_MPIIO_HINTS_DISPLAY"] = "1"
-        if hints:
-            plan.env["MPICH_MPIIO_HINTS"] = "*:" + ":".join(f"{k}={v}" for k, v in hints.items())
-        plan.verify = "cray-display"
-        plan.notes.append("Cray MPICH prints the hints in effect to stderr at each open")
-    else:
-        for key, value in hints.items():
-            if key not in OMPIO_MCA:
-                raise IolabError(f"ompio has no equivalent for {key}", key=_name(key),
-                                 hint="set the system config's mpi_flavour to 'openmpi-romio' "
-                                      "(Open MPI with --mca io romio321)")
-            plan.env[OMPIO_MCA[key]] = value
-        plan.notes.append("ompio prints no effective hints and MPI_File_get_info echoes the input: "
-                          "hints are unverified")
-        if {"striping_factor", "striping_unit"} & hints.keys():
-            plan.notes.append("fs_lustre_* parameters exist only in an Open MPI built with Lustre "
-                              "support; lfs setstripe on the directory is the reliable way to stripe")
-    if launcher in OPENMPI_LAUNCHERS and flavour.startswith("openmpi"):
-        plan.launcher_options = [opt for name in sorted(plan.env) for opt in ("-x", name)]
-    return plan
+        return plan
+
+    def effective(self, text: str) -> dict[str, str] | None:
+        """The hints in effect for the data file, from the benchmark's output; None when the
+        library prints none (ompio), or printed no table."""
+        if self.verify == "cray-display":
+            blocks = parse_cray_display(text)
+            return dict(blocks[-1]["hints"]) if blocks else None
+        if self.verify == "romio-print":
+            tables = _romio_tables(text)
+            return dict(_data_open_table(text, tables)) if tables else None
+        return None
+
+
+# An MPI flavour is added here, and nowhere else.
+FLAVOURS = {f.name: f for f in (
+    Flavour("mpich-romio", "mpich", "romio", "romio-print"),
+    Flavour("openmpi-romio", "openmpi", "romio", "romio-print", component="romio321"),
+    Flavour("cray-mpich", "cray", "cray", "cray-display"),
+    Flavour("openmpi-ompio", "openmpi", "ompio", "unverified"),
+)}
+
+
+def flavour(name: str) -> Flavour:
+    try:
+        return FLAVOURS[name]
+    except KeyError:
+        raise IolabError(f"unknown MPI flavour {name!r}; use one of {', '.join(FLAVOURS)}",
+                         key="mpi_flavour") from None
+
+
+def translate(hints: dict[str, str], name: str) -> HintPlan:
+    return flavour(name).translate(hints)
+
+
+def _romio(hints: dict[str, str], plan: HintPlan) -> None:
+    plan.env["ROMIO_PRINT_HINTS"] = "1"
+    if hints:
+        plan.files[ROMIO_HINTS_FILE] = romio_hints_file(hints)
+        # Relative: ranks start in the stage directory, where the job script runs.
+        plan.env["ROMIO_HINTS"] = ROMIO_HINTS_FILE
+        plan.notes.append("ROMIO_HINTS replaces the site's /etc/romio-hints for this run; "
+                          "hints the benchmark passes through MPI_Info win over the file")
+
+
+def _cray(hints: dict[str, str], plan: HintPlan) -> None:
+    for key, value in hints.items():
+        # ':' and ',' separate keys and file patterns in MPICH_MPIIO_HINTS.
+        if re.search(r"[:,]", value):
+            raise IolabError(f"{value!r} contains ':' or ',', which MPICH_MPIIO_HINTS uses as "
+                             "separators", key=_name(key),
+                             hint="use cb_nodes (mpiio.aggregators) instead, or check man intro_mpi")
+    plan.env["MPICH_MPIIO_HINTS_DISPLAY"] = "1"
+    if hints:
+        plan.env["MPICH_MPIIO_HINTS"] = "*:" + ":".join(f"{k}={v}" for k, v in hints.items())
+    plan.notes.append("Cray MPICH prints the hints in effect to stderr at each open")
+
+
+def _ompio(hints: dict[str, str], plan: HintPlan) -> None:
+    for key, value in hints.items():
+        if key not in OMPIO_MCA:
+            raise IolabError(f"ompio has no equivalent for {key}", key=_name(key),
+                             hint="set the system config's mpi_flavour to 'openmpi-romio' "
+                                  "(Open MPI with --mca io romio321)")
+        plan.env[OMPIO_MCA[key]] = value
+    plan.notes.append("ompio prints no effective hints and MPI_File_get_info echoes the input: "
+                      "hints are unverified")
+    if {"striping_factor", "striping_unit"} & hints.keys():
+        plan.notes.append("fs_lustre_* parameters exist only in an Open MPI built with Lustre "
+                          "support; lfs setstripe on the directory is the reliable way to stripe")
 
 
 def _romio_tables(text: str) -> list[tuple[int, dict[str, str]]]:
@@ -262,38 +297,14 @@ def _data_open_table(text: str, tables: list[tuple[int, dict[str, str]]]) -> dic
     return tables[-1][1]
 
 
-def effective_hints(text: str, flavour: str) -> dict[str, str] | None:
+def effective_hints(text: str, name: str) -> dict[str, str] | None:
     """The hints in effect for the data file, from the benchmark's output; None when unobservable.
 
     romio flavours: stdout with ROMIO_PRINT_HINTS tables (see _data_open_table for which one).
     cray-mpich: stderr with MPICH_MPIIO_HINTS_DISPLAY blocks; the last block.
     openmpi-ompio: always None. No table at all (e.g. the run used ompio after all): None.
-    Values that differ between opens are reported by `varying_hints`.
     """
-    if flavour not in FLAVOURS:
-        raise IolabError(f"unknown MPI flavour {flavour!r}; use one of {', '.join(FLAVOURS)}",
-                         key="mpi_flavour")
-    if flavour == "openmpi-ompio":
-        return None
-    if flavour == "cray-mpich":
-        blocks = parse_cray_display(text)
-        return dict(blocks[-1]["hints"]) if blocks else None
-    tables = _romio_tables(text)
-    return dict(_data_open_table(text, tables)) if tables else None
-
-
-def varying_hints(tables: list[dict[str, str]]) -> dict[str, list[str]]:
-    """Keys whose value differs between tables -> the distinct values, in order of appearance.
-
-    Non-empty means the opens disagreed (e.g. cb_nodes 1 on a MPI_COMM_SELF open): record it.
-    """
-    seen: dict[str, list[str]] = {}
-    for table in tables:
-        for key, value in table.items():
-            values = seen.setdefault(key, [])
-            if value not in values:
-                values.append(value)
-    return {key: values for key, values in sorted(seen.items()) if len(values) > 1}
+    return flavour(name).effective(text)
 
 
 def parse_ior_showhints(text: str) -> dict[str, dict[str, str] | None]:

@@ -9,7 +9,7 @@ import pytest
 from iolab.benchmarks.ior import parse_any
 from iolab.load import load_experiment
 from iolab.matrix import expand, varied_keys
-from iolab.render import render_shim
+from iolab.shims import render_shim
 from iolab.report import build_tables, render
 from iolab.results import RunDir
 from tests.golden.golden import check_golden

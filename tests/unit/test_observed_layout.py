@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from iolab import lustre
-from iolab.rfm.session import describe_flags
+from iolab.record import flags as describe_flags
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "lustre"
 YAML_FILE = (DATA / "getstripe_yaml.txt").read_text()      # count 2, size 1M, offset 3, pool flash

@@ -16,7 +16,7 @@ from iolab.benchmarks import get as get_benchmark
 from iolab.load import load_experiment
 from iolab.matrix import expand
 from iolab.parsers import ior_json
-from iolab.rfm.session import describe_flags
+from iolab.record import flags as describe_flags
 from tests.tools import record_replays, replays
 
 BIN = Path(__file__).resolve().parents[1] / "bin"

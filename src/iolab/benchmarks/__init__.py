@@ -14,108 +14,12 @@ from __future__ import annotations
 
 import functools
 import importlib
-import json
 import pkgutil
-import shlex
-from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
 
 from ..errors import IolabError
+from .base import Benchmark, MetricSpec, RunSpec, read_output
 
-
-@dataclass
-class RunSpec:
-    """Everything needed to run one case, independent of ReFrame."""
-
-    executable: str
-    args: list[str]
-    env: dict[str, str] = field(default_factory=dict)     # variables iolab sets for the benchmark
-    files: dict[str, str] = field(default_factory=dict)   # stage-relative name -> rendered content
-    outputs: list[str] = field(default_factory=list)      # stage-relative files kept with results
-    mpi: bool = True                                      # launched with the MPI launcher
-    workdir: str | None = None    # run there, not in the stage dir (for files a benchmark
-                                  # names itself in its working directory)
-
-    @property
-    def command(self) -> str:
-        return " ".join(shlex.quote(a) for a in [self.executable, *self.args])
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    """A metric a benchmark's parser yields. better: 'higher' (bandwidth, rates) or 'lower' (times)."""
-
-    name: str
-    unit: str
-    better: str = "higher"
-
-
-class Benchmark:
-    name = ""
-    executable = ""                      # the binary of most cases (see binaries)
-    binaries: tuple[str, ...] = ()       # every binary a case may run
-    spack_package = ""                   # the Spack package that provides the binaries
-    links: tuple[str, ...] = ()          # libraries its recipe links (HDF5, PnetCDF): their modules
-    table_metrics: tuple[str, ...] = ()  # the metrics a table shows unless told otherwise
-    # Parameters that set how much one case writes (a laptop profile differs from a study here).
-    size_params: tuple[str, ...] = ()
-    # What the benchmark echoes of one parameter each: its name for it -> iolab's parameter
-    # (`iolab import` fills parameters not given from these and checks the given ones).
-    echo_params: dict[str, str] = {}
-
-    @functools.cached_property
-    def params_schema(self) -> dict:
-        """This benchmark's part of the experiment schema ($defs.params.<name>), from <name>.json."""
-        text = resources.files(__package__).joinpath(f"{self.name}.json").read_text()
-        return json.loads(text)
-
-    def check(self, case) -> str | None:
-        """A reason this case cannot run, found before anything is submitted."""
-        return None
-
-    def bytes_written(self, case) -> int:
-        raise NotImplementedError
-
-    def file_size(self, params: dict) -> int | None:
-        """Bytes in one file after one write phase, where that is a property of the case."""
-        return None
-
-    def uses_mpiio(self, case) -> bool:
-        """Whether this case opens files through MPI-IO (so hints apply and are verified)."""
-        return False
-
-    def produces(self, case) -> str | None:
-        """For a write case: a key naming the data it leaves for later read cases."""
-        return None
-
-    def consumes(self, case) -> str | None:
-        """For a read case: the key of the data it needs (written by another case)."""
-        return None
-
-    def run_spec(self, case, case_dir: str, hints: dict | None = None, show_hints: bool = False,
-                 keep_files: bool = False, input_dir: str | None = None) -> RunSpec:
-        raise NotImplementedError
-
-    def parse_outputs(self, stage: Path, spec: RunSpec):
-        raise NotImplementedError
-
-    def parse_files(self, paths: list[Path]):
-        """`iolab parse` and `iolab import`: auto-detect the format of each file."""
-        raise NotImplementedError
-
-    def requested_echo(self, case, spec: RunSpec | None) -> dict:
-        """What the benchmark must say it ran for this case, under its own names (echo.py)."""
-        return {ek: case.params[pk] for ek, pk in self.echo_params.items() if pk in case.params}
-
-    def check_echo(self, parsed, case, spec: RunSpec) -> str | None:
-        from ..echo import check
-
-        return check(self.requested_echo(case, spec), parsed.echo)
-
-    def error_lines(self, stdout: str, stderr: str, spec: RunSpec) -> list[str]:
-        """The benchmark's own error lines (failure.explain quotes the first ones)."""
-        return []
+__all__ = ["Benchmark", "MetricSpec", "RunSpec", "get", "names", "read_output", "registry"]
 
 
 @functools.cache
@@ -123,6 +27,8 @@ def registry() -> dict[str, Benchmark]:
     """name -> descriptor, for every module of this package that defines BENCHMARK."""
     found: dict[str, Benchmark] = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name == "base":
+            continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         bench = getattr(module, "BENCHMARK", None)
         if isinstance(bench, Benchmark):
@@ -139,12 +45,3 @@ def get(name: str) -> Benchmark:
 
 def names() -> list[str]:
     return list(registry())
-
-
-def read_output(path: Path, what: str) -> str:
-    from ..errors import ParseError
-
-    try:
-        return path.read_text(errors="replace")
-    except FileNotFoundError:
-        raise ParseError(f"{what} {path.name} is missing: the benchmark did not write it") from None

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..echo import replayed
 from ..errors import IolabError, ParseError
 from ..parsers import btio_text
-from . import Benchmark, RunSpec, read_output
+from .base import Benchmark, RunSpec, read_output
 
 DECK = "inputbt.data"
 METHODS = ("mpi_collective", "mpi_independent", "pnetcdf_blocking", "pnetcdf_nonblocking")  # 0..3

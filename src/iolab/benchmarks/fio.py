@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from ..parsers import fio_json
-from . import Benchmark, RunSpec, read_output
+from .base import Benchmark, RunSpec, read_output
 
 OUTPUT = "fio.json"
 JOBFILE = "fio-job.fio"

@@ -29,7 +29,7 @@ from pathlib import Path
 from ..errors import IolabError, ParseError
 from ..parsers import (Parsed, h5bench_csv, h5bench_exerciser, h5bench_metadata, h5bench_metadata_csv,
                        h5bench_text)
-from . import Benchmark, RunSpec, read_output
+from .base import Benchmark, RunSpec, read_output
 from .btio import layout_key
 
 CONFIG = "h5bench.cfg"

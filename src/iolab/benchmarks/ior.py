@@ -8,7 +8,7 @@ from ..errors import ParseError
 from ..parsers import ior_json, ior_text
 from ..mpiio import ior_hints_file
 from ..units import ior_size_arg
-from . import Benchmark, RunSpec, read_output
+from .base import Benchmark, RunSpec, read_output
 
 SUMMARY = "ior-summary.json"
 HINTS_FILE = "iolab-ior-hints.txt"

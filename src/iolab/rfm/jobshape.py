@@ -22,14 +22,11 @@ DIRECTIVE_PREFIXES = {
 _RESOURCE_VALUE = re.compile(r"[A-Za-z0-9_.:/+@%-]+")
 
 
-def _scheduler(partition) -> str:
-    return partition.scheduler.registered_name
-
-
-def check_directives(partition, directives) -> str | None:
+def check_directives(scheduler: str, system: str, directives) -> str | None:
+    """A reason the partition's scheduler would drop one of these lines, or None."""
     if not directives:
         return None
-    name = _scheduler(partition)
+    name = scheduler
     known = DIRECTIVE_PREFIXES.get(name)
     for line in directives:
         if "\n" in line or "\r" in line:
@@ -37,22 +34,23 @@ def check_directives(partition, directives) -> str | None:
         prefix = line.split(None, 1)[0] if line.strip() else ""
         if known is None:
             return (f"job.extra_directives: iolab does not know which directives the {name!r} "
-                    f"scheduler of {partition.fullname} takes, so {line!r} may be ignored")
+                    f"scheduler of {system} takes, so {line!r} may be ignored")
         if prefix not in known:
             takes = ", ".join(known) if known else "no directives (its jobs have no preamble)"
-            return (f"job.extra_directives: {line!r} cannot be applied on {partition.fullname}: "
+            return (f"job.extra_directives: {line!r} cannot be applied on {system}: "
                     f"its {name!r} scheduler takes {takes}")
     return None
 
 
-def check_resources(partition, resources: dict) -> str | None:
+def check_resources(system: str, defined: dict, resources: dict) -> str | None:
+    """A reason the partition would drop one of these resources (or a value of one), or None.
+    defined: the partition's resources, name -> the option templates."""
     if not resources:
         return None
-    defined = dict(partition.resources)
     for name, values in resources.items():
         if name not in defined:
             known = ", ".join(sorted(defined)) or "none"
-            return (f"job.resources: {partition.fullname} defines no resource {name!r} "
+            return (f"job.resources: {system} defines no resource {name!r} "
                     f"(its resources: {known}); it would be dropped without a word")
         for key, value in values.items():
             if not _RESOURCE_VALUE.fullmatch(str(value)):
@@ -62,9 +60,9 @@ def check_resources(partition, resources: dict) -> str | None:
                   for _, field, _, _ in string.Formatter().parse(template) if field}
         missing, unused = wanted - set(values), set(values) - wanted
         if missing:
-            return (f"job.resources.{name}: {partition.fullname} needs {', '.join(sorted(missing))} "
+            return (f"job.resources.{name}: {system} needs {', '.join(sorted(missing))} "
                     f"for it (its lines: {'; '.join(defined[name])})")
         if unused:
             return (f"job.resources.{name}: {', '.join(sorted(unused))} is not used by "
-                    f"{partition.fullname}'s definition (its lines: {'; '.join(defined[name])})")
+                    f"{system}'s definition (its lines: {'; '.join(defined[name])})")
     return None

@@ -19,9 +19,10 @@ from reframe.core.meta import make_test
 from ..errors import IolabError
 from ..load import load_experiment
 from ..matrix import expand, producers, varied_keys
-from ..render import class_name, render_shim, shim_path, sync_shims, write_atomic
+from ..shims import class_name, render_shim, shim_path, sync_shims, write_atomic
 from . import session
-from .base import BrokenExperiment, IolabTest
+from .base import IolabTest
+from .broken import BrokenExperiment
 from .spack import build_iolab_stack
 
 _REGISTERED: dict[str, str] = {}     # experiment id -> module that registered it
@@ -91,8 +92,9 @@ def _register(module_name: str, yaml_path: Path) -> None:
         name = key.split(".")[-1]
         if name in param_vars or hasattr(IolabTest, name) or name in body:
             name = "iolab_" + key.replace(".", "_")
-        param_vars[name] = key
-        body[name] = builtins.variable(str, value="", loggable=True)
+        types = _variable_types(cases, key)
+        param_vars[name] = (key, types[0] is str)
+        body[name] = builtins.variable(*types, value=None, loggable=True)
     body["_iolab_param_vars"] = param_vars
     if _system_uses_spack():
         # Built once per partition and programming environment, before any case runs there
@@ -101,6 +103,14 @@ def _register(module_name: str, yaml_path: Path) -> None:
     cls = make_test(class_name(exp.id), (IolabTest,), body, module=module_name)
     rfm.simple_test(cls)
     _REGISTERED[exp.id] = module_name
+
+
+def _variable_types(cases, key: str) -> tuple:
+    """The Python type(s) a parameter keeps as a ReFrame variable: typed as at load (an int stays
+    an int, a flag a bool), None where a case does not set it; mixed or list values as text."""
+    kinds = {type(c.params[key]) for c in cases if c.params.get(key) is not None}
+    kind = kinds.pop() if len(kinds) == 1 else None
+    return (kind if kind in (int, float, bool, str) else str, type(None))
 
 
 def registered() -> list[str]:
@@ -150,7 +160,7 @@ def register_experiment(module_name: str, module_file: str, yaml_relpath: str, s
 def register_all(module_name: str, module_file: str) -> None:
     """Called by reframe/experiments.py: new or stale shims are regenerated, and every experiment
     is registered, so adding an experiment needs only its YAML."""
-    session.install()
+    session.install(lambda check: isinstance(check, IolabTest), registered)
     root = Path(module_file).resolve().parent.parent
     experiments, generated = root / "experiments", root / "reframe" / "generated"
     for yaml_path in sorted(experiments.glob("*.yaml")):

@@ -1,0 +1,51 @@
+"""The lines iolab puts around the benchmark in a job script, and the files they leave in the
+stage directory for the post-processing to read. Every value goes through shell.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import lustre, shell
+
+EXIT_FILE = "iolab-exit-code.txt"
+BINARY_FILE = "iolab-binary.txt"
+CASEDIR_FILE = "iolab-casedir.txt"
+MKDIR_FILE = "iolab-mkdir.txt"
+TIMES_FILE = "iolab-times.txt"
+NODES_FILE = "iolab-nodes.txt"
+# bash's clock, no process forked (date where bash is older than 5)
+_NOW = '"${EPOCHREALTIME:-$(date +%s.%N)}"'
+
+
+def lines(case_dir: str, spec, stage: Path, req: dict, *, stop_on_layout_failure: bool,
+          remove_data: bool) -> tuple[list[str], list[str]]:
+    """(prerun, postrun): make and check the case directory, stripe it, note the binary, the
+    nodes and the benchmark's start; then its exit status first, its end, the layout read-back,
+    and the data's removal (unless reads of it come later)."""
+    d = shell.path_word(case_dir, "case directory")
+    exe = shell.word(spec.executable)
+    times = shell.word(str(stage / TIMES_FILE))
+    pre = [
+        # a case directory that cannot be made stops the job before the benchmark, with why
+        f"mkdir -p {d} 2> {MKDIR_FILE} || "
+        + shell.stop_job(f"cannot create the case directory {case_dir}", MKDIR_FILE),
+        f"printf '%s\\n' {d} > {CASEDIR_FILE}",
+        *lustre.prerun_lines(case_dir, req, stop_on_failure=stop_on_layout_failure),
+        # which binary ran, and its checksum: versions are not always printed
+        f"{{ command -v {exe} && sha256sum \"$(command -v {exe})\"; }} > {BINARY_FILE}",
+        # the nodes the scheduler gave the job, as the job sees them (Slurm)
+        f"printf '%s\\n' \"${{SLURM_JOB_NODELIST:-}}\" > {NODES_FILE}",
+    ]
+    # $? of the benchmark must be read first, before any other command runs.
+    post = [f"echo $? > {EXIT_FILE}"]
+    if spec.workdir:
+        # the benchmark runs where it writes; the job's own files stay in the stage dir
+        pre.append(f"cd {shell.path_word(spec.workdir, 'working directory')}")
+        post = [f"iolab_rc=$?; cd - >/dev/null; echo $iolab_rc > {EXIT_FILE}"]
+    pre.append(f"printf '%s\\n' {_NOW} > {times}")
+    post.append(f"printf '%s\\n' {_NOW} >> {times}")
+    if req:
+        post += lustre.postrun_lines(case_dir)
+    if remove_data:
+        post.append(f"rm -rf {d}")
+    return pre, post

@@ -1,0 +1,90 @@
+"""The shape of the code: no import cycles (function-level imports count), a slim ReFrame test
+class, and presentation code that reads results only through the result model."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+PACKAGE = SRC / "iolab"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _resolve(module: str, path: Path, node: ast.ImportFrom) -> str:
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    if node.level:
+        base = package.split(".")
+        base = base[:len(base) - node.level + 1]
+        return ".".join(base + ([node.module] if node.module else []))
+    return node.module or ""
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the iolab modules it imports anywhere in its text (inside functions too)."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = []
+            if isinstance(node, ast.ImportFrom):
+                base = _resolve(module, path, node)
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}"
+                    targets.append(sub if sub in modules else base)
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            graph[module] |= {t for t in targets if t in modules and t != module}
+        # a package that discovers its modules (iolab.benchmarks' registry) imports them all
+        if path.name == "__init__.py" and "iter_modules" in path.read_text():
+            graph[module] |= {m for m in modules if m.startswith(module + ".")}
+    return graph
+
+
+def test_the_import_graph_has_no_cycle():
+    graph = import_graph()
+    assert len(graph) > 40 and graph["iolab.cli"], "the graph was read"
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node):
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle = stack[stack.index(nxt):] + [nxt]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+
+
+def test_the_cycle_check_sees_function_level_imports(tmp_path):
+    """The check itself: an import inside a function is an edge."""
+    tree = ast.parse("def f():\n    from .matrix import defaults\n")
+    (node,) = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert _resolve("iolab.benchmarks.h5bench", PACKAGE / "benchmarks" / "h5bench.py", node) == \
+        "iolab.benchmarks.matrix"
+
+
+def test_the_reframe_test_class_is_slim():
+    from iolab.rfm.base import IolabTest
+
+    lines, _ = inspect.getsourcelines(IolabTest)
+    assert len(lines) < 150, f"IolabTest has {len(lines)} lines: its parts belong in rfm/plan.py and friends"
