@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "485bf2252f38c864e78cd7724d7e77e0ac1b028e8b401c6533c639e98726b103"
+IOLAB_YAML_SHA256 = "862cf283bbe3cea70ea49a520d6fb9e951183bf0d6c847719a33b305a4310c77"
 
 register_experiment(__name__, __file__, "../../experiments/archer-fpp-vs-ssf.yaml", IOLAB_YAML_SHA256)

@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "2d01578dc08382f25531d1745bf39e4b91ef628eba2a72f8feddced8a133ab97"
+IOLAB_YAML_SHA256 = "d01d4734915544c7149ed282ea12afa8f842678c0aec39abd7026c9537fa7fcb"
 
 register_experiment(__name__, __file__, "../../experiments/cp2k-aggregators.yaml", IOLAB_YAML_SHA256)

@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "d445e39b38b389b56a87eb76c64aa7c77cf9f368581f71d3716d7eb99dd0bad2"
+IOLAB_YAML_SHA256 = "b02fe8bd741afb9793cac7c89d8fd58ba6efda38c60921ab387901ff88abf855"
 
 register_experiment(__name__, __file__, "../../experiments/csc-btio-hints.yaml", IOLAB_YAML_SHA256)

@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "b9a36a0453ff77d1c6822623bb24e5d188f71bf45f24f4b2c35d06b2f16f2d4f"
+IOLAB_YAML_SHA256 = "56368d8be880217de84e4ecc3fd71f2a57fa9b536684b278bb44d2ce94c59ace"
 
 register_experiment(__name__, __file__, "../../experiments/kaust-stripe-count.yaml", IOLAB_YAML_SHA256)

@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "cce0002a5a61849856259501b7b9df63376a3f264194b8700e570ed942cd5b91"
+IOLAB_YAML_SHA256 = "b4f2a0f7530b1239fce958b43f5bd99940a6abd84eba7a67c2dcfd861de7dc63"
 
 register_experiment(__name__, __file__, "../../experiments/lustre-adio-io-size.yaml", IOLAB_YAML_SHA256)

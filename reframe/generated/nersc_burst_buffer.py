@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "8bed50e99daf0891d14475259838083369267d3b8fcae4faf805ba789ffecb39"
+IOLAB_YAML_SHA256 = "ae568109e28440f2516e29f85c1e7082e58e7bed6e9277eb98eeba24889ed9f4"
 
 register_experiment(__name__, __file__, "../../experiments/nersc-burst-buffer.yaml", IOLAB_YAML_SHA256)

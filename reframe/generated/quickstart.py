@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "7793febfb2588a59f21aa8a8dd568edfe787c20e2c0a0b214c627233ac97f922"
+IOLAB_YAML_SHA256 = "170fbefeefc7eeb68ca44833d8171d59ea0993acd589b731e3d8eae7962c3489"
 
 register_experiment(__name__, __file__, "../../experiments/quickstart.yaml", IOLAB_YAML_SHA256)

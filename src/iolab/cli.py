@@ -154,9 +154,9 @@ def cmd_table(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .compare import (Side, compare_by_param, compare_published, compare_runs, render_comparison,
-                          render_published)
+    from .compare import Side, compare_by_param, compare_runs, render_comparison
     from .published import PREFIX, load_study
+    from .studies import compare_study, render_study
 
     metrics = args.metrics.split(",") if args.metrics else None
     runs = list(args.runs)
@@ -172,8 +172,10 @@ def cmd_compare(args) -> int:
             raise IolabError("give one run (or none for the latest) with --by or published:STUDY")
         one = side(runs[0] if runs else None, "run")
         if study:
-            pc = compare_published(one, load_study(study, _root()), args.metric, args.where, args.ignore)
-            print(render_published(pc))
+            result = compare_study(one, load_study(study, _root()), args.experiment, metric=args.metric,
+                                   where=args.where, ignore=args.ignore, pick=args.pick,
+                                   table=args.table, exact=args.exact)
+            print(render_study(result))
             return 0
         if args.baseline is None:
             raise IolabError("--by needs --baseline VALUE, e.g. --by lustre.stripe_count --baseline 1")
@@ -363,6 +365,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--ignore", action="append", metavar="COLUMN", default=[],
                    help="do not match on this study column, e.g. scale.num_tasks at another scale "
                         "(repeatable)")
+    s.add_argument("--pick", action="append", metavar="KEY=VALUE", default=[],
+                   help="use only the run's cases with this value, where several match one study row "
+                        "(repeatable), e.g. scale.tasks_per_node=2")
+    s.add_argument("--table", metavar="NAME",
+                   help="only this group of the study's rows (its table column)")
+    s.add_argument("--exact", action="store_true",
+                   help="match every study column as written: no automatic alignment of process "
+                        "counts and problem sizes, and several cases for one row are 'ambiguous'")
     s.add_argument("--include-imported", action="store_true",
                    help="let 'latest' be an imported run too (default: the latest measured run)")
     s.set_defaults(func=cmd_compare)

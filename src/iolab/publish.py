@@ -15,8 +15,9 @@ files (its parents may be symlinks), checked before anything changes and then op
 directory descriptors with O_NOFOLLOW; an --out inside the results root, or containing it, is
 refused.
 
-Which published study an experiment is set against is the PUBLISHED_STUDIES mapping below: the
-experiment schema has no `published:` field (yet), so the pairing lives here, in one place.
+Which published study an experiment is set against, and how a run is lined up with it, is
+iolab.studies (PUBLISHED_STUDIES, compare_study): the page shows what `iolab compare ID RUN
+published:STUDY` prints.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import datetime as dt
 import errno
 import io
 import json
-import math
 import os
 import re
 import stat
@@ -37,52 +37,18 @@ from pathlib import Path
 import yaml
 
 from . import __version__, plots, stats
-from .compare import Side, compare_published, render_published
+from .compare import Side
 from .errors import IolabError
 from .matrix import show_value
 from .published import load_study
 from .render import render_template
+from .studies import PUBLISHED_STUDIES, StudyLink, compare_study, render_study
 from .report import (LEGEND, NOISY_MARK, OUTLIER_MARK, build_tables, render, report_settings,
                      table_rows)
 from .results import find_run, run_state, write_all
 
 MARKER = ".iolab-publish.json"
 PLOTS_DIR = "plots"
-SCALE_COLUMNS = ("scale.num_tasks", "scale.nodes", "scale.tasks_per_node")
-
-
-def size_columns() -> list[str]:
-    """Columns that set the size of the problem (a laptop run differs from the study in them):
-    every benchmark's parameters that set how much a case writes, as its descriptor says."""
-    from . import benchmarks
-
-    return list(dict.fromkeys(p for b in benchmarks.registry().values() for p in b.size_params))
-
-
-@dataclass(frozen=True)
-class StudyLink:
-    """How an experiment's run is set against results/published/<study>.csv."""
-
-    study: str
-    metric: str | None = None           # the run's metric (default: the study's)
-    part: str | None = None             # only this part of the run
-    where: tuple[str, ...] = ()         # study rows: COLUMN=VALUE, as `iolab compare --where`
-    ignore: tuple[str, ...] = ()        # study columns not matched, as `iolab compare --ignore`
-    why: str = ""
-
-
-# experiment id -> its published study. One place; the schema has no `published:` field.
-PUBLISHED_STUDIES: dict[str, StudyLink] = {
-    "archer-fpp-vs-ssf": StudyLink("archer-fpp-ssf"),
-    "csc-btio-hints": StudyLink("csc-btio-mahti"),
-    "cp2k-aggregators": StudyLink("cp2k-aggregators", metric="write_total_time"),
-    "kaust-stripe-count": StudyLink(
-        "kaust-wrf-striping", metric="write_total_time", part="shared-file",
-        why="the study times WRF's I/O (seconds) at stripe counts 1 and 144; the run's shared-file "
-            "write time (IOR's write_total_time) is set against it"),
-}
-
-
 # ------------------------------------------------------------------------------------ helpers
 
 def _short(sha: str | None, n: int = 12) -> str | None:
@@ -95,10 +61,6 @@ def _yaml_doc(text: str | None) -> dict:
     except yaml.YAMLError:
         return {}
     return doc if isinstance(doc, dict) else {}
-
-
-def _num_tasks(params: dict) -> int:
-    return params.get("scale.nodes", 1) * params.get("scale.tasks_per_node", 1)
 
 
 def setting(rec: dict) -> str:
@@ -261,24 +223,16 @@ class PublishedSection:
     adjustments: list[str] = field(default_factory=list)
     markdown: str = ""
     blocks: list[dict] = field(default_factory=list)
+    seed: str = ""
     verdict: str = ""
     error: str = ""
 
 
-def _log_distance(a: float, b: float) -> float:
-    return abs(math.log2(a) - math.log2(b)) if a > 0 and b > 0 else math.inf
-
-
 def published_comparison(path: Path, manifest: dict, records: list[dict], link: StudyLink,
                          project_root: Path) -> PublishedSection:
-    """The run against its published study, as `iolab compare ID RUN published:STUDY` does.
-
-    The shape is what is compared (hardware differs). When the run is at another scale than the
-    study (no process count in common), the scale columns are not matched: the run's cases at its
-    largest process count are set against the study's rows at the closest one. Problem-size
-    columns (block_size, grid...) with values the study does not have are not matched either; a
-    parameter the run varies but the study does not mention keeps its largest value only.
-    """
+    """The run against its published study, as `iolab compare ID RUN published:STUDY` does
+    (iolab.studies.compare_study): per group of the study's rows a table and its verdict lines,
+    then the study's verdict."""
     section = PublishedSection(link.study, link=link)
     try:
         study = load_study(link.study, project_root)
@@ -287,77 +241,25 @@ def published_comparison(path: Path, manifest: dict, records: list[dict], link: 
         return section
     section.title = study.citation.get("title", "")
     section.url = study.citation.get("url", "")
+    section.seed = study.citation.get("seed", "")
     if link.why:
         section.adjustments.append(link.why)
-    if not study.rows:
-        missing = study.citation.get("missing")
-        section.error = "the study file has no rows" + (f" (its header says: {missing})" if missing else "")
+    if not records:
+        section.error = "the run has no records"
         return section
-    recs = [r for r in records if link.part is None or r.get("part", "main") == link.part]
-    if link.part:
-        section.adjustments.append(f"only the run's part {link.part!r}")
-    ok = [r for r in recs if r.get("status") == "ok"]
-    ignore, where = list(link.ignore), list(link.where)
-    columns = study.param_columns
-
-    def study_tasks(row):
-        p = row.params
-        if isinstance(p.get("scale.num_tasks"), int):
-            return p["scale.num_tasks"]
-        if isinstance(p.get("scale.nodes"), int) and isinstance(p.get("scale.tasks_per_node"), int):
-            return p["scale.nodes"] * p["scale.tasks_per_node"]
-        return None
-    run_tasks = sorted({_num_tasks(r["params"]) for r in ok})
-    known = sorted({t for t in map(study_tasks, study.rows) if t is not None})
-    if run_tasks and known and not set(run_tasks) & set(known):
-        target = run_tasks[-1]
-        ignore += [c for c in SCALE_COLUMNS if c in columns and c not in ignore]
-        recs = [r for r in recs if _num_tasks(r["params"]) == target]
-        ok = [r for r in ok if _num_tasks(r["params"]) == target]
-        text = (f"the run's process counts ({', '.join(map(str, run_tasks))}) are not the study's "
-                f"({', '.join(map(str, known))}): scale columns not matched; the run's cases at "
-                f"{target} processes")
-        if "scale.num_tasks" in columns and len(known) > 1:
-            closest = min(known, key=lambda t: (_log_distance(t, target), t))
-            where.append(f"scale.num_tasks={closest}")
-            text += f" against the study's rows at {closest} processes"
-        section.adjustments.append(text)
-    for col in size_columns():
-        if col not in columns or col in ignore:
-            continue
-        have = [r["params"].get(col) for r in ok if col in r["params"]]
-        want = [row.params[col] for row in study.rows if col in row.params]
-        if have and any(v not in want for v in have):
-            ignore.append(col)
-            section.adjustments.append(f"{col}: the run's values are not the study's: not matched")
-    varied = list(dict.fromkeys(k for r in recs for k in (r.get("varied") or [])))
-    for key in varied:
-        if key in columns or key.startswith("scale."):
-            continue
-        values = [r["params"].get(key) for r in ok]
-        distinct = list(dict.fromkeys(json.dumps(v, sort_keys=True) for v in values))
-        if len(distinct) < 2:
-            continue
-        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-        keep = max(numbers) if len(numbers) == len(values) else values[0]
-        recs = [r for r in recs if r["params"].get(key) == keep]
-        ok = [r for r in ok if r["params"].get(key) == keep]
-        bench = recs[0].get("benchmark", "ior") if recs else "ior"
-        section.adjustments.append(f"the study does not mention {key}: the run's cases with "
-                                   f"{key}={show_value(bench, key, keep)} only")
-    if not recs:
-        section.error = "no case of the run is left to compare"
-        return section
-    side = Side("run", path, manifest, recs)
+    side = Side("run", path, manifest, records)
     try:
-        pc = compare_published(side, study, link.metric, where, ignore)
+        result = compare_study(side, study, records[0].get("experiment"))
     except IolabError as exc:
         section.error = str(exc)
         return section
-    text = render_published(pc)
+    if not result.compared:
+        section.error = "; ".join(g.error for g in result.groups)
+        return section
+    text = render_study(result)
     section.blocks = markdown_blocks(text)
-    section.markdown = re.sub(r"^## ", "### ", text, flags=re.M)     # under the page's "## Published study"
-    section.verdict = pc.shape_verdict()
+    section.markdown = re.sub(r"^(#+) ", r"#\1 ", text, flags=re.M)   # under the page's "## Published study"
+    section.verdict = result.verdict()
     return section
 
 
@@ -378,7 +280,7 @@ def markdown_blocks(text: str) -> list[dict]:
         if line.startswith("#"):
             blocks.append({"kind": "heading", "text": line.lstrip("#").strip()})
         elif line.strip():
-            kind = "verdict" if line.startswith(("verdict", "absolute")) else "line"
+            kind = "verdict" if line.startswith(("verdict", "absolute", "study verdict")) else "line"
             blocks.append({"kind": kind, "text": line})
     return blocks
 

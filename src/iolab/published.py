@@ -1,10 +1,13 @@
 """Published studies as data: results/published/<study>.csv.
 
 A study file starts with `# key: value` comment lines that cite it (title, url, table,
-transcription are required; missing, system, source_text and others are free to add), then one
-CSV header line and one row per published number. Columns are iolab parameter names
-(scale.num_tasks or scale.nodes/scale.tasks_per_node, lustre.*, mpiio.*, benchmark parameters),
-a free-text `note` (not matched), and `metric`, `value`, `unit`. Sizes are bytes (or "1MiB"); a
+transcription are required; `seed` names the source text in ../shared/seeds/, `stated` quotes the
+text's numbers that are not rows, `missing` says what the text does not let one read; system and
+others are free to add), then one CSV header line and one row per published number. Columns are
+iolab parameter names (scale.num_tasks or scale.nodes/scale.tasks_per_node, lustre.*, mpiio.*,
+benchmark parameters), a free-text `note` and the study's own `table` (neither is matched; a
+study with several tables or metrics is compared one (table, metric) group at a time), and
+`metric`, `value`, `unit`. Sizes are bytes (or "1MiB"); a
 list (BTIO's grid) is written with spaces: "2048 1024 256".
 
 Cells: empty = the study does not say (the column does not constrain matching for that row);
@@ -28,7 +31,7 @@ from .units import parse_size
 PREFIX = "published:"
 REQUIRED_CITATION = ("title", "url", "table", "transcription")
 VALUE_COLUMNS = ("metric", "value", "unit")
-DESCRIPTIVE = ("note",)
+DESCRIPTIVE = ("note", "table")
 SCALE_DERIVED = ("scale.num_tasks",)
 NOT_SET = "-"
 
@@ -75,6 +78,10 @@ class Study:
     @property
     def param_columns(self) -> list[str]:
         return [c for c in self.columns if c not in VALUE_COLUMNS and c not in DESCRIPTIVE]
+
+    def groups(self) -> list[tuple[str, str]]:
+        """(table, metric) pairs in file order: the rows that are compared together."""
+        return list(dict.fromkeys((r.descriptive.get("table", ""), r.metric) for r in self.rows))
 
 
 def published_dir(project_root: Path) -> Path:

@@ -22,9 +22,13 @@ def test_quickstart_runs_and_publishes_a_table(rfm_env, tmp_path):
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     run = only_run(tmp_path / "results", "quickstart")
     recs = records(run)
-    exp = load_experiment(REPO / "experiments" / "quickstart.yaml")
-    assert not exp.profiles, "quickstart runs as written on every system"
+    exp = load_experiment(REPO / "experiments" / "quickstart.yaml", "local")
+    assert exp.profiles == ["local", "full"]
     cases = expand(exp)
+    # the local profile is the experiment as written: its cases (and recordings) are the base's
+    assert [c.case_id for c in cases] == [c.case_id for c in expand(
+        load_experiment(REPO / "experiments" / "quickstart.yaml"))]
+    assert all(r["profile"] == "local" for r in recs)
     assert len(recs) == len(cases) * exp.repetitions
     assert {r["case_id"] for r in recs} == {c.case_id for c in cases}
     assert all(r["status"] == "ok" for r in recs), [r["error"] for r in recs]
@@ -51,7 +55,7 @@ def test_quickstart_runs_and_publishes_a_table(rfm_env, tmp_path):
 
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["experiment_yaml"] == (REPO / "experiments" / "quickstart.yaml").read_text()
-    assert manifest["profile"] is None and manifest["origin"] == "reframe"
+    assert manifest["profile"] == "local" and manifest["origin"] == "reframe"
     assert "IOLAB_YAML_SHA256" in manifest["shim"]
 
     # data files were removed from scratch after each case
@@ -177,18 +181,20 @@ def test_slurm_dry_run_shows_directives_striping_and_hints(rfm_env, tmp_path):
     hint variables and the srun launch (no Slurm needs to be running for a dry run)."""
     out = reframe(["--dry-run", "-n", "nersc", "-n", "cp2k"], rfm_env,
                   config="reframe/config/localslurm.py")
-    assert out.returncode == 0, out.stdout[-3000:]
     scripts = {p.parent.name: p.read_text() for p in (tmp_path / "rfm").rglob("rfm_job.sh")}
     bb = [t for n, t in scripts.items() if "$DW_JOB_STRIPED/nersc-burst-buffer/" in t]
     assert bb and all("#DW jobdw type=scratch capacity=1GiB access_mode=striped\n" in t for t in bb)
     assert all(t.index("#DW jobdw") < t.index("\nsrun ") for t in bb), "directives precede commands"
     scratch = [t for n, t in scripts.items() if n.startswith("nersc") and t not in bb]
-    assert scratch and all("lfs setstripe -c 8 -S 4M " in t and "#DW" not in t for t in scratch)
-    cp2k = [t for n, t in scripts.items() if n.startswith("cp2k")]
-    assert {int(t.split("OMPI_MCA_io_ompio_num_aggregators=")[1].split()[0]) for t in cp2k} == {1, 2, 4}
-    assert all("srun --mpi=pmix ior -a MPIIO" in t and "--mpiio.hintsFileName=iolab-ior-hints.txt" in t
-               for t in cp2k)
+    assert len(scratch) == 3 * 2 and all("lfs setstripe -c 1 -S 1M " in t and "#DW" not in t for t in scratch)
+    # ompio: cb_nodes becomes its MCA parameter (the burst-buffer cases at 2 aggregators)
+    assert {t.count("export OMPI_MCA_io_ompio_num_aggregators=2") for t in bb} == {0, 1}
+    assert all("srun --mpi=pmix ior -a MPIIO" in t for t in bb + scratch)
     assert all("#SBATCH --partition=debug" in t for t in scripts.values())
+    # cp2k's local profile sets cb_config_list *:*, which ompio cannot take: refused, with the reason
+    assert not any(n.startswith("cp2k") for n in scripts)
+    assert out.returncode != 0
+    assert "ompio has no equivalent for cb_config_list" in out.stdout
 
 
 def test_romio_hints_file_and_effective_hints_recorded(rfm_env, tmp_path):
@@ -212,16 +218,17 @@ def test_cp2k_on_romio_records_effective_cb_nodes(rfm_env, tmp_path):
     recs = records(only_run(tmp_path / "results", "cp2k-aggregators"))
     assert recs and all(r["status"] == "ok" for r in recs)
     for rec in recs:
+        check_replay_flag(rec, tmp_path)
         hints = rec["observed"]["mpiio_hints"]
         assert hints["flavour"] == "openmpi-romio" and hints["verify"] == "romio-print"
-        requested = int(hints["requested"]["cb_nodes"])
-        # one node: ROMIO's default cb_config_list *:1 leaves one aggregator
-        assert hints["effective"]["cb_nodes"] == "1"
-        flagged = [f for f in rec["flags"] if f.startswith("hint cb_nodes")]
-        assert bool(flagged) == (requested != 1)
+        # cb_config_list *:* (the post's Cray default) lets ROMIO keep every requested aggregator
+        assert hints["requested"]["cb_config_list"] == "*:*"
+        assert hints["effective"]["cb_nodes"] == hints["requested"]["cb_nodes"]
+        assert not [f for f in rec["flags"] if f.startswith("hint ")]
+    assert {r["params"]["mpiio.cb_nodes"] for r in recs} == {1, 2, 8}
     table = iolab(["table", "cp2k-aggregators"], rfm_env)
     assert "| cb_nodes | cb_nodes (effective) |" in table.stdout
-    assert "hint cb_nodes: requested 4, effective 1" in table.stdout
+    assert "| 8 | 8 |" in table.stdout
 
 
 STRIPED_FIO = """\

@@ -122,7 +122,7 @@ def test_an_interrupted_slurm_run_cancels_its_job_and_records_every_case(rfm_env
            "-r", "-n", "slow"]
     proc = subprocess.Popen(cmd, cwd=root, env=rfm_env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300
     while not any(p.is_file() for p in (tmp_path / "scratch").rglob("*")):
         assert time.monotonic() < deadline and proc.poll() is None, "the job never started writing"
         time.sleep(0.2)

@@ -64,8 +64,9 @@ def test_plan_counts_cases_jobs_and_bytes(capsys):
 
 
 def test_plan_unknown_profile():
-    out = run_cli("plan", "quickstart", "--profile", "full")
-    assert out.returncode == 2 and "no profile 'full'" in out.stderr
+    out = run_cli("plan", "quickstart", "--profile", "huge")
+    assert out.returncode == 2
+    assert "no profile 'huge' in this experiment (profiles: local, full)" in out.stderr
 
 
 def test_parse_prints_json_lines():
@@ -319,7 +320,7 @@ def test_plan_shows_the_part_and_never_python_none(capsys):
     out = capsys.readouterr().out
     assert "None" not in out
     lines = [line for line in out.splitlines() if " ior " in line]
-    assert len(lines) == 4 and len(set(line.split(None, 1)[1] for line in lines)) == 4, lines
+    assert len(lines) == 9 and len(set(line.split(None, 1)[1] for line in lines)) == 9, lines
     assert "part" in out.splitlines()[4] and "storage=burst_buffer" in out
     assert main(["plan", "csc-btio-hints", "--profile", "local"]) == 0
     out = capsys.readouterr().out

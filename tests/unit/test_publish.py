@@ -80,7 +80,7 @@ def test_page_contents(results, tmp_path):
     html = (out / "index.html").read_text()
     # experiment and provenance
     assert "<h1>archer-fpp-vs-ssf</h1>" in html
-    assert "ARCHER Best Practice Guide, section 8 (I/O)" in html
+    assert "ARCHER Best Practice Guide, section 8 (I/O on ARCHER)" in html
     for text in (RUN_A, "local:default", "0123456789ab", "4.10.4", "0.1.0", "cdcdcdcdcdcd",
                  "/opt/stack/bin/ior", "4.0.0", "provider=spack", "48 (47 ok, 1 failed)"):
         assert text in html, text
@@ -106,10 +106,12 @@ def test_page_contents(results, tmp_path):
     # the published study, with the shape verdict
     published = html.split('id="published"')[1].split("</section>")[0]
     assert "archer-fpp-ssf" in published
-    assert re.search(r'class="verdict shape-verdict"[^>]*>Shape verdict: shape ', published)
-    assert "scale columns not matched; the run&#39;s cases at 4 processes against the study&#39;s rows at " \
-           "24 processes" in published
-    assert "verdict (shape):" in published
+    assert re.search(r'class="verdict shape-verdict"[^>]*>Verdict: (shape|not assessed)', published)
+    assert "the study&#39;s rows at 24 processes (closest to the run&#39;s 4): 5 of 47" in published
+    assert "choose another with --pick scale.tasks_per_node=2" in published
+    assert "Transcribed from: <span class=\"mono\">001_a4fc0f76de13e6e1.txt" in published
+    assert "<strong>verdict: " in published
+    assert "rows: 5 matched, 0 without a matching case, 0 ambiguous" in published
 
 
 def test_page_is_self_contained(results, tmp_path):
@@ -200,15 +202,22 @@ def test_several_runs(results, tmp_path):
     assert html.count('class="verdict shape-verdict"') == 2
 
 
-def test_study_without_rows_says_why(results, tmp_path):
+def test_aggregators_page_and_a_study_without_rows_for_the_experiment(results, tmp_path):
     exp = experiment("cp2k-aggregators")
     make_run(results, exp, RUN_A, records(exp, RUN_A, effective_cb_nodes=1))
     out = tmp_path / "site"
     publish("cp2k-aggregators", out, project_root=REPO, results=results)
     html = (out / "index.html").read_text()
-    assert "Not compared: the study file has no rows" in html
-    assert "hint cb_nodes: requested 4, effective 1" in html
+    assert "hint cb_nodes: requested 8, effective 1" in html
     assert "eff. 1" in (out / "plots" / "main-line-write_bw-by-mpiio-cb_nodes.svg").read_text()
+    assert "metric: run write_bw against study net_write_bw (MiB/s)" in html
+    assert "rows: 3 matched, 5 without a matching case, 0 ambiguous" in html
+    # the burst-buffer experiment is paired with the same post, which has no number to set against it
+    bb = experiment("nersc-burst-buffer")
+    make_run(results, bb, RUN_A, records(bb, RUN_A))
+    publish("nersc-burst-buffer", tmp_path / "bb", project_root=REPO, results=results)
+    html = (tmp_path / "bb" / "index.html").read_text()
+    assert "Not compared: the post gives its burst-buffer timings (Figure 2" in html
 
 
 def test_experiment_without_a_study(results, tmp_path, monkeypatch):
@@ -219,17 +228,18 @@ def test_experiment_without_a_study(results, tmp_path, monkeypatch):
     assert "No published study is paired with archer-fpp-vs-ssf" in (out / "index.html").read_text()
 
 
-def test_study_part_and_unmentioned_parameters(results, tmp_path):
-    """KAUST: the run's shared-file part at its largest block size against the study's two rows."""
+def test_study_parts_and_groups(results, tmp_path):
+    """KAUST: each group of the slides' rows against its part of the run, and a study verdict."""
     exp = experiment("kaust-stripe-count")
     make_run(results, exp, RUN_A, records(exp, RUN_A))
     out = tmp_path / "site"
     publish("kaust-stripe-count", out, project_root=REPO, results=results)
     md = (out / "report.md").read_text()
-    assert "- only the run's part 'shared-file'" in md
-    assert "- the study does not mention block_size: the run's cases with block_size=16MiB only" in md
-    assert "metric: run write_total_time against study io_time (s)" in md
-    assert "**Shape verdict: " in md
+    assert "#### wrf-restart" in md and "#### dd-small-file (write_rate)" in md
+    assert "- only the run's part 'wrf-restart'" in md and "- only the run's part 'small-file'" in md
+    assert "metric: run write_total_time against study restart_write_time (s)" in md
+    assert ("**Verdict: wrf-restart: not assessed: 2 matched rows are too few for a verdict (it needs "
+            "at least 3); dd-small-file (write_time): not assessed") in md
 
 
 def test_mapping_names_shipped_studies():
@@ -240,11 +250,12 @@ def test_mapping_names_shipped_studies():
 
 
 def test_markdown_blocks():
-    text = "## title\n\nline one\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nverdict (shape): x\n"
+    text = ("## title\n\nline one\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nverdict: x\n"
+            "study verdict: y\n")
     assert markdown_blocks(text) == [
         {"kind": "heading", "text": "title"}, {"kind": "line", "text": "line one"},
         {"kind": "table", "header": ["a", "b"], "rows": [["1", "2"]]},
-        {"kind": "verdict", "text": "verdict (shape): x"}]
+        {"kind": "verdict", "text": "verdict: x"}, {"kind": "verdict", "text": "study verdict: y"}]
 
 
 # ------------------------------------------------------------------------------------------- CLI

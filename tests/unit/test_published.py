@@ -34,18 +34,21 @@ def study(tmp_path, body: str, name: str = "toy", citation: str = CITATION):
 
 def test_every_shipped_study_loads_with_a_citation():
     names = list_studies(REPO)
-    assert {"archer-fpp-ssf", "csc-btio-mahti", "kaust-wrf-striping", "cp2k-aggregators"} <= set(names)
+    assert {"archer-fpp-ssf", "csc-btio-mahti", "kaust-wrf-striping", "cp2k-aggregators",
+            "lustre-adio-talk"} <= set(names)
     for name in names:
         s = load_study(f"published:{name}", REPO)
-        for key in ("title", "url", "table", "transcription"):
+        for key in ("title", "url", "table", "transcription", "seed"):
             assert s.citation[key], (name, key)
+        assert s.rows, name
 
 
 def test_archer_tables_every_row():
     s = load_study("archer-fpp-ssf", REPO)
-    assert len(s.rows) == 7 + 10 + 10 + 9 + 9
+    assert len(s.rows) == 9 + 10 + 10 + 9 + 9
     fpp = [r for r in s.rows if r.params["file_per_process"]]
-    assert [r.params["scale.num_tasks"] for r in fpp] == [24, 48, 96, 192, 384, 768, 1536]
+    assert [r.params["scale.num_tasks"] for r in fpp] == [24, 48, 96, 192, 384, 768, 1536, 3072, 6144]
+    assert [r.value for r in fpp][-2:] == [13426, 14425]
     assert {r.params["lustre.stripe_count"] for r in fpp} == {1}
     assert "api" not in fpp[0].params           # Fortran writes: the study states no IOR API
     assert fpp[0].descriptive == {"note": "unformatted Fortran writes"}
@@ -76,13 +79,21 @@ def test_csc_btio_settings_attached_to_each_number():
     assert values[1292.96].params["mpiio.striping_unit"] == DEFAULT
 
 
-def test_incomplete_studies_say_what_is_missing():
+def test_studies_with_several_tables_group_their_rows():
     kaust = load_study("kaust-wrf-striping", REPO)
-    assert [(r.params["lustre.stripe_count"], r.value, r.unit) for r in kaust.rows] == [
+    assert kaust.groups() == [("wrf-restart", "restart_write_time"), ("dd-small-file", "write_time"),
+                              ("dd-small-file", "write_rate")]
+    assert [(r.params["lustre.stripe_count"], r.value, r.unit) for r in kaust.rows[:2]] == [
         (1, 674.26, "s"), (144, 10.35, "s")]
-    assert "not found" in kaust.citation["url"] and kaust.citation["missing"]
+    assert "taken from the issue" not in kaust.path.read_text()
     cp2k = load_study("cp2k-aggregators", REPO)
-    assert cp2k.rows == [] and "every row" in cp2k.citation["missing"]
+    assert [(r.params["mpiio.cb_nodes"], r.value) for r in cp2k.rows] == [
+        (1, 893.6), (2, 175.3), (8, 434.2), (24, 601.5), (48, 418.6), (64, 1161.6), (96, 186.4), (192, 436.4)]
+    assert "Figures 1 and 2" in cp2k.citation["missing"] and "30 %" in cp2k.citation["stated"]
+    adio = load_study("lustre-adio-talk", REPO)
+    assert [t for t, _ in adio.groups()] == ["adio-driver-old", "adio-driver-new", "flash-io-hdf5",
+                                             "wrf-mode-hdf5", "hdf5-open"]
+    assert "table" not in adio.param_columns and "note" not in adio.param_columns
 
 
 # ---------------------------------------------------------------------------------- validation
@@ -168,9 +179,14 @@ def test_shape_reproduced(tmp_path):
     assert m1.run.mean == pytest.approx(1393.0949) and m1.ratio == pytest.approx(13.930949)
     assert pc.rho() == pytest.approx(1.0)
     assert pc.best_status() == "agrees"
-    assert pc.shape_verdict() == "shape reproduced (best setting agrees, ordering agrees)"
+    assert pc.shape_verdict() == ("shape reproduced: stripe count 16 is best in both; ordering agrees, "
+                                  "ρ = 1.00 over 4 rows")
     text = render_published(pc)
-    assert "verdict (shape): shape reproduced" in text
+    assert "rows: 4 matched, 0 without a matching case, 0 ambiguous" in text
+    assert ("best of the matched rows: study stripe count 16 (500 MiB/s); run stripe count 16 "
+            "(5554.19 MiB/s)") in text
+    assert "ordering: Spearman's ρ = 1.00 over n = 4 rows (agrees at ρ ≥ 0.7)" in text
+    assert "verdict: shape reproduced: stripe count 16 is best in both" in text
     assert "absolute: not assessed: hardware differs" in text
     assert "| Run / Published |" in text and "| 13.93 |" in text and "Reproduced" not in text
 
@@ -181,11 +197,27 @@ def test_shape_partly_and_not_reproduced(tmp_path):
     partly = compare_published(side, toy_study(tmp_path, {1: 100, 4: 300, -1: 600, 16: 500}),
                                ignore=["scale.num_tasks"])
     assert partly.rho() == pytest.approx(0.8) and partly.best_status() == "differs"
-    assert partly.shape_verdict() == "shape partly reproduced (best setting differs, ordering agrees)"
+    assert partly.shape_verdict() == ("shape partly reproduced: the best setting differs (study: stripe "
+                                      "count -1; run: stripe count 16); ordering agrees, ρ = 0.80 over "
+                                      "4 rows")
     reverse = compare_published(side, toy_study(tmp_path, {1: 500, 4: 400, -1: 300, 16: 100}),
                                 ignore=["scale.num_tasks"])
     assert reverse.rho() == pytest.approx(-1.0)
-    assert reverse.shape_verdict() == "shape not reproduced (best setting differs, ordering differs)"
+    assert reverse.shape_verdict() == ("shape not reproduced: the best setting differs (study: stripe "
+                                       "count 1; run: stripe count 16); ordering differs, ρ = -1.00 "
+                                       "over 4 rows")
+
+
+def test_fewer_than_three_rows_say_so(tmp_path):
+    pc = compare_published(stripe_run(tmp_path), toy_study(tmp_path, {1: 100, 16: 500, 8: 1}),
+                           ignore=["scale.num_tasks"])
+    assert len(pc.matched) == 2 and pc.best_status() == "agrees"
+    assert pc.shape_verdict() == ("not assessed: 2 matched rows are too few for a verdict (it needs "
+                                  "at least 3)")
+    text = render_published(pc)
+    assert "rows: 2 matched, 1 without a matching case, 0 ambiguous" in text
+    assert "best of the matched rows: study stripe count 16 (500 MiB/s); run stripe count 16" in text
+    assert "ordering: not tested (n = 2 matched rows" in text
 
 
 def test_lower_is_better_for_times(tmp_path):
@@ -260,5 +292,7 @@ def test_where_and_ignore_against_the_archer_tables(tmp_path):
         compare_published(side, archer, ignore=["nodes"])
     with pytest.raises(IolabError, match="run run1 has no metric 'write_iops'"):
         compare_published(side, archer, metric="write_iops")
-    with pytest.raises(IolabError, match="cp2k-aggregators has no rows to compare: every row"):
-        compare_published(side, load_study("cp2k-aggregators", REPO))
+    empty = study(tmp_path, "lustre.stripe_count,metric,value,unit\n", "empty",
+                  CITATION + "# missing: every row\n")
+    with pytest.raises(IolabError, match="empty has no rows to compare: every row"):
+        compare_published(side, empty)

@@ -19,7 +19,7 @@ import pkgutil
 from ..errors import IolabError
 from .base import Benchmark, MetricSpec, RunSpec, read_output
 
-__all__ = ["Benchmark", "MetricSpec", "RunSpec", "get", "names", "read_output", "registry"]
+__all__ = ["Benchmark", "MetricSpec", "RunSpec", "get", "names", "read_output", "registry", "size_params"]
 
 
 @functools.cache
@@ -45,3 +45,9 @@ def get(name: str) -> Benchmark:
 
 def names() -> list[str]:
     return list(registry())
+
+
+def size_params() -> list[str]:
+    """Parameters that set how much a case writes, over every benchmark (a laptop run differs
+    from a published study in them)."""
+    return list(dict.fromkeys(p for b in registry().values() for p in b.size_params))
