@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import stats
+from . import benchmarks, stats
 from .errors import IolabError
 from .matrix import show_value
 from .published import DEFAULT, DESCRIPTIVE, VALUE_COLUMNS, PublishedRow, Study, coerce_param
@@ -31,8 +31,13 @@ SHAPE_RHO = 0.7        # Spearman's rho at or above this: the ordering of settin
 SAME_MACHINE_KEY = "same_machine_as"
 
 
-def direction(metric: str, unit: str | None) -> str | None:
-    """'higher' or 'lower' is better, or None when the metric has no better side (spreads, bytes)."""
+def direction(metric: str, unit: str | None, benchmark: str | None = None) -> str | None:
+    """'higher' or 'lower' is better, or None when the metric has no better side (spreads, bytes):
+    as the benchmark's descriptor declares it, else (a published study's metric) from its unit."""
+    if benchmark in benchmarks.registry():
+        spec = benchmarks.get(benchmark).metric(metric)
+        if spec is not None and spec.unit == unit:
+            return spec.better
     if metric.endswith(("_stddev", "_bytes")) or not unit:
         return None
     if unit in TIME_UNITS:
@@ -147,7 +152,7 @@ class MetricTable:
 
     @property
     def better(self) -> str | None:
-        return direction(self.metric, self.unit)
+        return direction(self.metric, self.unit, self.benchmark)
 
 
 @dataclass
@@ -358,7 +363,8 @@ class PublishedComparison:
 
     @property
     def run_better(self) -> str | None:
-        return direction(self.run_metric, self.run_unit)
+        bench = next((r.get("benchmark") for r in self.side.records), None)
+        return direction(self.run_metric, self.run_unit, bench)
 
     @property
     def comparable_units(self) -> bool:

@@ -3,6 +3,7 @@ the RunSpec of one case's run, the metrics a parser yields."""
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import json
 import shlex
@@ -30,11 +31,17 @@ class RunSpec:
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """A metric a benchmark's parser yields. better: 'higher' (bandwidth, rates) or 'lower' (times)."""
+    """A metric a benchmark's parsers yield: its name (or an fnmatch pattern such as `*_bw`), its
+    unit, and which side is better: 'higher' (bandwidth, rates), 'lower' (times) or None (sizes,
+    spreads, counts)."""
 
     name: str
     unit: str
-    better: str = "higher"
+    better: str | None = "higher"
+    description: str = ""
+
+    def matches(self, metric: str) -> bool:
+        return fnmatch.fnmatchcase(metric, self.name)
 
 
 class Benchmark:
@@ -44,6 +51,7 @@ class Benchmark:
     spack_package = ""                   # the Spack package that provides the binaries
     links: tuple[str, ...] = ()          # libraries its recipe links (HDF5, PnetCDF): their modules
     table_metrics: tuple[str, ...] = ()  # the metrics a table shows unless told otherwise
+    metrics: tuple[MetricSpec, ...] = ()  # every metric its parsers yield (first match wins)
     # Parameters that set how much one case writes (a laptop profile differs from a study here).
     size_params: tuple[str, ...] = ()
     # What the benchmark echoes of one parameter each: its name for it -> iolab's parameter
@@ -55,6 +63,10 @@ class Benchmark:
         """This benchmark's part of the experiment schema ($defs.params.<name>), from <name>.json."""
         text = resources.files(__package__).joinpath(f"{self.name}.json").read_text()
         return json.loads(text)
+
+    def metric(self, name: str) -> MetricSpec | None:
+        """The declared spec of a metric this benchmark yields (None: not declared)."""
+        return next((m for m in self.metrics if m.matches(name)), None)
 
     def check(self, case) -> str | None:
         """A reason this case cannot run, found before anything is submitted."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..echo import replayed
 from ..errors import IolabError, ParseError
 from ..parsers import btio_text
-from .base import Benchmark, RunSpec, read_output
+from .base import Benchmark, MetricSpec, RunSpec, read_output
 
 DECK = "inputbt.data"
 METHODS = ("mpi_collective", "mpi_independent", "pnetcdf_blocking", "pnetcdf_nonblocking")  # 0..3
@@ -48,6 +48,11 @@ class Btio(Benchmark):
     links = ("parallel-netcdf",)
     table_metrics = ("write_bw", "read_bw")
     size_params = ("grid", "time_steps")
+    metrics = (
+        MetricSpec("*_bw", "MiB/s", "higher", "BTIO's reported bandwidth"),
+        MetricSpec("*_amount", "MiB", None, "data moved"),
+        MetricSpec("*_time", "s", "lower", "seconds of the phase (open, post, wait, total)"),
+    )
 
     def check(self, case) -> str | None:
         ranks = case.num_tasks

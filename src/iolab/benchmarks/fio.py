@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from ..parsers import fio_json
-from .base import Benchmark, RunSpec, read_output
+from .base import Benchmark, MetricSpec, RunSpec, read_output
 
 OUTPUT = "fio.json"
 JOBFILE = "fio-job.fio"
@@ -21,6 +21,12 @@ class Fio(Benchmark):
     spack_package = "fio"
     table_metrics = ("write_bw", "read_bw", "write_iops", "read_iops")
     size_params = ("size",)
+    metrics = (
+        MetricSpec("*_bw", "MiB/s", "higher", "bandwidth of the direction's jobs"),
+        MetricSpec("*_iops", "ops/s", "higher", "I/O operations per second"),
+        MetricSpec("*_bytes", "B", None, "bytes moved"),
+        MetricSpec("*_clat_mean", "us", "lower", "mean completion latency"),
+    )
 
     def check(self, case) -> str | None:
         if case.nodes != 1 or case.tasks_per_node != 1:

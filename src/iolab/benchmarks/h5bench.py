@@ -29,7 +29,7 @@ from pathlib import Path
 from ..errors import IolabError, ParseError
 from ..parsers import (Parsed, h5bench_csv, h5bench_exerciser, h5bench_metadata, h5bench_metadata_csv,
                        h5bench_text)
-from .base import Benchmark, RunSpec, read_output
+from .base import Benchmark, MetricSpec, RunSpec, read_output
 from .btio import layout_key
 
 CONFIG = "h5bench.cfg"
@@ -165,6 +165,15 @@ class H5bench(Benchmark):
     links = ("hdf5",)
     table_metrics = ("observed_write_rate", "observed_read_rate", "observed_modify_rate")
     size_params = ("timesteps", "dim_1")
+    metrics = (
+        MetricSpec("*_rate_std*", "MiB/s", None, "spread of a rate over the exerciser's ranks"),
+        MetricSpec("*_time_std*", "s", None, "spread of a time over the exerciser's ranks"),
+        MetricSpec("*_rate*", "MiB/s", "higher", "rate (raw, observed, per rank)"),
+        MetricSpec("file_size", "B", None, "size of the file written"),
+        MetricSpec("total_size", "MiB", None, "data written"),
+        MetricSpec("*_time*", "s", "lower", "seconds"),
+        MetricSpec("*_phase_*", "s", "lower", "seconds of the read or write phase"),
+    )
 
     def check(self, case) -> str | None:
         p = case.params

@@ -8,7 +8,7 @@ from ..errors import ParseError
 from ..parsers import ior_json, ior_text
 from ..mpiio import ior_hints_file
 from ..units import ior_size_arg
-from .base import Benchmark, RunSpec, read_output
+from .base import Benchmark, MetricSpec, RunSpec, read_output
 
 SUMMARY = "ior-summary.json"
 HINTS_FILE = "iolab-ior-hints.txt"
@@ -58,6 +58,13 @@ class Ior(Benchmark):
     links = ("hdf5", "parallel-netcdf")
     table_metrics = ("write_bw", "read_bw")
     size_params = ("block_size", "segments")
+    metrics = (
+        MetricSpec("*_bw_stddev", "MiB/s", None, "spread of bandwidth over IOR's repetitions"),
+        MetricSpec("*_ops_stddev", "ops/s", None, "spread of transfers per second"),
+        MetricSpec("*_bw*", "MiB/s", "higher", "bandwidth: IOR's summary mean, max or min"),
+        MetricSpec("*_ops*", "ops/s", "higher", "transfers per second"),
+        MetricSpec("*_time", "s", "lower", "seconds of the phase (open, io, close, total)"),
+    )
 
     def check(self, case) -> str | None:
         p = case.params
