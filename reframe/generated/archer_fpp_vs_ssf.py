@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "862cf283bbe3cea70ea49a520d6fb9e951183bf0d6c847719a33b305a4310c77"
+IOLAB_YAML_SHA256 = "6cbe35eb26996d45041b776eb0dd3a44339185dee3276192c571d873669086e3"
 
 register_experiment(__name__, __file__, "../../experiments/archer-fpp-vs-ssf.yaml", IOLAB_YAML_SHA256)

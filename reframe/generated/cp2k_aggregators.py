@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "d01d4734915544c7149ed282ea12afa8f842678c0aec39abd7026c9537fa7fcb"
+IOLAB_YAML_SHA256 = "91cabbbb2598955021be99aafb4c066b42649431a0723994dbba9f5d58ac3ab9"
 
 register_experiment(__name__, __file__, "../../experiments/cp2k-aggregators.yaml", IOLAB_YAML_SHA256)

@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "b02fe8bd741afb9793cac7c89d8fd58ba6efda38c60921ab387901ff88abf855"
+IOLAB_YAML_SHA256 = "6050fbe7b2be02d8d67d6f9b16a45f646d53ab00ab64938218c8f9eb634e95fc"
 
 register_experiment(__name__, __file__, "../../experiments/csc-btio-hints.yaml", IOLAB_YAML_SHA256)

@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "56368d8be880217de84e4ecc3fd71f2a57fa9b536684b278bb44d2ce94c59ace"
+IOLAB_YAML_SHA256 = "6626dfcfe5376452844ef6450dc9c986fc09b375e82ff5fb8db275f6e0d80893"
 
 register_experiment(__name__, __file__, "../../experiments/kaust-stripe-count.yaml", IOLAB_YAML_SHA256)

@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "b4f2a0f7530b1239fce958b43f5bd99940a6abd84eba7a67c2dcfd861de7dc63"
+IOLAB_YAML_SHA256 = "d516ce862a78f5a21b39ec2943b63276cd653ee2bb0b390241288f91ddc23ec1"
 
 register_experiment(__name__, __file__, "../../experiments/lustre-adio-io-size.yaml", IOLAB_YAML_SHA256)

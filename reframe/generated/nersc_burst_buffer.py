@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "ae568109e28440f2516e29f85c1e7082e58e7bed6e9277eb98eeba24889ed9f4"
+IOLAB_YAML_SHA256 = "290159e5428dc962f5a67377ed1804bfbd2838ad568da09661c42a07b77bf2c7"
 
 register_experiment(__name__, __file__, "../../experiments/nersc-burst-buffer.yaml", IOLAB_YAML_SHA256)

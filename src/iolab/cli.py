@@ -75,13 +75,13 @@ def cmd_plan(args) -> int:
     print(f"cases: {len(cases)}  jobs: {len(cases) * exp.repetitions}  "
           f"bytes written: {format_bytes_human(total)} ({total} B)")
     if args.suggest_reps:
-        from .report import render_rep_suggestions, report_settings, suggest_reps
+        from .report import render_rep_suggestions, suggest_reps
         from .results import list_runs, results_root
 
         if args.target_ci <= 0:
             raise IolabError(f"--target-ci {args.target_ci}: must be a positive percentage")
         runs = list_runs(results_root(_root()), exp.id)
-        chosen = report_settings({"experiment_yaml": exp.text}).get("metrics")
+        chosen = list(exp.report.metrics)
         rows = suggest_reps(runs, cases, exp.repetitions, args.target_ci,
                             {b: chosen for b in exp.benchmarks} if chosen else None)
         print()
@@ -107,9 +107,10 @@ def cmd_render(args) -> int:
 def _run_state(exp_id: str, run: str | None, include_imported: bool):
     """The chosen run's state (manifest, records, completeness); a run without a readable
     record is an error."""
-    from .results import find_run, results_root, run_state
+    from .results import find_run, results_root
+    from .run import Run
 
-    state = run_state(find_run(results_root(_root()), exp_id, run, include_imported))
+    state = Run.load(find_run(results_root(_root()), exp_id, run, include_imported), _root())
     if not state.records:
         why = f" ({len(state.unreadable)} unreadable line(s) skipped)" if state.unreadable else ""
         raise IolabError(f"run {state.run_id} of {exp_id!r} has no readable records{why}",
@@ -118,22 +119,20 @@ def _run_state(exp_id: str, run: str | None, include_imported: bool):
 
 
 def _tables(state, metrics, darshan_columns: str | None = None):
-    from .report import DARSHAN, build_tables, default_metrics, report_settings, with_darshan_columns
+    from .report import DARSHAN, build_tables, default_metrics, with_darshan_columns
 
     records = state.records
-    settings = report_settings(state.manifest)
     if darshan_columns:
         from .darshan import parse_columns
 
         columns = parse_columns(darshan_columns)
         records = with_darshan_columns(records, columns)
         if metrics is None:
-            bench = records[0]["benchmark"]
-            metrics = list(settings.get("metrics") or default_metrics(bench))
-            present = {m["name"] for r in records for m in r.get("metrics", [])}
+            metrics = list(state.report.metrics or default_metrics(records[0].benchmark))
+            present = {m.name for r in records for m in r.metrics}
             metrics = [m for m in metrics if m in present]
         metrics = metrics + [DARSHAN + c for c in columns]
-    return build_tables(records, metrics, settings)
+    return build_tables(records, metrics, state.report)
 
 
 def _print_run_notes(state, label: str = "") -> None:
@@ -164,7 +163,7 @@ def cmd_compare(args) -> int:
     def side(run, label):
         state = _run_state(args.experiment, run, args.include_imported)
         _print_run_notes(state, f"run {state.run_id}: ")
-        return Side(label, state.path, state.manifest, state.records)
+        return Side(label, state)
 
     study = runs.pop() if runs and runs[-1].startswith(PREFIX) else None
     if args.by or study:
@@ -172,7 +171,7 @@ def cmd_compare(args) -> int:
             raise IolabError("give one run (or none for the latest) with --by or published:STUDY")
         one = side(runs[0] if runs else None, "run")
         if study:
-            result = compare_study(one, load_study(study, _root()), args.experiment, metric=args.metric,
+            result = compare_study(one, load_study(study, _root()), metric=args.metric,
                                    where=args.where, ignore=args.ignore, pick=args.pick,
                                    table=args.table, exact=args.exact)
             print(render_study(result))
@@ -221,7 +220,8 @@ def cmd_import(args) -> int:
 def cmd_darshan(args) -> int:
     from . import darshan
     from .darshan import view
-    from .results import RunDir, find_run, is_experiment_id, results_root
+    from .results import find_run, is_experiment_id, results_root
+    from .run import Run
 
     out_dir = Path(args.html) if args.html else None
     shown = []
@@ -240,24 +240,24 @@ def cmd_darshan(args) -> int:
             elif out_dir:
                 shown[-1]["html"] = str(darshan.html_report(target, out_dir))
     else:
-        run = RunDir(find_run(results_root(_root()), target, args.run, args.include_imported))
-        recs = [r for r in run.records() if (r.get("observed") or {}).get("darshan")
-                and (args.case is None or r["case_id"].startswith(args.case)
-                     or (len(r["case_id"]) == 8 and args.case.startswith(r["case_id"])))]
+        run = Run.load(find_run(results_root(_root()), target, args.run, args.include_imported))
+        recs = [r for r in run.records if r.observed.darshan
+                and (args.case is None or r.case_id.startswith(args.case)
+                     or (len(r.case_id) == 8 and args.case.startswith(r.case_id)))]
         if not recs:
             raise IolabError(f"run {run.run_id} has no Darshan data"
                              + (f" for case {args.case}" if args.case else ""),
                              hint="enable it with darshan: {enabled: true} or IOLAB_DARSHAN=1")
         work = view.scratch_dir()
         for rec in recs:
-            dar = rec["observed"]["darshan"]
-            item = {"case_id": rec["case_id"], "repetition": rec["repetition"],
+            dar = rec.observed.darshan
+            item = {"case_id": rec.case_id, "repetition": rec.repetition,
                     "summary": dar.get("summary") or {"status": dar["status"], "reason": dar.get("reason")},
                     "findings": dar.get("findings", []), "aggregators": dar.get("aggregators")}
             log = view.stored_log(run.path, rec)
             if out_dir and log is not None and dar.get("status") == "ok":
                 item["html"] = str(darshan.html_report(view.readable_copy(log, work),
-                                                       out_dir / f"{rec['case_id']}-rep{rec['repetition']}"))
+                                                       out_dir / f"{rec.case_id}-rep{rec.repetition}"))
             shown.append(item)
     if args.json:
         print(json.dumps(shown, indent=2, default=str))
@@ -271,7 +271,8 @@ def cmd_darshan(args) -> int:
 
 
 def cmd_runs(args) -> int:
-    from .results import list_runs, no_runs_error, results_root, run_state
+    from .results import list_runs, no_runs_error, results_root
+    from .run import Run
 
     root = results_root(_root())
     paths = list_runs(root, args.experiment)
@@ -280,7 +281,7 @@ def cmd_runs(args) -> int:
     status = 0
     for path in paths:
         try:
-            state = run_state(path)
+            state = Run.load(path)
         except IolabError as exc:      # one bad run does not hide the others
             print(f"{path.name}  unreadable: {exc}")
             status = 1
@@ -293,10 +294,9 @@ def cmd_runs(args) -> int:
             line += f"; unmerged: {', '.join(state.unsaved)}"
         print(line)
         if args.stack:
-            from .results import load_records
             from .stack import summarize
 
-            for text in summarize(load_records(path)) or ["stack: not recorded"]:
+            for text in summarize(state.records) or ["stack: not recorded"]:
                 print(f"    {text}")
     if status:
         print(f"iolab: error: some runs of {args.experiment!r} are unreadable (see above)", file=sys.stderr)

@@ -16,15 +16,15 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import benchmarks, stats
+from . import benchmarks, doc, stats
 from .errors import IolabError
-from .matrix import show_value
+from .matrix import format_param, show_value
 from .published import DEFAULT, DESCRIPTIVE, VALUE_COLUMNS, PublishedRow, Study, coerce_param
 from .published import spec_of as _param_spec
-from .report import (_param, build_tables, fmt_mean_ci, fmt_measure, fmt_value, metric_label, param_label,
-                     report_settings)
-from .results import RunDir, case_index, same_case
-from .units import format_size
+from .record import Manifest, Record, param_value
+from .report import build_tables, fmt_mean_ci, fmt_measure, fmt_value, metric_label, param_label, spec_label
+from .results import case_index, same_case
+from .run import Run
 
 TIME_UNITS = ("s", "ms", "us", "ns")
 SHAPE_RHO = 0.7        # Spearman's rho at or above this: the ordering of settings agrees
@@ -62,52 +62,59 @@ def verdict(welch: stats.Welch | None, diff: float | None, better: str | None) -
 
 @dataclass
 class Side:
+    """One run in a comparison, with its label (A, B, run)."""
+
     label: str
-    path: Path
-    manifest: dict
-    records: list[dict]
+    run: Run
 
     @classmethod
     def load(cls, path: Path, label: str) -> Side:
-        run = RunDir(path)
-        records = run.records()
-        if not records:
+        run = Run.load(path)
+        if not run.records:
             raise IolabError(f"run {path.name} has no records yet")
-        return cls(label, path, run.manifest(), records)
+        return cls(label, run)
+
+    @property
+    def path(self) -> Path:
+        return self.run.path
+
+    @property
+    def manifest(self) -> Manifest:
+        return self.run.manifest
+
+    @property
+    def records(self) -> list[Record]:
+        return self.run.records
+
+    @property
+    def experiment(self) -> str:
+        return self.run.experiment_id
 
     @property
     def run_id(self) -> str:
-        return self.path.name
+        return self.run.run_id
 
     @property
     def system(self) -> str | None:
-        return self.manifest.get("system") or self.manifest.get("label")
+        return self.manifest.system or self.manifest.label
 
     def describe(self) -> str:
         return f"{self.label} = run {self.run_id} (system {self.system or 'unknown'})"
 
     def tables(self, metrics):
-        return build_tables(self.records, metrics, report_settings(self.manifest))
+        return build_tables(self.records, metrics, self.run.report)
 
     def binary_versions(self, part: str, case_id: str) -> set:
-        out = set()
-        for r in self.records:
-            if r.get("part", "main") == part and r["case_id"] == case_id and r.get("status") == "ok":
-                binary = (r.get("provenance") or {}).get("binary") or {}
-                out.add(binary.get("version"))
-        return out
+        return self.run.binary_versions(part, case_id)
 
 
-def same_machine_studies(manifest: dict) -> list[str]:
+def same_machine_studies(manifest: Manifest) -> list[str]:
     """Studies the run's system declares itself to be the same machine as.
 
     Read from the manifest's `system_extras` (the partition's extras['iolab'] as recorded by the
     run): `system_extras: {same_machine_as: [archer-fpp-ssf]}`. Absent: a different machine.
     """
-    extras = manifest.get("system_extras")
-    if not isinstance(extras, dict):
-        return []
-    value = extras.get(SAME_MACHINE_KEY) or []
+    value = manifest.system_extras.get(SAME_MACHINE_KEY) or []
     return [value] if isinstance(value, str) else [str(v) for v in value]
 
 
@@ -233,7 +240,7 @@ def compare_runs(a: Side, b: Side, metrics: list[str] | None = None) -> Comparis
                 pairs.append(Pair(_key_values(ta, ra), ra.case_id, rb.case_id if rb else None, sa, sb, notes))
             unit = ta.units.get(m) or (tb.units.get(m) if tb else "") or ""
             out.append(MetricTable(ta.part, ta.benchmark, m, unit, _headers(ta), pairs))
-    title = f"{a.records[0]['experiment']}: {a.label} vs {b.label}"
+    title = f"{a.experiment}: {a.label} vs {b.label}"
     return Comparison(title, a.label, b.label, context, out)
 
 
@@ -287,12 +294,12 @@ def compare_by_param(side: Side, key: str, baseline: str, metrics: list[str] | N
     context = [side.describe(),
                f"A = the baseline case ({key} = {baseline}); B = the case in the row, which differs "
                f"from A only in {key}"]
-    title = f"{side.records[0]['experiment']}: {key} against {key} = {baseline}"
+    title = f"{side.experiment}: {key} against {key} = {baseline}"
     return Comparison(title, "baseline", "case", context, out)
 
 
 def _all_varied(side: Side) -> set:
-    return {k for r in side.records for k in (r.get("varied") or [])}
+    return {k for r in side.records for k in r.varied}
 
 
 # ------------------------------------------------------------------------------------- published
@@ -363,7 +370,7 @@ class PublishedComparison:
 
     @property
     def run_better(self) -> str | None:
-        bench = next((r.get("benchmark") for r in self.side.records), None)
+        bench = next((r.benchmark for r in self.side.records), None)
         return direction(self.run_metric, self.run_unit, bench)
 
     @property
@@ -475,9 +482,7 @@ def _words(key: str) -> str:
 
 
 def _run_value(params: dict, key: str):
-    if key == "scale.num_tasks":
-        return _param(params, key)
-    return params.get(key)
+    return param_value(params, key)
 
 
 def _matches(row: PublishedRow, params: dict, keys: list[str]) -> bool:
@@ -508,10 +513,10 @@ def parse_picks(items: list[str] | None) -> dict:
     return out
 
 
-def picked_records(records: list[dict], picks: dict) -> list[dict]:
+def picked_records(records: list[Record], picks: dict) -> list[Record]:
     """The records whose case has every picked value; an unknown value names the run's values."""
     for key, want in picks.items():
-        have = [_run_value(r.get("params") or {}, key) for r in records]
+        have = [r.param(key) for r in records]
         if want not in have:
             values = sorted({json.dumps(v) for v in have if v is not None})
             raise IolabError(f"--pick {key}={_setting_value(key, want)}: no case of the run has it",
@@ -707,24 +712,34 @@ def render_comparison(c: Comparison) -> str:
 
 
 def render_published(pc: PublishedComparison, heading: bool = True, adjustments: list[str] = ()) -> str:
+    return doc.markdown(published_blocks(pc, heading, adjustments))
+
+
+def citation_blocks(side: Side, study: Study) -> list[doc.Block]:
+    cite = study.citation
+    out = [doc.heading(f"{side.experiment} run {side.run_id} vs published: {study.name}", 2), doc.line(),
+           doc.line(f"{cite.get('title')}"), doc.line(f"source: {_source(cite)}"), doc.line(side.describe())]
+    if cite.get("missing"):
+        out.append(doc.line(f"the study file notes as missing: {cite['missing']}"))
+    return out
+
+
+def published_blocks(pc: PublishedComparison, heading: bool = True,
+                     adjustments: list[str] = ()) -> list[doc.Block]:
     """One comparison with a study (or one of its tables): the citation (with `heading`), how the
     run was lined up, the row-by-row table and the verdict lines."""
     study, side = pc.study, pc.side
-    cite = study.citation
     out = []
     if heading:
-        out += [f"## {side.records[0]['experiment']} run {side.run_id} vs published: {study.name}", "",
-                f"{cite.get('title')}", f"source: {_source(cite)}", side.describe()]
-        if cite.get("missing"):
-            out.append(f"the study file notes as missing: {cite['missing']}")
-        out.append("")
-    out += [f"- {a}" for a in adjustments] + [f"- {p.describe(_bench(side))}" for p in pc.picks]
+        out += citation_blocks(side, study) + [doc.line()]
+    out += [doc.line(f"- {a}") for a in adjustments] + [doc.line(f"- {p.describe(_bench(side))}")
+                                                       for p in pc.picks]
     units = pc.run_unit if pc.comparable_units else f"run {pc.run_unit}, study {pc.study_unit}"
-    out.append(f"metric: run {pc.run_metric} against study {pc.study_metric} ({units})")
-    out.append(f"matched on: {', '.join(pc.match_keys) or 'nothing'}"
+    out.append(doc.line(f"metric: run {pc.run_metric} against study {pc.study_metric} ({units})"))
+    out.append(doc.line(f"matched on: {', '.join(pc.match_keys) or 'nothing'}"
                + (f"; ignored: {', '.join(pc.ignored)}" if pc.ignored else "")
-               + (f"; rows where {', '.join(f'{k}={v}' for k, v in pc.where.items())}" if pc.where else ""))
-    out.append("")
+               + (f"; rows where {', '.join(f'{k}={v}' for k, v in pc.where.items())}" if pc.where else "")))
+    out.append(doc.line())
     shown = [k for k in study.param_columns if any(k in p.row.params for p in pc.pairs)]
     desc = [k for k in ("note",) if any(k in p.row.descriptive for p in pc.pairs)]
     unit = f" ({pc.study_unit})"
@@ -734,7 +749,7 @@ def render_published(pc: PublishedComparison, heading: bool = True, adjustments:
     if pc.comparable_units:
         header.append("Reproduced" if pc.same_machine else "Run / Published")
     header.append("Notes")
-    out += ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    rows = []
     seen: list[str] = []
     for p in pc.pairs:
         cells = [_published_cell(k, p.row.params.get(k)) for k in shown]
@@ -749,48 +764,49 @@ def render_published(pc: PublishedComparison, heading: bool = True, adjustments:
             else:
                 cells.append(_ratio(p.ratio))
         cells.append(_footnoted(p.notes, seen))
-        out.append("| " + " | ".join(cells) + " |")
-    out.append("")
+        rows.append(cells)
+    out += [doc.table(header, rows), doc.line()]
     if seen:
-        out += [f"{'†' * (i + 1)} {n}" for i, n in enumerate(seen)] + [""]
-    out += verdict_lines(pc)
-    out.append("")
-    return "\n".join(out)
+        out += [doc.line(f"{'†' * (i + 1)} {n}") for i, n in enumerate(seen)] + [doc.line()]
+    out += verdict_blocks(pc)
+    out.append(doc.line())
+    return out
 
 
-def verdict_lines(pc: PublishedComparison) -> list[str]:
+def verdict_blocks(pc: PublishedComparison) -> list[doc.Block]:
     """Rows matched, the best setting in the study and in the run, Spearman's rho with its n, the
     verdict sentence, and what is said about absolute values."""
     counts = pc.counts()
-    out = [f"rows: {counts['matched']} matched, {counts['unmatched']} without a matching case, "
-           f"{counts['ambiguous']} ambiguous"]
+    out = [doc.line(f"rows: {counts['matched']} matched, {counts['unmatched']} without a matching case, "
+                    f"{counts['ambiguous']} ambiguous")]
     best = pc.best()
     unit = f" {pc.study_unit}"
     if best is not None:
         study_best, run_best = best
         run_text = " / ".join(f"{pc.setting_words(p)} ({_num(p.run.mean)} {pc.run_unit})" for p in run_best)
         tie = f" (a tie of {len(run_best)} rows)" if len(run_best) > 1 else ""
-        out.append(f"best of the matched rows: study {pc.setting_words(study_best)} "
-                   f"({_num(study_best.row.value)}{unit}); run {run_text}{tie}")
+        out.append(doc.line(f"best of the matched rows: study {pc.setting_words(study_best)} "
+                            f"({_num(study_best.row.value)}{unit}); run {run_text}{tie}"))
     rho = pc.rho()
     n = len(pc.matched)
-    out.append(f"ordering: Spearman's ρ = {rho:.2f} over n = {n} rows (agrees at ρ ≥ {SHAPE_RHO})"
-               if rho is not None else
-               f"ordering: not tested (n = {n} matched rows; Spearman's ρ needs {MIN_VERDICT_ROWS} "
-               f"with spread on both sides)")
-    out.append(f"verdict: {pc.shape_verdict()}")
+    out.append(doc.line(f"ordering: Spearman's ρ = {rho:.2f} over n = {n} rows (agrees at ρ ≥ {SHAPE_RHO})"
+                        if rho is not None else
+                        f"ordering: not tested (n = {n} matched rows; Spearman's ρ needs "
+                        f"{MIN_VERDICT_ROWS} with spread on both sides)"))
+    out.append(doc.verdict(f"verdict: {pc.shape_verdict()}"))
     if pc.same_machine and pc.comparable_units and pc.matched:
         worst = max(p.deviation for p in pc.matched)
         inside = sum(1 for p in pc.matched if p.run.ci and p.run.ci[0] <= p.row.value <= p.run.ci[1])
-        out.append(f"verdict (absolute, same machine): reproduced within {100 * worst:.1f}% on every "
-                   f"matched row; the published value lies inside the run's 95% CI on {inside} of "
-                   f"{len(pc.matched)}")
+        out.append(doc.verdict(f"verdict (absolute, same machine): reproduced within {100 * worst:.1f}% "
+                               f"on every matched row; the published value lies inside the run's 95% "
+                               f"CI on {inside} of {len(pc.matched)}"))
     elif pc.same_machine:
-        out.append("absolute: not assessed (the run and the study use different units)")
+        out.append(doc.verdict("absolute: not assessed (the run and the study use different units)"))
     else:
-        out.append(f"absolute: not assessed: hardware differs (the run's system does not declare "
-                   f"extras['iolab']['{SAME_MACHINE_KEY}'] containing {pc.study.name!r}); the ratios "
-                   f"above are context, not a verdict")
+        out.append(doc.verdict(
+            f"absolute: not assessed: hardware differs (the run's system does not declare "
+            f"extras['iolab']['{SAME_MACHINE_KEY}'] containing {pc.study.name!r}); the ratios "
+            f"above are context, not a verdict"))
     return out
 
 
@@ -800,7 +816,7 @@ def _source(cite: dict) -> str:
 
 
 def _bench(side: Side) -> str:
-    return side.records[0].get("benchmark", "ior") if side.records else "ior"
+    return side.records[0].benchmark if side.records else "ior"
 
 
 def _setting_value(key: str, value) -> str:
@@ -808,25 +824,14 @@ def _setting_value(key: str, value) -> str:
         return "?"
     if value == DEFAULT:
         return "default"
-    spec = _param_spec(key)
-    if isinstance(value, int) and not isinstance(value, bool) and spec.get("format") == "size":
-        return format_size(value)
     if isinstance(value, list):
         return "x".join(map(str, value))
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-_DIVISORS = {"KiB": 1024.0, "MiB": 1024.0 ** 2, "GiB": 1024.0 ** 3}
+    return format_param(_param_spec(key), value)
 
 
 def _column(key: str) -> tuple[str, float | None]:
     """Header and display divisor of a study column, whichever benchmark defines it."""
-    if key == "scale.num_tasks":
-        return "Number of Processes", None
-    spec = _param_spec(key)
-    unit = spec.get("x-unit")
-    title = spec.get("title", key)
-    return (f"{title} ({unit})", _DIVISORS.get(unit)) if unit else (title, None)
+    return spec_label(key, _param_spec(key))
 
 
 def _published_cell(key: str, value) -> str:

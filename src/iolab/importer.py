@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from .benchmarks import get as get_benchmark
 from .errors import IolabError
-from .load import type_param
+from .load import type_param_text
 from .matrix import case_id, defaults
+from .record import SCHEMA, Manifest, Observed, Provenance, Record
 from .render import project_root
-from .results import (RECORD_SCHEMA, RunDir, check_experiment_id, host_info, new_run_id, results_root,
-                      sha256_file, utcnow)
+from .results import RunDir, check_experiment_id, host_info, new_run_id, results_root, sha256_file, utcnow
 
 
 def type_params(benchmark: str, pairs: list[str]) -> dict:
@@ -25,7 +23,7 @@ def type_params(benchmark: str, pairs: list[str]) -> dict:
             raise IolabError(f"--param {pair!r}: expected KEY=VALUE")
         if key in out:
             raise IolabError(f"--param {key} is given twice")
-        out[key] = type_param(benchmark, key, yaml.safe_load(raw), "--param")
+        out[key] = type_param_text(benchmark, key, raw, "--param")
     return out
 
 
@@ -74,24 +72,20 @@ def import_files(benchmark: str, files: list[Path], into: str, params: list[str]
     full = reconcile(benchmark, given, files, parsed, trust_params)
     cid = case_id(benchmark, full)
     run_id = new_run_id(str(files))
-    manifest = {
-        "schema": RECORD_SCHEMA, "experiment": into, "origin": "imported", "created": utcnow(),
-        "run_id": run_id, "label": label, "host": host_info(), "system": None,
-        "imported_files": {str(f): sha256_file(f) for f in files},
-    }
-    run = RunDir.create(results_root(project_root()), into, run_id, manifest)
+    manifest = Manifest(experiment=into, origin="imported", created=utcnow(), label=label,
+                        host=host_info(), schema=SCHEMA,
+                        extra={"run_id": run_id,
+                               "imported_files": {str(f): sha256_file(f) for f in files}})
+    run = RunDir.create(results_root(project_root()), into, run_id, manifest.to_json())
     for rep, (path, result) in enumerate(zip(files, parsed), 1):
         raw = run.store_raw(cid, rep, [path])
-        run.append({
-            "schema": RECORD_SCHEMA, "experiment": into, "experiment_sha256": None, "profile": None,
-            "run_id": run_id, "case_id": cid, "part": benchmark, "benchmark": benchmark,
-            "repetition": rep, "params": dict(sorted(full.items())), "varied": sorted(given),
-            "observed": {"benchmark": result.echo},
-            "metrics": [m.as_dict() for m in result.metrics], "status": "ok",
-            "error": None, "raw": raw, "recorded": utcnow(),
-            "provenance": {"origin": "imported", "file": str(path), "label": label,
-                           "params_trusted": trust_params,
-                           "binary": {"name": adapter.executable, "path": None,
-                                      "version": result.version}},
-        })
+        run.append(Record(
+            experiment=into, case_id=cid, benchmark=benchmark, status="ok", part=benchmark,
+            repetition=rep, params=dict(sorted(full.items())), varied=sorted(given),
+            metrics=list(result.metrics), observed=Observed(benchmark=result.echo), raw=raw,
+            recorded=utcnow(), run_id=run_id,
+            provenance=Provenance("imported", extra={
+                "file": str(path), "label": label, "params_trusted": trust_params,
+                "binary": {"name": adapter.executable, "path": None, "version": result.version}}),
+        ))
     return run

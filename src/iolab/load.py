@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import reportspec
 from . import schema as schemas
 from .errors import IolabError, IolabErrors
 from .units import SIZE_HELP, OutOfRange
@@ -75,6 +76,7 @@ class Experiment:
     require_lustre: bool = False
     verify: Verify = field(default_factory=Verify)
     darshan: Darshan | None = None      # None: the system config decides
+    report: reportspec.Report = field(default_factory=reportspec.Report)
 
     @property
     def benchmarks(self) -> list[str]:
@@ -103,7 +105,14 @@ def load_experiment(path, profile: str | None = None) -> Experiment:
                                + f"experiments: {', '.join(known)}") if known else None) from None
     except OSError as exc:
         raise IolabError(f"cannot read: {exc.strerror}", file=shown) from None
-    text = decode(raw, shown)
+    return load_text(decode(raw, shown), path, profile, shown)
+
+
+def load_text(text: str, path, profile: str | None = None, shown: str | None = None) -> Experiment:
+    """An experiment from its text (a run's copy of its YAML): `path` gives its id (the stem) and
+    project root; errors name `shown` (default: the path)."""
+    path = Path(path)
+    shown = shown or _shown(path)
     doc = load_yaml(text, shown)
     if not isinstance(doc.data, dict):
         raise doc.error((), "an experiment must be a mapping of keys (id, description, benchmark, ...)")
@@ -177,6 +186,7 @@ def load_experiment(path, profile: str | None = None) -> Experiment:
         tags=list(data.get("tags", [])), parts=parts, raw=data,
         require_lustre=data.get("require_lustre", False), verify=Verify(**data.get("verify", {})),
         darshan=Darshan(**data["darshan"]) if "darshan" in data else None,
+        report=reportspec.from_doc(data.get("report") or {}),
     )
 
 
@@ -411,6 +421,12 @@ def _param_key(doc, bench, path, key) -> dict:
         raise doc.error(path, f"unknown parameter {brief(key)} for {bench}",
                         hint=_suggest(key, schemas.param_specs(bench)))
     return spec
+
+
+def type_param_text(bench: str, key: str, text: str, where: str):
+    """Type one parameter given as text outside a YAML file (`iolab import --param KEY=TEXT`),
+    read as a YAML scalar would be ("4MiB", "true", "[1, 2]")."""
+    return type_param(bench, key, load_yaml(text, f"{where} {key}").data, where)
 
 
 def type_param(bench: str, key: str, value, where: str):

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from . import shell
-from .units import parse_size
+from .units import parse_size, size_arg
 
 FSTYPE_FILE = "iolab-fstype.txt"
 SETSTRIPE_FILE = "iolab-setstripe.txt"
@@ -22,6 +22,13 @@ LFSDF_FILE = "iolab-lfsdf.txt"
 MAX_FILES = 64  # enough to see the layout; a 12288-rank file-per-process run would take minutes
 KEYS = ("lustre.stripe_count", "lustre.stripe_size", "lustre.stripe_offset", "lustre.pool",
         "lustre.components")
+ALL_OSTS = -1    # stripe_count -1: stripe over every OST of the file system
+
+
+def all_osts(key: str, value) -> bool:
+    """Whether a stripe count (`lustre.stripe_count` or `stripe_count`) means every OST."""
+    return (key.removeprefix("lustre.") == "stripe_count" and value == ALL_OSTS
+            and not isinstance(value, bool))
 
 
 def requested(params: dict) -> dict:
@@ -50,11 +57,7 @@ def setstripe_args(req: dict) -> list[str]:
 
 
 def _lfs_size(nbytes: int) -> str:
-    """lfs takes K/M/G suffixes (binary): 8388608 -> 8M."""
-    for suffix, power in (("G", 3), ("M", 2), ("K", 1)):
-        if nbytes and nbytes % 1024**power == 0:
-            return f"{nbytes // 1024**power}{suffix}"
-    return str(nbytes)
+    return size_arg(nbytes, upper=True)
 
 
 def prerun_lines(case_dir: str, req: dict, stop_on_failure: bool = True) -> list[str]:
@@ -370,8 +373,8 @@ def _layout_status(key: str, want, got, ost_count: int | None) -> str | None:
         return None  # -1: the MDS chooses, any start is right
     if want == 0 and key in ("stripe_count", "stripe_size"):
         return None  # 0: the file-system default, whatever it is
-    if want == -1 and key == "stripe_count":
-        if got == -1:
+    if all_osts(key, want):
+        if got == ALL_OSTS:
             return None  # a directory default keeps -1; its files show the real count
         if ost_count is None:
             return "unverified"

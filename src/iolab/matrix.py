@@ -15,9 +15,11 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
+from . import lustre
 from . import schema as schemas
 from .errors import IolabError
 from .load import Experiment, Job, Part
@@ -48,6 +50,11 @@ class Case:
 
     def get(self, key, default=None):
         return self.params.get(key, default)
+
+    @cached_property
+    def striping(self) -> dict:
+        """The Lustre layout asked for (lustre.* without the prefix), computed once."""
+        return lustre.requested(self.params)
 
 
 def defaults(benchmark: str) -> dict[str, Any]:
@@ -222,13 +229,11 @@ def hints_of(case: Case) -> dict[str, str]:
 
 def common_check(case: Case) -> str | None:
     """Checks every benchmark shares: hints against the job shape, stripe requests."""
-    from . import lustre
-
     try:
         hints_of(case)
     except IolabError as exc:
         return str(exc)
-    return lustre.check_request(lustre.requested(case.params), None)
+    return lustre.check_request(case.striping, None)
 
 
 def varied_keys_of(exp: Experiment, part: Part | None = None) -> list[str]:
@@ -260,8 +265,12 @@ def show_value(benchmark: str, key: str, value) -> str:
     """A parameter value as a person writes it: sizes as 4MiB, booleans as true/false."""
     if value is None:
         return "unset"          # a hint set without this hint, or another part's parameter
-    spec = schemas.param_spec(benchmark, key) or {}
-    if schemas.is_size_param(spec) and isinstance(value, int):
+    return format_param(schemas.param_spec(benchmark, key) or {}, value)
+
+
+def format_param(spec: dict, value) -> str:
+    """A value of the parameter `spec` (its schema) as written in a YAML: 4MiB, true."""
+    if schemas.is_size_param(spec) and isinstance(value, int) and not isinstance(value, bool):
         return format_size(value)
     if isinstance(value, bool):
         return "true" if value else "false"

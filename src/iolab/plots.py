@@ -2,19 +2,8 @@
 
 An *axis* is what an experiment varies: one parameter, or a zip group (parameters that vary
 together, read from the experiment as run; parameters whose values map one to one are folded
-into one axis too). Default choice, per part and per table metric:
-
-1. the process count varies (scale.nodes or scale.tasks_per_node): the metric against the number
-   of processes (nodes x tasks per node), one line per combination of the other axes (the
-   ARCHER figures: one line per stripe setting);
-2. else an aggregator parameter varies (mpiio.cb_nodes, mpiio.aggregators,
-   mpiio.aggregators_per_node): the metric against it, one line per combination of the other
-   axes; where the MPI library reported another value (observed.mpiio_hints.effective), the
-   point says so ("eff. N") and its request is flagged;
-3. else two axes vary: a heatmap of the metric's mean over them;
-4. else one axis varies: a line against it (numbers) or bars (anything else);
-5. else (three or more axes): bars against the axis with the most values, one bar per
-   combination of the others.
+into one axis too). The default choice, per part and per table metric, is RULES below, first
+match wins (default_specs).
 
 `report.plots` in the experiment replaces these defaults: {kind: line|heatmap, x, y, series,
 metric, title}; line: y is a metric; heatmap: y is a second parameter and metric the metric.
@@ -36,17 +25,28 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from . import stats
+from .lustre import all_osts
+from .record import NUM_TASKS, param_value
 from .report import Table, build_tables, fmt_measure, fmt_value, metric_label, param_label
+from .reportspec import PlotRequest
 
+# The default choice of plots, in order (default_specs implements them; pages print them).
+RULES = (
+    "1. the process count varies (scale.nodes or scale.tasks_per_node): the metric against the "
+    "number of processes (nodes x tasks per node), one line per combination of the other axes "
+    "(the ARCHER figures: one line per stripe setting);",
+    "2. else an aggregator parameter varies (mpiio.cb_nodes, mpiio.aggregators, "
+    "mpiio.aggregators_per_node): the metric against it, one line per combination of the other "
+    "axes; where the MPI library reported another value (observed.mpiio_hints.effective), the "
+    'point says so ("eff. N") and its request is flagged;',
+    "3. else two axes vary: a heatmap of the metric's mean over them;",
+    "4. else one axis varies: a line against it (numbers) or bars (anything else);",
+    "5. else (three or more axes): bars against the axis with the most values, one bar per "
+    "combination of the others.",
+)
 SCALE_KEYS = ("scale.nodes", "scale.tasks_per_node")
-NUM_TASKS = "scale.num_tasks"
 AGGREGATOR_KEYS = ("mpiio.cb_nodes", "mpiio.aggregators", "mpiio.aggregators_per_node")
-# The hint the MPI library prints for each aggregator parameter (observed.mpiio_hints.effective).
-EFFECTIVE_HINT = {"mpiio.cb_nodes": "cb_nodes", "mpiio.aggregators": "cb_nodes",
-                  "mpiio.aggregators_per_node": "cb_config_list"}
 # Of parameters that vary one to one (a zip group), these name the group in legends first.
 PREFERRED = ("file_per_process", "io_method", "api", "collective", "lustre.stripe_count")
 FORMATS = ("png", "svg")
@@ -78,12 +78,6 @@ MISSING_MATPLOTLIB = "no plots: matplotlib is not installed (pip install 'iolab[
 
 # ------------------------------------------------------------------------------------ values
 
-def param_value(params: dict, key: str):
-    if key == NUM_TASKS:
-        return params.get("scale.nodes", 1) * params.get("scale.tasks_per_node", 1)
-    return params.get(key)
-
-
 def _hashable(value):
     return json.dumps(value, sort_keys=True)
 
@@ -99,7 +93,7 @@ def _order(key: str, value):
     if isinstance(value, bool):
         return (1, float(value), "")
     if _is_number(value):
-        if key == "lustre.stripe_count" and value == -1:
+        if all_osts(key, value):
             return (3, 0.0, "")
         return (2, float(value), "")
     return (4, 0.0, _hashable(value))
@@ -108,7 +102,7 @@ def _order(key: str, value):
 def value_label(key: str, value, benchmark: str) -> str:
     if value is None:
         return "not set"
-    if key == "lustre.stripe_count" and value == -1:
+    if all_osts(key, value):
         return "all (-1)"
     return fmt_value(value, param_label(key, benchmark)[1])
 
@@ -170,26 +164,6 @@ class Axis:
 
 def single_axis(key: str) -> Axis:
     return Axis((key,), (key,))
-
-
-def zip_groups(experiment_yaml: str | None, part: str, profile: str | None = None) -> list[set]:
-    """Zip groups (key sets) of a part, from the experiment as run (the manifest's copy)."""
-    try:
-        doc = yaml.safe_load(experiment_yaml or "") or {}
-    except yaml.YAMLError:
-        return []
-    if not isinstance(doc, dict):
-        return []
-    sections = [doc, (doc.get("parts") or {}).get(part) or {}]
-    prof = ((doc.get("profiles") or {}).get(profile) or {}) if profile else {}
-    sections += [prof, (prof.get("parts") or {}).get(part) or {}]
-    groups = []
-    for section in sections:
-        raw = section.get("zip") if isinstance(section, dict) else None
-        for group in (raw if isinstance(raw, list) else [raw] if raw else []):
-            if isinstance(group, dict):
-                groups.append(set(group))
-    return groups
 
 
 def _bijective(values_a: list, values_b: list) -> bool:
@@ -322,11 +296,11 @@ def default_specs(table: Table, axes: list[Axis], metric: str) -> list[PlotSpec]
                      rule="several parameters vary: bars against the one with the most values")]
 
 
-def override_specs(item: dict, table: Table, axes: list[Axis], metrics: list[str],
+def override_specs(item: PlotRequest, table: Table, axes: list[Axis], metrics: list[str],
                    present: set) -> tuple[list[PlotSpec], str | None]:
     """A `report.plots` entry applied to one part: (specs, or the reason it does not apply)."""
-    kind = item.get("kind", "line")
-    x_key = item["x"]
+    kind = item.kind
+    x_key = item.x
     varied = [k for a in axes for k in a.keys]
 
     def varies(key):
@@ -334,15 +308,15 @@ def override_specs(item: dict, table: Table, axes: list[Axis], metrics: list[str
     if not varies(x_key):
         return [], f"{x_key} does not vary in part {table.part}"
     if kind == "heatmap":
-        y_key = item["y"]
+        y_key = item.y
         if not varies(y_key):
             return [], f"{y_key} does not vary in part {table.part}"
-        metric = item.get("metric") or (metrics[0] if metrics else None)
+        metric = item.metric or (metrics[0] if metrics else None)
         if metric is None:
             return [], f"part {table.part} has no metric to show"
         used = {x_key, y_key}
     else:
-        metric = item["y"]
+        metric = item.y
         used = {x_key}
     if metric not in present:
         return [], f"part {table.part} has no metric {metric!r}"
@@ -353,13 +327,13 @@ def override_specs(item: dict, table: Table, axes: list[Axis], metrics: list[str
         keys = tuple(k for k in a.keys if k not in used)
         if keys:
             rest.append(Axis(keys, tuple(k for k in a.shown if k in keys) or keys))
-    title = item.get("title")
+    title = item.title
     if kind == "heatmap":
-        x, y = single_axis(x_key), single_axis(item["y"])
+        x, y = single_axis(x_key), single_axis(item.y)
         return _heatmap_panels(table, x, y, metric, rest, title, "report.plots"), None
     series = []
-    if item.get("series"):
-        s_key = item["series"]
+    if item.series:
+        s_key = item.series
         if not varies(s_key):
             return [], f"{s_key} does not vary in part {table.part}"
         series.append(single_axis(s_key))
@@ -384,27 +358,23 @@ def _heatmap_panels(table, x, y, metric, rest, title, rule) -> list[PlotSpec]:
             for c in combos]
 
 
-def choose(records: list[dict], settings: dict | None = None, metrics: list[str] | None = None,
-           manifest: dict | None = None) -> tuple[list[tuple[Table, PlotSpec]], list[str]]:
-    """Plot specs for a run's records: the experiment's report.plots, else the defaults.
+def choose(run, metrics: list[str] | None = None) -> tuple[list[tuple[Table, PlotSpec]], list[str]]:
+    """Plot specs for a run (run.Run): the experiment's report.plots, else the defaults.
 
     Returns (table, spec) pairs and notes on plots that could not be drawn.
     """
-    settings = settings or {}
-    manifest = manifest or {}
-    overrides = settings.get("plots") or []
+    settings = run.report
+    overrides = settings.plots
     out, notes = [], []
-    for table in build_tables(records, metrics, settings):
-        recs = [r for r in records if r.get("part", "main") == table.part]
-        varied = list(recs[0].get("varied") or [])
-        groups = zip_groups(manifest.get("experiment_yaml"), table.part, manifest.get("profile"))
-        axes = find_axes([r.params for r in table.rows], varied, groups)
-        present = {m["name"] for r in recs for m in r.get("metrics", [])}
+    for table in build_tables(run.records, metrics, settings):
+        recs = [r for r in run.records if r.part == table.part]
+        axes = find_axes([r.params for r in table.rows], list(recs[0].varied), run.zip_groups(table.part))
+        present = {m.name for r in recs for m in r.metrics}
         if overrides:
             for i, item in enumerate(overrides):
                 specs, why = override_specs(item, table, axes, table.metrics, present)
                 if why:
-                    notes.append(f"report.plots[{i}] ({item.get('kind', 'line')} of {item['x']}): {why}")
+                    notes.append(f"report.plots[{i}] ({item.kind} of {item.x}): {why}")
                 for spec in specs:
                     shown = table
                     if spec.metric not in table.metrics:     # a metric the tables do not show
@@ -428,23 +398,7 @@ def choose(records: list[dict], settings: dict | None = None, metrics: list[str]
 
 # ---------------------------------------------------------------------------------- drawing
 
-def _effective(rec: dict, key: str):
-    hints = (rec.get("observed") or {}).get("mpiio_hints") or {}
-    effective = hints.get("effective")
-    hint = EFFECTIVE_HINT.get(key, key.removeprefix("mpiio."))
-    if not isinstance(effective, dict) or hint not in effective:
-        return None
-    value = effective[hint]
-    if hint == "cb_config_list":
-        m = re.search(r":(\d+)\s*$", str(value))
-        return int(m.group(1)) if m else value
-    try:
-        return int(str(value))
-    except ValueError:
-        return value
-
-
-def points(table: Table, metric: str, records: list[dict], keys=()) -> list[Point]:
+def points(table: Table, metric: str, run, keys=()) -> list[Point]:
     """One point per case with values of `metric`; for mpiio.* keys, the values in effect."""
     hints = [k for k in keys if k and k.startswith("mpiio.")]
     out = []
@@ -453,12 +407,11 @@ def points(table: Table, metric: str, records: list[dict], keys=()) -> list[Poin
         if cell is None or not cell.values:
             continue
         eff: dict[str, list] = {}
-        for rec in records:
-            if (rec.get("part", "main") != table.part or rec.get("case_id") != row.case_id
-                    or rec.get("status") != "ok"):
+        for rec in run.by_case.get((table.part, row.case_id), ()):
+            if not rec.ok:
                 continue
             for key in hints:
-                value = _effective(rec, key)
+                value = rec.observed.effective(key)
                 if value is not None and value not in eff.setdefault(key, []):
                     eff[key].append(value)
         out.append(Point(row.case_id, row.params, cell.summary, list(row.notes), eff))
@@ -695,19 +648,19 @@ def _draw_heatmap(fig, ax, spec, table, pts, unit, notes):
                      + "; ".join(dict.fromkeys(lowered)))
 
 
-def render_plot(table: Table, spec: PlotSpec, records: list[dict], out_dir: Path, prefix: str = "",
+def render_plot(table: Table, spec: PlotSpec, run, out_dir: Path, prefix: str = "",
                 formats=FORMATS) -> Plot | None:
     """Draw one plot into out_dir/<prefix><name>.{png,svg}; None when there is nothing to draw."""
     import matplotlib as mpl
 
-    pts = points(table, spec.metric, records, (spec.x.single, spec.y.single if spec.y else None))
+    pts = points(table, spec.metric, run, (spec.x.single, spec.y.single if spec.y else None))
     for axis, value in spec.fixed:
         pts = [p for p in pts if axis.value(p.params) == value]
     if not pts:
         return None
     bench = table.benchmark
     unit = table.units.get(spec.metric, "")
-    varied = list(next((r.get("varied") for r in records if r.get("part", "main") == table.part), []) or [])
+    varied = list(next((r.varied for r in run.records if r.part == table.part), []))
     series = _unique_series(pts, spec.x, spec.series, varied) if spec.kind != "heatmap" else ()
     xlabel = spec.x.title(bench)
     if any(p.effective.get(spec.x.single) for p in pts):
@@ -756,20 +709,19 @@ def render_plot(table: Table, spec: PlotSpec, records: list[dict], out_dir: Path
     return Plot(spec, title, files, notes, xlabel, ylabel)
 
 
-def make_plots(records: list[dict], out_dir: Path, settings: dict | None = None,
-               manifest: dict | None = None, metrics: list[str] | None = None,
+def make_plots(run, out_dir: Path, metrics: list[str] | None = None,
                prefix: str = "") -> tuple[list[Plot], list[str]]:
-    """Every plot of a run: (plots, notes on plots that were not drawn)."""
+    """Every plot of a run (run.Run): (plots, notes on plots that were not drawn)."""
     if importlib.util.find_spec("matplotlib") is None:
         return [], [MISSING_MATPLOTLIB]
-    chosen, notes = choose(records, settings, metrics, manifest)
+    chosen, notes = choose(run, metrics)
     plots = []
     seen = set()
     for table, spec in chosen:
         if spec.name in seen:
             continue
         seen.add(spec.name)
-        plot = render_plot(table, spec, records, out_dir, prefix)
+        plot = render_plot(table, spec, run, out_dir, prefix)
         if plot is None:
             notes.append(f"{spec.name}: no successful repetitions to plot")
         else:
@@ -778,12 +730,9 @@ def make_plots(records: list[dict], out_dir: Path, settings: dict | None = None,
 
 
 def describe_rules() -> list[str]:
-    """The default rules, one string each (from the module docstring, for pages)."""
-    doc = __doc__ or ""
-    m = re.search(r"Default choice.*?:\n\n(.*?)\n\n", doc, re.S)
-    rules = re.split(r"\n(?=\d\. )", m.group(1)) if m else []
-    return [" ".join(r.split()) for r in rules]
+    """The default rules, one string each, for pages."""
+    return list(RULES)
 
 
 __all__ = ["AGGREGATOR_KEYS", "Axis", "Plot", "PlotSpec", "Point", "choose", "default_specs",
-           "find_axes", "make_plots", "param_value", "points", "render_plot", "zip_groups"]
+           "find_axes", "make_plots", "points", "render_plot"]

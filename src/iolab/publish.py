@@ -16,7 +16,7 @@ directory descriptors with O_NOFOLLOW; an --out inside the results root, or cont
 refused.
 
 Which published study an experiment is set against, and how a run is lined up with it, is
-iolab.studies (PUBLISHED_STUDIES, compare_study): the page shows what `iolab compare ID RUN
+the experiment's `report.published` and iolab.studies.compare_study: the page shows what `iolab compare ID RUN
 published:STUDY` prints.
 """
 
@@ -34,18 +34,18 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
-from . import __version__, plots, stats
+from . import __version__, doc, plots, reportspec, stats
 from .compare import Side
 from .errors import IolabError
 from .matrix import show_value
 from .published import load_study
 from .render import render_template
-from .studies import PUBLISHED_STUDIES, StudyLink, compare_study, render_study
-from .report import (LEGEND, NOISY_MARK, OUTLIER_MARK, build_tables, render, report_settings,
-                     table_rows)
-from .results import find_run, run_state, write_all
+from .record import Record
+from .reportspec import StudyLink
+from .run import Run
+from .studies import compare_study, study_blocks
+from .report import LEGEND, NOISY_MARK, OUTLIER_MARK, build_tables, render, table_rows
+from .results import find_run, write_all
 
 MARKER = ".iolab-publish.json"
 PLOTS_DIR = "plots"
@@ -55,21 +55,12 @@ def _short(sha: str | None, n: int = 12) -> str | None:
     return sha[:n] if sha else None
 
 
-def _yaml_doc(text: str | None) -> dict:
-    try:
-        doc = yaml.safe_load(text or "") or {}
-    except yaml.YAMLError:
-        return {}
-    return doc if isinstance(doc, dict) else {}
-
-
-def setting(rec: dict) -> str:
+def setting(rec: Record) -> str:
     """The case's varied parameters, as `iolab plan` shows them."""
-    keys = rec.get("varied") or []
-    bench = rec.get("benchmark", "ior")
-    params = rec.get("params") or {}
-    text = ", ".join(f"{k}={show_value(bench, k, params.get(k))}" for k in keys if k in params)
-    return text or rec.get("case_id", "")
+    params = rec.params
+    text = ", ".join(f"{k}={show_value(rec.benchmark, k, params.get(k))}" for k in rec.varied
+                     if k in params)
+    return text or rec.case_id
 
 
 def _reps(values) -> str:
@@ -79,25 +70,25 @@ def _reps(values) -> str:
 
 # --------------------------------------------------------------------------------- provenance
 
-def provenance(path: Path, manifest: dict, records: list[dict], state=None) -> dict:
+def provenance(run: Run) -> dict:
     """What the run is: system, versions, git state, stack, per part the benchmark binaries."""
+    path, manifest, records = run.path, run.manifest, run.records
     stack_locks = set()
     parts: dict[str, dict] = {}
     for rec in records:
-        prov = rec.get("provenance") or {}
-        part = parts.setdefault(rec.get("part", "main"), {
-            "part": rec.get("part", "main"), "benchmark": rec.get("benchmark"), "names": [],
+        part = parts.setdefault(rec.part, {
+            "part": rec.part, "benchmark": rec.benchmark, "names": [],
             "versions": [], "paths": [], "sha256": [], "stacks": []})
-        binary = prov.get("binary") or {}
-        if rec.get("status") == "ok":
+        binary = rec.provenance.binary
+        if rec.ok:
             for key, out in (("name", "names"), ("version", "versions"), ("path", "paths"),
                              ("sha256", "sha256")):
                 value = binary.get(key)
                 if value and value not in part[out]:
                     part[out].append(value)
-        if rec.get("status") == "skipped" and "not found" in str(rec.get("error") or ""):
+        if rec.status == "skipped" and "not found" in str(rec.error or ""):
             part["not_found"] = True
-        stack = prov.get("stack")
+        stack = rec.provenance.get("stack")
         if isinstance(stack, dict):
             shown = ", ".join(f"{k}={v}" for k, v in sorted(stack.items())
                               if v not in (None, "", [], {}) and k != "spack_lock_sha256")
@@ -106,35 +97,34 @@ def provenance(path: Path, manifest: dict, records: list[dict], state=None) -> d
             if stack.get("spack_lock_sha256"):
                 stack_locks.add(stack["spack_lock_sha256"])
     for part in parts.values():
-        ran = any(r.get("status") == "ok" and r.get("part", "main") == part["part"] for r in records)
+        ran = any(r.ok and r.part == part["part"] for r in records)
         # never "not printed" for a binary that did not run: say why there is no version
         part["version_text"] = (", ".join(part["versions"]) or "not printed" if ran
                                 else "not found" if part.get("not_found") else "did not run")
-    status = {s: sum(r.get("status") == s for r in records) for s in ("ok", "failed", "skipped", "aborted")}
+    status = {s: sum(r.status == s for r in records) for s in ("ok", "failed", "skipped", "aborted")}
     reframe = manifest.get("reframe") or next(
-        ((r.get("provenance") or {}).get("reframe") for r in records
-         if (r.get("provenance") or {}).get("reframe")), None)
+        (r.provenance.get("reframe") for r in records if r.provenance.get("reframe")), None)
     lock = manifest.get("spack_lock_sha256") or (sorted(stack_locks)[0] if len(stack_locks) == 1 else None)
     return {
         "run_id": path.name,
         "path": str(path),
-        "system": manifest.get("system") or manifest.get("label") or "unknown",
-        "origin": manifest.get("origin") or "-",
-        "created": manifest.get("created") or "-",
-        "profile": manifest.get("profile") or "(base)",
-        "git": manifest.get("git"),
-        "git_short": _short(manifest.get("git")) or "unknown",
-        "dirty": manifest.get("dirty"),
-        "iolab": manifest.get("iolab") or "-",
+        "system": manifest.system or manifest.label or "unknown",
+        "origin": manifest.origin or "-",
+        "created": manifest.created or "-",
+        "profile": manifest.profile or "(base)",
+        "git": manifest.git,
+        "git_short": _short(manifest.git) or "unknown",
+        "dirty": manifest.dirty,
+        "iolab": manifest.iolab or "-",
         "reframe": reframe or "-",
         "spack_lock_sha256": lock,
         "spack_lock_short": _short(lock),
-        "experiment_sha256": manifest.get("experiment_sha256"),
-        "host": (manifest.get("host") or {}).get("hostname") or "-",
+        "experiment_sha256": manifest.experiment_sha256,
+        "host": manifest.host.get("hostname") or "-",
         "records": len(records),
         "status": status,
         "parts": list(parts.values()),
-        "state": state.describe() if state is not None else None,
+        "state": run.describe(),
     }
 
 
@@ -165,36 +155,33 @@ def html_table(table) -> dict:
 
 # ------------------------------------------------------------------------- requested vs applied
 
-def flags_by_case(records: list[dict]) -> list[dict]:
+def flags_by_case(records: list[Record]) -> list[dict]:
     """Every flag (requested vs applied difference), by case, with the repetitions it concerns."""
     cases: dict[tuple, dict] = {}
     for rec in records:
-        flags = rec.get("flags")
-        if flags is None:
-            from .report import record_notes
-            flags = record_notes(rec)
+        flags = rec.notes()
         if not flags:
             continue
-        key = (rec.get("part", "main"), rec.get("case_id"))
+        key = (rec.part, rec.case_id)
         case = cases.setdefault(key, {"part": key[0], "case_id": key[1], "setting": setting(rec),
                                       "flags": {}})
         for flag in flags:
-            case["flags"].setdefault(flag, []).append(rec.get("repetition"))
+            case["flags"].setdefault(flag, []).append(rec.repetition)
     return [{**c, "flags": [{"text": t, "reps": _reps(r)} for t, r in c["flags"].items()]}
             for c in cases.values()]
 
 
-def darshan_by_case(records: list[dict]) -> list[dict]:
+def darshan_by_case(records: list[Record]) -> list[dict]:
     """observed.darshan of each case: findings (with their repetitions) and logs without any."""
     cases: dict[tuple, dict] = {}
     for rec in records:
-        dar = (rec.get("observed") or {}).get("darshan")
+        dar = rec.observed.darshan
         if not isinstance(dar, dict):
             continue
-        key = (rec.get("part", "main"), rec.get("case_id"))
+        key = (rec.part, rec.case_id)
         case = cases.setdefault(key, {"part": key[0], "case_id": key[1], "setting": setting(rec),
                                       "findings": {}, "other": {}})
-        rep = rec.get("repetition")
+        rep = rec.repetition
         status = dar.get("status", "unknown")
         for f in dar.get("findings") or []:
             text = f.get("text") if isinstance(f, dict) else str(f)
@@ -228,8 +215,7 @@ class PublishedSection:
     error: str = ""
 
 
-def published_comparison(path: Path, manifest: dict, records: list[dict], link: StudyLink,
-                         project_root: Path) -> PublishedSection:
+def published_comparison(run: Run, link: StudyLink, project_root: Path) -> PublishedSection:
     """The run against its published study, as `iolab compare ID RUN published:STUDY` does
     (iolab.studies.compare_study): per group of the study's rows a table and its verdict lines,
     then the study's verdict."""
@@ -244,45 +230,22 @@ def published_comparison(path: Path, manifest: dict, records: list[dict], link: 
     section.seed = study.citation.get("seed", "")
     if link.why:
         section.adjustments.append(link.why)
-    if not records:
+    if not run.records:
         section.error = "the run has no records"
         return section
-    side = Side("run", path, manifest, records)
     try:
-        result = compare_study(side, study, records[0].get("experiment"))
+        result = compare_study(Side("run", run), study)
     except IolabError as exc:
         section.error = str(exc)
         return section
     if not result.compared:
         section.error = "; ".join(g.error for g in result.groups)
         return section
-    text = render_study(result)
-    section.blocks = markdown_blocks(text)
-    section.markdown = re.sub(r"^(#+) ", r"#\1 ", text, flags=re.M)   # under the page's "## Published study"
+    blocks = study_blocks(result)
+    section.blocks = doc.as_dicts(blocks)
+    section.markdown = doc.markdown(blocks, shift=1)     # under the page's "## Published study"
     section.verdict = result.verdict()
     return section
-
-
-def markdown_blocks(text: str) -> list[dict]:
-    """The Markdown that compare.py renders (headings, lines, pipe tables) as blocks for HTML."""
-    blocks: list[dict] = []
-    table: list[list[str]] | None = None
-    for line in text.splitlines():
-        if line.startswith("|"):
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if table is None:
-                table = [cells]
-                blocks.append({"kind": "table", "header": cells, "rows": []})
-            elif not all(set(c) <= {"-", ":"} and c for c in cells):
-                blocks[-1]["rows"].append(cells)
-            continue
-        table = None
-        if line.startswith("#"):
-            blocks.append({"kind": "heading", "text": line.lstrip("#").strip()})
-        elif line.strip():
-            kind = "verdict" if line.startswith(("verdict", "absolute", "study verdict")) else "line"
-            blocks.append({"kind": kind, "text": line})
-    return blocks
 
 
 # ----------------------------------------------------------------------------------- the page
@@ -298,8 +261,9 @@ class RunReport:
     flags: list[dict]
     darshan: list[dict]
     published: PublishedSection | None
-    settings: dict
+    settings: reportspec.Report
     run_notes: list[str] = field(default_factory=list)   # imported, incomplete, unreadable lines
+    run: Run | None = None
 
 
 def _plot_entry(plot: plots.Plot, out: Path) -> dict:
@@ -317,19 +281,18 @@ def _alt(plot: plots.Plot) -> str:
 
 def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str,
                prefix: str = "") -> RunReport:
-    state = run_state(path)
-    records, manifest = state.records, state.manifest
-    if not records:
-        raise IolabError(f"run {path.name} has no readable records", hint=state.describe())
-    settings = report_settings(manifest)
-    tables = build_tables(records, None, settings)
-    made, notes = plots.make_plots(records, staging / PLOTS_DIR, settings, manifest, prefix=prefix)
-    link = PUBLISHED_STUDIES.get(experiment_id)
-    published = (published_comparison(path, manifest, records, link, project_root) if link else None)
-    return RunReport(provenance(path, manifest, records, state), [html_table(t) for t in tables],
-                     render(tables, "md", state), render(tables, "csv"),
-                     [_plot_entry(p, staging) for p in made], notes, flags_by_case(records),
-                     darshan_by_case(records), published, settings, state.notes())
+    run = Run.load(path, project_root)
+    if not run.records:
+        raise IolabError(f"run {path.name} has no readable records", hint=run.describe())
+    settings = run.report
+    tables = build_tables(run.records, None, settings)
+    made, notes = plots.make_plots(run, staging / PLOTS_DIR, prefix=prefix)
+    link = settings.study()
+    published = published_comparison(run, link, project_root) if link else None
+    return RunReport(provenance(run), [html_table(t) for t in tables],
+                     render(tables, "md", run), render(tables, "csv"),
+                     [_plot_entry(p, staging) for p in made], notes, flags_by_case(run.records),
+                     darshan_by_case(run.records), published, settings, run.notes(), run)
 
 
 def _csv_with_runs(reports: list[RunReport]) -> str:
@@ -351,22 +314,20 @@ def _csv_with_runs(reports: list[RunReport]) -> str:
     return buf.getvalue()
 
 
-def experiment_info(experiment_id: str, manifests: list[dict], project_root: Path) -> dict:
-    doc = _yaml_doc(manifests[-1].get("experiment_yaml")) if manifests else {}
-    if not doc:
-        path = project_root / "experiments" / f"{experiment_id}.yaml"
-        doc = _yaml_doc(path.read_text()) if path.is_file() else {}
-    shas = sorted({m.get("experiment_sha256") for m in manifests if m.get("experiment_sha256")})
-    return {"id": experiment_id, "description": " ".join(str(doc.get("description") or "").split()),
-            "source": doc.get("source") or "", "tags": list(doc.get("tags") or []),
+def experiment_info(experiment_id: str, runs: list[Run]) -> dict:
+    """The experiment as last run (else as it is now): description, source, tags."""
+    exp = (runs[-1].experiment or runs[-1].experiment_now) if runs else None
+    shas = sorted({r.manifest.experiment_sha256 for r in runs if r.manifest.experiment_sha256})
+    return {"id": experiment_id, "description": " ".join(str(exp.description or "").split()) if exp else "",
+            "source": (exp.source or "") if exp else "", "tags": list(exp.tags) if exp else [],
             "yaml_differs": len(shas) > 1}
 
 
-def build_context(experiment_id: str, reports: list[RunReport], project_root: Path,
-                  manifests: list[dict]) -> dict:
-    link = PUBLISHED_STUDIES.get(experiment_id)
+def build_context(experiment_id: str, reports: list[RunReport]) -> dict:
+    runs = [r.run for r in reports if r.run is not None]
+    link = runs[-1].report.study() if runs else None
     return {
-        "experiment": experiment_info(experiment_id, manifests, project_root),
+        "experiment": experiment_info(experiment_id, runs),
         "runs": reports,
         "legend": LEGEND,
         "plot_rules": plots.describe_rules(),
@@ -604,7 +565,7 @@ def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, for
     """Write the static report of an experiment's run(s) into `out` (see the module docstring).
     `results` defaults to results.results_root (IOLAB_RESULTS, else <project>/results)."""
     from .render import project_root as default_root
-    from .results import RunDir, results_root
+    from .results import results_root
 
     root = project_root or default_root()
     res = results or results_root(root)
@@ -612,12 +573,11 @@ def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, for
     out = _real_out(shown_out, res)
     paths = list(dict.fromkeys(find_run(res, experiment_id, r, include_imported) for r in (runs or [None])))
     previous = _previous_files(out, force)
-    manifests = [RunDir(p).manifest() for p in paths]
     with tempfile.TemporaryDirectory(prefix="iolab-publish-") as tmp:
         staging = Path(tmp)
         reports = [run_report(p, staging, root, experiment_id,
                               prefix=f"{p.name}-" if len(paths) > 1 else "") for p in paths]
-        context = build_context(experiment_id, reports, root, manifests)
+        context = build_context(experiment_id, reports)
         files = {
             "index.html": render_template("report/index.html.j2", **context),
             "report.md": render_template("report/report.md.j2", **context),

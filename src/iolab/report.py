@@ -6,14 +6,17 @@ Reads only results/<id>/<run-id>/ (never stage directories), so a table can be r
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import math
-import statistics
 from dataclasses import dataclass, field
 
+from . import reportspec, stats
 from . import schema as schemas
-from . import stats
+from .parsers import Metric
+from .record import NUM_TASKS, Record, param_value
+from .units import UNIT_BYTES
 
 
 
@@ -35,45 +38,51 @@ def metric_label(name: str) -> str:
     return " ".join(_WORDS.get(w, w.capitalize()) for w in name.split("_"))
 
 
-def with_darshan_columns(records: list[dict], columns: list[str]) -> list[dict]:
+def with_darshan_columns(records: list[Record], columns: list[str]) -> list[Record]:
     """Records with the requested Darshan summary values added as metrics `darshan.<column>`,
     so tables treat them like any measured value (mean, interval, n). Missing stays missing."""
     from .darshan import COLUMNS, column
 
     out = []
     for rec in records:
-        summary = ((rec.get("observed") or {}).get("darshan") or {}).get("summary")
+        summary = rec.observed.darshan_summary
         extra = []
         for name in columns:
             value = column(summary, name) if summary else None
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                extra.append({"name": DARSHAN + name, "value": float(value),
-                              "unit": COLUMNS[name].unit, "source": "darshan"})
-        out.append({**rec, "metrics": list(rec.get("metrics", [])) + extra} if extra else rec)
+                extra.append(Metric(DARSHAN + name, float(value), COLUMNS[name].unit, "darshan"))
+        out.append(dataclasses.replace(rec, metrics=rec.metrics + extra) if extra else rec)
     return out
 
 
 DERIVED = {
     # name: (header, display divisor)
-    "file_size": ("File Size (GiB)", float(1024**3)),
+    "file_size": ("File Size (GiB)", float(UNIT_BYTES["GiB"])),
     "sqrt_rule_osts": ("OSTs by sqrt(GB) Rule", None),
 }
 
 
 def param_label(key: str, benchmark: str) -> tuple[str, float | None]:
     """Header and display divisor: ('Stripe Size (MiB)', 1048576)."""
-    if key == "scale.num_tasks":
+    if key == NUM_TASKS:
         return "Number of Processes", None
     if key.startswith("derived."):
         return DERIVED[key.removeprefix("derived.")]
     if key.endswith(EFFECTIVE):
         title, divisor = param_label(key.removesuffix(EFFECTIVE), benchmark)
         return f"{title} (effective)", divisor
-    spec = schemas.param_spec(benchmark, key) or {}
+    return spec_label(key, schemas.param_spec(benchmark, key) or {})
+
+
+def spec_label(key: str, spec: dict) -> tuple[str, float | None]:
+    """Header and display divisor of a parameter from its schema: title, and the x-unit sizes are
+    shown in."""
+    if key == NUM_TASKS:
+        return "Number of Processes", None
     title = spec.get("title", key)
     unit = spec.get("x-unit")
     if unit:
-        return f"{title} ({unit})", float({"KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}[unit])
+        return f"{title} ({unit})", float(UNIT_BYTES[unit])
     return title, None
 
 
@@ -109,16 +118,8 @@ class Cell:
         return stats.summarize(self.values)
 
     @property
-    def mean(self) -> float | None:
-        return statistics.fmean(self.values) if self.values else None
-
-    @property
     def max(self) -> float | None:
         return max(self.values) if self.values else None
-
-    @property
-    def stddev(self) -> float | None:
-        return statistics.stdev(self.values) if len(self.values) >= 2 else None
 
     def rep(self, index: int):
         rep = self.reps[index] if index < len(self.reps) else None
@@ -172,7 +173,7 @@ def _display_keys(varied: list[str], derived: list[str]) -> list[str]:
         if k.startswith("mpiio."):
             keys.append(k + EFFECTIVE)
     if any(k.startswith("scale.") for k in varied):
-        keys.insert(0, "scale.num_tasks")
+        keys.insert(0, NUM_TASKS)
         if "scale.nodes" in varied and "scale.tasks_per_node" in varied:
             keys.insert(1, "scale.nodes")
     return keys + [f"derived.{d}" for d in derived]
@@ -186,108 +187,68 @@ def file_size(params: dict, benchmark: str | None) -> int | None:
 
 
 def _param(params: dict, key: str, benchmark: str | None = None):
-    if key == "scale.num_tasks":
-        return params.get("scale.nodes", 1) * params.get("scale.tasks_per_node", 1)
     if key == "derived.file_size":
         return file_size(params, benchmark)
     if key == "derived.sqrt_rule_osts":
         size = file_size(params, benchmark)
         return None if size is None else max(1, math.ceil(math.sqrt(size / 1e9)))
-    return params.get(key)
+    return param_value(params, key)
 
 
-def _effective(record: dict, key: str) -> str | None:
-    hints = (record.get("observed") or {}).get("mpiio_hints")
-    if not hints:
-        return None
-    if hints.get("effective") is None:
-        return "unverified"
-    return hints["effective"].get(key.removeprefix("mpiio."), "absent")
-
-
-def striping_note(record: dict) -> str | None:
-    lustre = record.get("observed", {}).get("lustre") or {}
-    if lustre.get("requested") and lustre.get("applied") is False:
-        return f"striping not applied: {lustre.get('reason', 'unknown reason')}"
-    return None
-
-
-def record_notes(record: dict) -> list[str]:
-    """Requested-vs-applied differences: the record's flags (older records: striping only)."""
-    if "flags" in record:
-        return list(record["flags"])
-    note = striping_note(record)
-    return [note] if note else []
-
-
-def report_settings(manifest: dict) -> dict:
-    """The `report:` section of the experiment as it was run (from the run's manifest)."""
-    import yaml
-
-    try:
-        doc = yaml.safe_load(manifest.get("experiment_yaml") or "") or {}
-    except yaml.YAMLError:
-        return {}
-    return doc.get("report", {}) if isinstance(doc, dict) else {}
-
-
-def build_tables(records: list[dict], metrics: list[str] | None = None,
-                 settings: dict | None = None) -> list[Table]:
+def build_tables(records: list[Record], metrics: list[str] | None = None,
+                 settings: reportspec.Report | None = None) -> list[Table]:
     """One table per part (benchmark), rows in first-seen case order."""
-    settings = settings or {}
-    by_part: dict[str, list[dict]] = {}
+    settings = settings or reportspec.Report()
+    by_part: dict[str, list[Record]] = {}
     for rec in records:
-        by_part.setdefault(rec.get("part", "main"), []).append(rec)
+        by_part.setdefault(rec.part, []).append(rec)
     tables = []
     for part, recs in by_part.items():
-        bench = recs[0]["benchmark"]
-        varied = recs[0].get("varied") or []
-        keys = _display_keys(varied, settings.get("derived", []))
-        present = {m["name"] for r in recs for m in r.get("metrics", [])}
-        wanted = metrics or settings.get("metrics") or default_metrics(bench)
+        bench = recs[0].benchmark
+        keys = _display_keys(recs[0].varied, list(settings.derived))
+        present = {m.name for r in recs for m in r.metrics}
+        wanted = metrics or list(settings.metrics) or default_metrics(bench)
         chosen = metrics or [m for m in wanted if m in present]
         if not chosen:
             chosen = sorted(present)[:2]
         units: dict[str, str] = {}
         rows: dict[str, Row] = {}
         for rec in recs:
-            cid = rec["case_id"]
-            row = rows.get(cid)
+            row = rows.get(rec.case_id)
             if row is None:
-                row = rows[cid] = Row(part, bench, cid, rec["params"],
-                                      [_param(rec["params"], k, bench) for k in keys],
-                                      cells={m: Cell([]) for m in chosen})
+                row = rows[rec.case_id] = Row(part, bench, rec.case_id, rec.params,
+                                              [_param(rec.params, k, bench) for k in keys],
+                                              cells={m: Cell([]) for m in chosen})
             for i, k in enumerate(keys):
-                if k.endswith(EFFECTIVE) and rec.get("status") == "ok":
-                    seen = _effective(rec, k.removesuffix(EFFECTIVE))
+                if k.endswith(EFFECTIVE) and rec.ok:
+                    seen = rec.observed.effective_text(k.removesuffix(EFFECTIVE))
                     current = row.key_values[i]
                     values = [] if current is None else str(current).split("/")
                     if seen is not None and seen not in values:
                         values.append(seen)
                         # one value keeps its type (and unit); several are shown as a/b
                         row.key_values[i] = values[0] if len(values) == 1 else "/".join(values)
-            status = rec.get("status")
-            if status == "ok":
+            if rec.ok:
                 row.ok += 1
-                for m in rec.get("metrics", []):
-                    cell = row.cells.get(m["name"])
+                for m in rec.metrics:
+                    cell = row.cells.get(m.name)
                     if cell is not None:
-                        cell.values.append(m["value"])
-                        cell.reps.append(rec.get("repetition"))
-                        units[m["name"]] = m["unit"]
-                    base = m["name"].removesuffix(OWN_MAX_SUFFIX)
-                    if base != m["name"] and base in row.cells:
-                        row.own_max.setdefault(base, Cell([])).values.append(m["value"])
-            elif status == "skipped":
-                row.skipped.append(rec.get("error") or "skipped")
-            elif status == "aborted":
-                row.aborted.append(rec.get("error") or "aborted")
+                        cell.values.append(m.value)
+                        cell.reps.append(rec.repetition)
+                        units[m.name] = m.unit
+                    base = m.name.removesuffix(OWN_MAX_SUFFIX)
+                    if base != m.name and base in row.cells:
+                        row.own_max.setdefault(base, Cell([])).values.append(m.value)
+            elif rec.status == "skipped":
+                row.skipped.append(rec.error or "skipped")
+            elif rec.status == "aborted":
+                row.aborted.append(rec.error or "aborted")
             else:
-                row.failed.append(rec.get("error") or "failed")
-            for note in record_notes(rec):
+                row.failed.append(rec.error or "failed")
+            for note in rec.notes():
                 if note not in row.notes:
                     row.notes.append(note)
-        tables.append(Table(recs[0]["experiment"], recs[0].get("run_id", ""), part, bench, keys,
+        tables.append(Table(recs[0].experiment, recs[0].run_id, part, bench, keys,
                             chosen, units, list(rows.values())))
     return tables
 
@@ -495,7 +456,7 @@ def to_json(tables: list[Table], run: dict | None = None) -> str:
 
 
 def render(tables: list[Table], fmt: str, state=None) -> str:
-    """Markdown, CSV or JSON. With the run's state (results.RunState): Markdown starts with its
+    """Markdown, CSV or JSON. With the run (run.Run): Markdown starts with its
     notes and every JSON row gets a `run` field; CSV stays plain (callers print the notes)."""
     if fmt == "csv":
         return to_csv(tables)
@@ -532,7 +493,8 @@ def suggest_reps(run_paths, cases, planned: int, target_pct: float,
                  metrics: dict[str, list[str]] | None = None) -> list[RepSuggestion]:
     """Per case and metric: repetitions for a 95% CI half-width of target_pct % of the mean,
     from the values of earlier runs of the same case ids."""
-    from .results import case_index, load_records, same_case
+    from .results import case_index, same_case
+    from .run import Run
 
     target = target_pct / 100
     wanted = {c.case_id: c for c in cases}
@@ -541,16 +503,16 @@ def suggest_reps(run_paths, cases, planned: int, target_pct: float,
     units: dict[str, str] = {}
     runs: dict[tuple[str, str], set] = {}
     for path in run_paths:
-        for rec in load_records(path):
-            case = wanted.get(same_case(str(rec.get("case_id")), index) or "")
-            if case is None or rec.get("status") != "ok":
+        for rec in Run.load(path).records:
+            case = wanted.get(same_case(rec.case_id, index) or "")
+            if case is None or not rec.ok:
                 continue
             names = (metrics or {}).get(case.benchmark) or default_metrics(case.benchmark)
-            for m in rec.get("metrics", []):
-                if m["name"] in names:
-                    values.setdefault((case.case_id, m["name"]), []).append(m["value"])
-                    runs.setdefault((case.case_id, m["name"]), set()).add(path.name)
-                    units[m["name"]] = m["unit"]
+            for m in rec.metrics:
+                if m.name in names:
+                    values.setdefault((case.case_id, m.name), []).append(m.value)
+                    runs.setdefault((case.case_id, m.name), set()).add(path.name)
+                    units[m.name] = m.unit
     out = []
     for case in cases:
         names = (metrics or {}).get(case.benchmark) or default_metrics(case.benchmark)

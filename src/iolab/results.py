@@ -10,7 +10,7 @@ run directory, else $TMPDIR, else the home directory) named in the error, so not
 lost. One process appends to a run (run ids are created exclusively per process).
 
 Readers never fail on a damaged line: a torn last line (a crash mid-write) or a corrupt line is
-reported once on stderr, skipped and counted (RecordsRead.bad, RunState.unreadable).
+reported once on stderr, skipped and counted (RecordsRead.bad, run.Run.unreadable).
 
 The manifest of a ReFrame run lists what was planned before anything ran (`planned`: one
 {part, case_id, repetition} per job) and, once, when the run ends, gains `finished`:
@@ -35,16 +35,14 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
 from .errors import IolabError
+from .record import SCHEMA, STATUSES, Manifest, Record  # noqa: F401  (STATUSES: the format's)
 
-RECORD_SCHEMA = 1
-# ok: measured; failed: ran (or tried to) and did not give a valid result, with a reason;
-# skipped: not run, with a reason; aborted: interrupted (SIGINT/SIGTERM) before it finished.
-STATUSES = ("ok", "failed", "skipped", "aborted")
+RECORD_SCHEMA = SCHEMA
 RECORDS = "records.jsonl"
 COMPRESS_OVER = 1 << 20
 MANIFEST = "manifest.json"
@@ -288,9 +286,11 @@ class RunDir:
         run._dir_synced = True
         return run
 
-    def append(self, record: dict) -> None:
+    def append(self, record: Record | dict) -> None:
         """Append one record, durably (see the module docstring). Raises IolabError naming the
         fallback file when the record could not go into records.jsonl."""
+        if isinstance(record, Record):
+            record = record.to_json()
         line = json.dumps(record, sort_keys=True, allow_nan=False) + "\n"
         self._pending.append(line.encode())
         # After a fallback, one try per record: the disk is known to be in trouble.
@@ -422,9 +422,6 @@ class RunDir:
             raise IolabError(f"{self.path / MANIFEST}: could not record the end of the run: "
                              f"{_why(exc)}") from None
 
-    def records(self) -> list[dict]:
-        return load_records(self.path)
-
 
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
@@ -519,139 +516,6 @@ def read_records(run_path: Path) -> RecordsRead:
     return RecordsRead(path, records, bad)
 
 
-def load_records(run_path: Path) -> list[dict]:
-    return read_records(run_path).records
-
-
-# ---------------------------------------------------------------------------------- run state
-
-def origin_of(manifest: dict) -> str:
-    return "imported" if manifest.get("origin") == "imported" else "measured"
-
-
-def _job(part, case_id, repetition) -> tuple:
-    return (part or "main", str(case_id), repetition)
-
-
-@dataclass
-class RunState:
-    """What a run holds and whether it is whole, for `iolab runs`, tables and reports."""
-
-    path: Path
-    manifest: dict
-    records: list[dict]
-    unreadable: list[BadLine] = field(default_factory=list)
-    planned: int | None = None                 # jobs in the manifest's plan; None: no plan
-    counts: dict[str, int] = field(default_factory=dict)     # records by status
-    missing: list[tuple] = field(default_factory=list)       # planned jobs without a record
-    finished: dict | None = None
-    unsaved: list[str] = field(default_factory=list)         # fallback files in the run directory
-    raw_errors: int = 0                        # records whose raw outputs were not all stored
-
-    @property
-    def run_id(self) -> str:
-        return self.path.name
-
-    @property
-    def origin(self) -> str:
-        return origin_of(self.manifest)
-
-    @property
-    def system(self) -> str | None:
-        return self.manifest.get("system")
-
-    @property
-    def state(self) -> str:
-        """complete | incomplete (ended, with jobs missing or interrupted) | unfinished (no end)."""
-        if self.planned is not None and self.finished is None:
-            return "unfinished"
-        if self.finished is not None and (not self.finished.get("complete") or self.missing):
-            return "incomplete"
-        if self.finished is None and self.counts.get("aborted"):
-            return "incomplete"
-        return "complete"
-
-    @property
-    def complete(self) -> bool:
-        return self.state == "complete"
-
-    def counts_text(self) -> str:
-        shown = [f"{n} {s}" for s, n in self.counts.items() if n or s == "ok"]
-        total = sum(self.counts.values())
-        return f"{total} record{'s' * (total != 1)}: " + ", ".join(shown)
-
-    def describe(self) -> str:
-        """complete | incomplete: N of M jobs have no record (interrupted by SIGTERM) | unfinished ..."""
-        state = self.state
-        missing = (f"{len(self.missing)} of {self.planned} jobs have no record"
-                   if self.missing and self.planned is not None else "")
-        if state == "unfinished":
-            return "unfinished (killed or still running)" + (f": {missing}" if missing else "")
-        if state == "incomplete":
-            bits = [missing] if missing else []
-            if self.counts.get("aborted"):
-                bits.append(f"{self.counts['aborted']} aborted")
-            reason = (self.finished or {}).get("reason")
-            text = "incomplete: " + (", ".join(bits) or "the run says so")
-            return text + (f" ({reason})" if reason else "")
-        return "complete" if self.planned is not None else "complete as recorded"
-
-    def notes(self) -> list[str]:
-        """Lines for tables and reports; none for a complete measured run read in full."""
-        out = []
-        if self.origin == "imported":
-            label = self.manifest.get("label")
-            out.append("imported run: outputs of runs made outside iolab"
-                       + (f" ({label})" if label else "") + ", not measured by iolab")
-        if not self.complete:
-            out.append(f"run {self.describe()}; {self.counts_text()}")
-        if self.unreadable:
-            lines = ", ".join(f"{b.line} ({b.reason})" for b in self.unreadable[:3])
-            more = f" and {len(self.unreadable) - 3} more" if len(self.unreadable) > 3 else ""
-            out.append(f"{len(self.unreadable)} unreadable line(s) in {RECORDS} skipped: "
-                       f"line {lines}{more}")
-        if self.unsaved:
-            out.append(f"records not merged yet: {', '.join(self.unsaved)} in the run directory "
-                       f"(`cat FILE >> {RECORDS}` once there is space)")
-        if self.raw_errors:
-            out.append(f"{self.raw_errors} record(s) with raw outputs that could not be stored "
-                       "(raw.errors)")
-        return out
-
-    def as_json(self) -> dict:
-        return {"run_id": self.run_id, "origin": self.origin, "state": self.state,
-                "describe": self.describe(), "planned": self.planned, "counts": self.counts,
-                "missing": len(self.missing), "unreadable_lines": [b.line for b in self.unreadable],
-                "notes": self.notes()}
-
-
-def run_state(path: Path) -> RunState:
-    """The manifest and records of a run, and what they say about it (see RunState)."""
-    path = Path(path)
-    manifest = read_manifest(path)
-    read = read_records(path)
-    counts = {s: 0 for s in STATUSES}
-    recorded = set()
-    raw_errors = 0
-    for rec in read.records:
-        status = rec.get("status")
-        key = status if isinstance(status, str) else "unknown"
-        counts[key] = counts.get(key, 0) + 1
-        recorded.add(_job(rec.get("part"), rec.get("case_id"), rec.get("repetition")))
-        raw_errors += bool(isinstance(rec.get("raw"), dict) and rec["raw"].get("errors"))
-    plan = manifest.get("planned")
-    planned = missing = None
-    if isinstance(plan, list):
-        jobs = list(dict.fromkeys(_job(j.get("part"), j.get("case_id"), j.get("repetition"))
-                                  for j in plan if isinstance(j, dict)))
-        planned = len(jobs)
-        missing = [j for j in jobs if j not in recorded]
-    finished = manifest.get("finished")
-    unsaved = sorted(p.name for p in path.glob(FALLBACK_NAME.format(pid="*")))
-    return RunState(path, manifest, read.records, read.bad, planned, counts, missing or [],
-                    finished if isinstance(finished, dict) else None, unsaved, raw_errors)
-
-
 # ------------------------------------------------------------------------------ finding runs
 
 def _run_dirs(base: Path) -> list[Path]:
@@ -705,7 +569,7 @@ def no_runs_error(root: Path, experiment_id: str) -> IolabError:
 
 def _is_imported(path: Path) -> bool:
     try:
-        return origin_of(json.loads((path / MANIFEST).read_text())) == "imported"
+        return json.loads((path / MANIFEST).read_text()).get("origin") == "imported"
     except (OSError, ValueError, AttributeError):
         return False
 

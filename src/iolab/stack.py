@@ -160,13 +160,13 @@ def from_extras(extras: dict) -> Stack:
                  spack_config, list(install_opts))
 
 
-def summarize(records: list[dict]) -> list[str]:
+def summarize(records) -> list[str]:
     """What supplied a run's benchmarks, from its records, one line each: the provider (and
     spack.lock sha256, modules or prefix), then each benchmark's binary with its version (as the
     benchmark printed it, else as Spack installed it) and Darshan's runtime version."""
     lines, seen = [], set()
     for rec in records:
-        stack = (rec.get("provenance") or {}).get("stack") or {}
+        stack = rec.provenance.stack
         if not stack:
             continue
         head = f"stack: {stack.get('provider')}"
@@ -183,17 +183,16 @@ def summarize(records: list[dict]) -> list[str]:
     benchmarks: dict[str, tuple] = {}
     darshan = set()
     for rec in records:
-        prov = rec.get("provenance") or {}
-        binary, stack = prov.get("binary") or {}, prov.get("stack") or {}
-        name = rec.get("benchmark")
+        binary, stack = rec.provenance.binary, rec.provenance.stack
+        name = rec.benchmark
         spack_version = (stack.get("versions") or {}).get(spack_packages().get(name, ""))
         version = binary.get("version") or spack_version
         if name and (binary.get("path") or version):
             benchmarks.setdefault(f"{name} {binary.get('name') or ''}".strip(), (
                 binary.get("path"), version, stack.get("supplied_by"), binary.get("sha256")))
-        dar = ((rec.get("observed") or {}).get("darshan") or {}).get("summary") or {}
+        dar = rec.observed.darshan_summary or {}
         ver = dar.get("darshan_version") or (stack.get("versions") or {}).get("darshan-runtime")
-        if ver and (rec.get("observed") or {}).get("darshan"):
+        if ver and rec.observed.darshan:
             darshan.add(ver)
     for label, (path, version, supplied_by, sha) in sorted(benchmarks.items()):
         lines.append(f"  {label}: {version or 'version not printed'}, {path or 'path unknown'}"

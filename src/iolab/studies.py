@@ -17,9 +17,9 @@ every step is said in the output:
 `exact` (--exact) turns all three off: every column is matched as written, and rows matching
 several cases are reported as ambiguous.
 
-Which experiment reproduces which study is PUBLISHED_STUDIES below (the experiment schema has no
-`published:` field): per experiment, the study and, per group of rows, the part of the run and
-its metric, or why those rows cannot be measured.
+Which study an experiment reproduces is its `report.published` (reportspec.StudyLink, read from
+the experiment as run): the study and, per group of rows, the part of the run and its metric, or
+why those rows cannot be measured.
 """
 
 from __future__ import annotations
@@ -27,89 +27,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from . import benchmarks
-from .compare import (PublishedComparison, Side, _setting_value, _source, _where_ok, compare_published,
-                      parse_picks, parse_where, picked_records, render_published)
+from . import benchmarks, doc
+from .compare import (PublishedComparison, Side, _setting_value, _where_ok, citation_blocks,
+                      compare_published, parse_picks, parse_where, picked_records, published_blocks)
 from .errors import IolabError
 from .published import Study
-from .report import _param
+from .reportspec import StudyLink, TableLink
 
 SCALE_COLUMNS = ("scale.num_tasks", "scale.nodes", "scale.tasks_per_node")
-
-
-@dataclass(frozen=True)
-class TableLink:
-    """One group of a study's rows and what of the run is set against it."""
-
-    table: str = ""                     # the study's `table` column value ("" = rows without one)
-    metric: str | None = None           # the run's metric (default: the study's)
-    part: str | None = None             # only this part of the run
-    where: tuple[str, ...] = ()         # more row filters (COLUMN=VALUE), e.g. ("metric=write_time",)
-    ignore: tuple[str, ...] = ()        # study columns not matched
-    not_compared: str = ""              # why these rows cannot be measured (then none is)
-    why: str = ""                       # a note on the pairing, shown with the comparison
-
-    def filters(self, study_metric: str | None = None) -> list[str]:
-        out = [f"table={self.table}"] if self.table else []
-        if study_metric and not any(w.startswith("metric=") for w in self.where):
-            out.append(f"metric={study_metric}")
-        return out + list(self.where)
-
-
-@dataclass(frozen=True)
-class StudyLink:
-    """How an experiment's run is set against results/published/<study>.csv."""
-
-    study: str
-    tables: tuple[TableLink, ...] = (TableLink(),)
-    why: str = ""
-
-
-# experiment id -> its published study. One place; the schema has no `published:` field.
-PUBLISHED_STUDIES: dict[str, StudyLink] = {
-    "archer-fpp-vs-ssf": StudyLink("archer-fpp-ssf"),
-    "csc-btio-hints": StudyLink("csc-btio-mahti"),
-    "cp2k-aggregators": StudyLink("cp2k-aggregators", (
-        TableLink("table-1", metric="write_bw",
-                  why="the post's net write bandwidth (Cray MPICH's 'net write BW', bytes over the "
-                      "whole write) is set against IOR's write bandwidth, which counts open and "
-                      "close too"),)),
-    "nersc-burst-buffer": StudyLink("cp2k-aggregators", (
-        TableLink("burst-buffer", not_compared=(
-            "the post gives its burst-buffer timings (Figure 2: 192, 288 and 384 processes, with "
-            "and without the burst buffer) only as an image; its text states a 30 % gain at 192 "
-            "processes and no number per setting, so no row of the study file can be set against "
-            "this run")),)),
-    "kaust-stripe-count": StudyLink("kaust-wrf-striping", (
-        TableLink("wrf-restart", metric="write_total_time", part="wrf-restart",
-                  why="the slides time WRF's restart write (seconds); the run's PnetCDF shared-file "
-                      "write time (IOR's write_total_time) is set against it"),
-        TableLink("dd-small-file", metric="write_total_time", part="small-file",
-                  where=("metric=write_time",),
-                  why="dd's elapsed time for 64 KB is set against IOR's write time of the same file"),
-        TableLink("dd-small-file", metric="write_bw", part="small-file", where=("metric=write_rate",),
-                  why="dd's rate (decimal MB/s) is set against IOR's write bandwidth (MiB/s): the "
-                      "shape is compared, not the numbers"))),
-    "lustre-adio-io-size": StudyLink("lustre-adio-talk", (
-        TableLink("adio-driver-new", metric="write_total_time", part="adio-driver",
-                  why="the talk's IOR times with the new Lustre ADIO driver are set against IOR's "
-                      "write time through today's ROMIO"),
-        TableLink("adio-driver-old", not_compared=(
-            "ROMIO's Lustre driver from before this talk no longer exists, so no case can run it; "
-            "the rows are kept for the record")),
-        TableLink("flash-io-hdf5", metric="write_total_time", part="flash-io",
-                  why="HDF5's POSIX driver row is set against IOR's POSIX interface (IOR cannot "
-                      "choose an HDF5 driver)"),
-        TableLink("wrf-mode-hdf5", metric="write_total_time", part="wrf-mode"),
-        TableLink("hdf5-open", not_compared=(
-            "opening an existing HDF5 file with truncation is not an iolab case: every case "
-            "writes into a fresh directory")))),
-}
-
-
-def link_for(experiment: str, study: str) -> StudyLink | None:
-    link = PUBLISHED_STUDIES.get(experiment)
-    return link if link and link.study == study else None
 
 
 # ---------------------------------------------------------------------------------- the groups
@@ -152,10 +77,6 @@ class StudyResult:
         return sum(g.comparison.counts()["ambiguous"] for g in self.compared)
 
 
-def _num_tasks(params: dict) -> int:
-    return _param(params, "scale.num_tasks")
-
-
 def _study_tasks(row) -> int | None:
     p = row.params
     if isinstance(p.get("scale.num_tasks"), int):
@@ -183,7 +104,7 @@ def line_up(side: Side, study: Study, table: TableLink, label: str, *, metric: s
     if table.not_compared:
         group.error = table.not_compared
         return group
-    recs = [r for r in side.records if table.part is None or r.get("part", "main") == table.part]
+    recs = [r for r in side.records if table.part is None or r.part == table.part]
     if table.part:
         group.adjustments.append(f"only the run's part {table.part!r}")
     if not recs:
@@ -201,9 +122,9 @@ def line_up(side: Side, study: Study, table: TableLink, label: str, *, metric: s
     where = list(where)
     columns = study.param_columns
     rows = _where_rows(study, where)
-    ok = [r for r in recs if r.get("status") == "ok"]
+    ok = [r for r in recs if r.ok]
     if not exact and rows and ok:
-        run_tasks = sorted({_num_tasks(r["params"]) for r in ok})
+        run_tasks = sorted({r.num_tasks for r in ok})
         known = sorted({t for t in map(_study_tasks, rows) if t is not None})
         if run_tasks and known and not set(run_tasks) & set(known):
             target = run_tasks[-1]
@@ -222,7 +143,7 @@ def line_up(side: Side, study: Study, table: TableLink, label: str, *, metric: s
         for col in ("scale.nodes", "scale.tasks_per_node"):
             # a study that gives only the node count (or only tasks per node)
             want = {row.params[col] for row in rows if isinstance(row.params.get(col), int)}
-            have = {r["params"].get(col) for r in ok}
+            have = {r.params.get(col) for r in ok}
             if col in columns and col not in ignore and want and not want & have:
                 ignore.append(col)
                 group.adjustments.append(
@@ -231,25 +152,25 @@ def line_up(side: Side, study: Study, table: TableLink, label: str, *, metric: s
         for col in benchmarks.size_params():
             if col not in columns or col in ignore:
                 continue
-            have = [r["params"].get(col) for r in ok if col in r["params"]]
+            have = [r.params[col] for r in ok if col in r.params]
             want = [row.params[col] for row in rows if col in row.params]
             if have and any(v not in want for v in have):
                 ignore.append(col)
                 group.adjustments.append(f"{col}: the run's values are not the study's: not matched")
     try:
-        group.comparison = compare_published(Side(side.label, side.path, side.manifest, recs), study,
+        group.comparison = compare_published(Side(side.label, side.run.with_records(recs)), study,
                                              metric, where, ignore, choose=not exact)
     except IolabError as exc:
         group.error = exc.message
     return group
 
 
-def compare_study(side: Side, study: Study, experiment: str | None = None, *,
+def compare_study(side: Side, study: Study, *,
                   metric: str | None = None, where: list[str] | None = None,
                   ignore: list[str] | None = None, pick: list[str] | None = None,
                   table: str | None = None, exact: bool = False) -> StudyResult:
     """The run against every group of the study's rows (or the one `table` names)."""
-    link = link_for(experiment or side.records[0].get("experiment", ""), study.name)
+    link = side.run.report.study(study.name)
     picks = parse_picks(pick)
     parse_where(study, where)           # a bad --where is an error, not an empty table
     if picks:
@@ -293,24 +214,25 @@ def compare_study(side: Side, study: Study, experiment: str | None = None, *,
 
 
 def render_study(result: StudyResult) -> str:
+    return doc.markdown(study_blocks(result))
+
+
+def study_blocks(result: StudyResult) -> list[doc.Block]:
     """`iolab compare ID RUN published:STUDY`: the citation, then each group with its table and
     verdict lines, then the study's verdict."""
-    study, side = result.study, result.side
-    cite = study.citation
-    out = [f"## {side.records[0]['experiment']} run {side.run_id} vs published: {study.name}", "",
-           f"{cite.get('title')}", f"source: {_source(cite)}", side.describe()]
-    if cite.get("missing"):
-        out.append(f"the study file notes as missing: {cite['missing']}")
-    out += [f"- {n}" for n in result.notes]
-    out.append("")
+    out = citation_blocks(result.side, result.study)
+    out += [doc.line(f"- {n}") for n in result.notes]
+    out.append(doc.line())
     several = len(result.groups) > 1
     for g in result.groups:
         if several:
-            out += [f"### {g.label}", ""]
+            out += [doc.heading(g.label, 3), doc.line()]
         if g.comparison is None:
-            out += [f"- {a}" for a in g.adjustments] + [f"not compared: {g.error}", ""]
+            out += [doc.line(f"- {a}") for a in g.adjustments] + [doc.line(f"not compared: {g.error}"),
+                                                                 doc.line()]
             continue
-        out.append(render_published(g.comparison, heading=False, adjustments=g.adjustments))
+        out += published_blocks(g.comparison, heading=False, adjustments=g.adjustments)
     if several:
-        out += ["### The study", "", f"study verdict: {result.verdict()}", ""]
-    return "\n".join(out)
+        out += [doc.heading("The study", 3), doc.line(), doc.verdict(f"study verdict: {result.verdict()}"),
+                doc.line()]
+    return out

@@ -96,10 +96,19 @@ def format_bytes_human(nbytes: float) -> str:
     return f"{value:.1f} PiB"
 
 
-def ior_size_arg(nbytes: int) -> str:
-    """IOR's string_to_bytes takes k/m/g suffixes (powers of 2); keep the command readable."""
+# Bytes per display unit (a parameter's x-unit in the schema).
+UNIT_BYTES = {"KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
+
+
+def size_arg(nbytes: int, upper: bool = False) -> str:
+    """A size for a command line with a one-letter binary suffix, when exact: IOR's
+    string_to_bytes takes k/m/g, lfs setstripe K/M/G (8388608 -> 8m / 8M)."""
     for suffix, power in (("g", 3), ("m", 2), ("k", 1)):
         scale = 1024 ** power
         if nbytes and nbytes % scale == 0:
-            return f"{nbytes // scale}{suffix}"
+            return f"{nbytes // scale}{suffix.upper() if upper else suffix}"
     return str(nbytes)
+
+
+def ior_size_arg(nbytes: int) -> str:
+    return size_arg(nbytes)

@@ -7,9 +7,12 @@ and tests/integration/test_publish_browser.py.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from iolab.benchmarks.ior import parse_any
+from iolab.parsers import Metric
+from iolab.record import Observed, Provenance, Record
 from iolab.load import load_experiment
 from iolab.matrix import expand, varied_keys
 from iolab.results import RunDir
@@ -29,17 +32,27 @@ DARSHAN_FINDINGS = [
      "numbers": {"op": "write", "pct": 100.0}},
 ]
 
-_PARSED: dict[str, list[dict]] = {}
+_PARSED: dict[str, list[Metric]] = {}
 
 
-def metrics_of(name: str) -> list[dict]:
+def metrics_of(name: str) -> list[Metric]:
     if name not in _PARSED:
-        _PARSED[name] = [m.as_dict() for m in parse_any(IOR / name).metrics]
-    return _PARSED[name]
+        _PARSED[name] = list(parse_any(IOR / name).metrics)
+    return list(_PARSED[name])
 
 
 def experiment(exp_id: str, profile: str | None = "local"):
     return load_experiment(REPO / "experiments" / f"{exp_id}.yaml", profile)
+
+
+def published_links() -> dict:
+    """Shipped experiment id -> the published study its `report.published` pairs it with."""
+    out = {}
+    for path in sorted((REPO / "experiments").glob("*.yaml")):
+        link = load_experiment(path).report.study()
+        if link is not None:
+            out[path.stem] = link
+    return out
 
 
 def _observed(case, rep: int, *, effective_cb_nodes: int | None, darshan: bool) -> tuple[dict, list]:
@@ -55,7 +68,7 @@ def _observed(case, rep: int, *, effective_cb_nodes: int | None, darshan: bool) 
         got = str(effective_cb_nodes)
         status = "applied" if want == got else "changed"
         observed["mpiio_hints"] = {
-            "flavour": "openmpi-romio", "verify": "warn", "requested": {"cb_nodes": want},
+            "flavour": "openmpi-romio", "verify": "romio-print", "requested": {"cb_nodes": want},
             "effective": {"cb_nodes": got, "cb_buffer_size": "16777216", "romio_cb_write": "automatic"},
             "comparison": [{"key": "cb_nodes", "requested": want, "effective": got, "status": status}],
             "echo": {}, "notes": []}
@@ -74,7 +87,7 @@ def _observed(case, rep: int, *, effective_cb_nodes: int | None, darshan: bool) 
 
 
 def records(exp, run_id: str, *, reps: int = 3, effective_cb_nodes: int | None = None,
-            darshan_cases: int = 0, system: str = "local:default", fail_last: bool = False) -> list[dict]:
+            darshan_cases: int = 0, system: str = "local:default", fail_last: bool = False) -> list[Record]:
     """One record per case and repetition, metrics from the fixtures in rotation."""
     cases = expand(exp)
     out = []
@@ -86,25 +99,30 @@ def records(exp, run_id: str, *, reps: int = 3, effective_cb_nodes: int | None =
             name = FIXTURES[(i + rep) % (len(FIXTURES) - 1)]
             if rep == reps and i % 4 == 0:
                 name = FIXTURES[-1]
-            out.append({
-                "schema": 1, "experiment": exp.id, "experiment_sha256": exp.sha256, "profile": exp.profile,
-                "run_id": run_id, "case_id": case.case_id, "part": case.part, "benchmark": case.benchmark,
-                "repetition": rep, "params": case.params, "varied": varied, "observed": observed,
-                "flags": flags, "metrics": metrics_of(name), "status": "ok", "error": None,
-                "raw": {}, "recorded": "2026-11-21T00:00:00Z",
-                "provenance": {"origin": "reframe", "git": "0123456789abcdef0123456789abcdef01234567",
-                               "dirty": False, "reframe": "4.10.4", "system": system,
-                               "binary": {"name": "ior", "path": "/opt/stack/bin/ior",
-                                          "sha256": "ab" * 32, "version": "4.0.0"},
-                               "stack": {"provider": "spack", "supplied_by": "spack",
-                                         "spack_lock_sha256": "cd" * 32}},
-            })
+            rec = Record(
+                experiment=exp.id, experiment_sha256=exp.sha256, profile=exp.profile, run_id=run_id,
+                case_id=case.case_id, part=case.part, benchmark=case.benchmark, repetition=rep,
+                params=case.params, varied=varied, observed=Observed.from_json(observed),
+                metrics=metrics_of(name), status="ok", recorded="2026-11-21T00:00:00Z",
+                provenance=Provenance("reframe", system, {
+                    "git": "0123456789abcdef0123456789abcdef01234567", "dirty": False,
+                    "reframe": "4.10.4",
+                    "binary": {"name": "ior", "path": "/opt/stack/bin/ior", "sha256": "ab" * 32,
+                               "version": "4.0.0"},
+                    "stack": {"provider": "spack", "supplied_by": "spack", "spack_lock_sha256": "cd" * 32}}))
+            # the writer's flags are the observed part's (record.Observed.flags)
+            assert sorted(rec.flags) == sorted(flags), (rec.flags, flags)
+            out.append(rec)
     if fail_last:
-        out[-1] = dict(out[-1], status="failed", metrics=[], error="ior exited with status 1")
+        out[-1] = failed(out[-1])
     return out
 
 
-def make_run(results: Path, exp, run_id: str, recs: list[dict], **manifest) -> Path:
+def failed(rec: Record, error: str = "ior exited with status 1") -> Record:
+    return dataclasses.replace(rec, status="failed", metrics=[], error=error)
+
+
+def make_run(results: Path, exp, run_id: str, recs: list[Record], **manifest) -> Path:
     base = {"schema": 1, "experiment": exp.id, "experiment_sha256": exp.sha256,
             "experiment_yaml": exp.text, "profile": exp.profile, "origin": "reframe",
             "created": "2026-11-21T00:00:00Z", "iolab": "0.1.0", "reframe": "4.10.4",

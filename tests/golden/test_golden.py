@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,9 @@ from iolab.load import load_experiment
 from iolab.matrix import expand, varied_keys
 from iolab.shims import render_shim
 from iolab.report import build_tables, render
+from iolab.record import Observed, Provenance, Record
 from iolab.results import RunDir
+from iolab.run import Run
 from tests.golden.golden import check_golden
 
 HERE = Path(__file__).parent
@@ -49,6 +52,10 @@ def test_shim(experiment, tmp_path):
     check_golden("golden_study_shim.py.txt", text)
 
 
+NOT_APPLIED = {"fs_type": "ext4", "requested": {"stripe_count": 1}, "applied": False,
+               "reason": "ext4: no striping"}
+
+
 def _records(experiment, run_id):
     """Records as the ReFrame session writes them, with metrics from real recorded IOR outputs."""
     summaries = sorted(DATA.glob("*.summary.json"))
@@ -60,22 +67,18 @@ def _records(experiment, run_id):
     for i, case in enumerate(cases):
         for rep in (1, 2):
             parsed = outputs[(2 * i + rep) % len(outputs)]
-            recs.append({
-                "experiment": experiment.id, "run_id": run_id, "case_id": case.case_id,
-                "part": case.part, "benchmark": "ior", "repetition": rep, "params": case.params,
-                "varied": varied, "status": "ok", "error": None,
-                "metrics": [m.as_dict() for m in parsed.metrics],
-                "observed": {"lustre": {"fs_type": "ext4", "requested": {"stripe_count": 1},
-                                        "applied": False, "reason": "ext4: no striping"}},
-            })
-    recs[-1] = dict(recs[-1], status="failed", metrics=[], error="ior exited with status 1")
+            recs.append(Record(
+                experiment=experiment.id, run_id=run_id, case_id=case.case_id, part=case.part,
+                benchmark="ior", repetition=rep, params=case.params, varied=varied, status="ok",
+                metrics=list(parsed.metrics), observed=Observed(lustre=NOT_APPLIED)))
+    recs[-1] = dataclasses.replace(recs[-1], status="failed", metrics=[], error="ior exited with status 1")
     return recs
 
 
 def test_tables(experiment, tmp_path):
     run_id = "20261121T000000Z-abcdef"
     run = _run(tmp_path, experiment, run_id, _records(experiment, run_id))
-    tables = build_tables(run.records())
+    tables = build_tables(Run.load(run.path).records)
     check_golden("golden_study_table.md", render(tables, "md"))
     check_golden("golden_study_table.csv", render(tables, "csv"))
 
@@ -97,14 +100,11 @@ def _stats_records(experiment, run_id, shift=0, version="4.0.0"):
         files.append(FAR if i % 3 == 0 else TIGHT[(i + shift) % len(TIGHT)])
         for rep, name in enumerate(files, 1):
             parsed = parse_any(DATA / name)
-            recs.append({
-                "experiment": experiment.id, "run_id": run_id, "case_id": case.case_id,
-                "part": case.part, "benchmark": "ior", "repetition": rep, "params": case.params,
-                "varied": varied, "status": "ok", "error": None,
-                "metrics": [m.as_dict() for m in parsed.metrics],
-                "flags": ["striping not applied: ext4: no striping"] if i == 5 else [],
-                "provenance": {"binary": {"name": "ior", "version": version}},
-            })
+            recs.append(Record(
+                experiment=experiment.id, run_id=run_id, case_id=case.case_id, part=case.part,
+                benchmark="ior", repetition=rep, params=case.params, varied=varied, status="ok",
+                metrics=list(parsed.metrics), observed=Observed(lustre=NOT_APPLIED if i == 5 else None),
+                provenance=Provenance(extra={"binary": {"name": "ior", "version": version}})))
     return recs
 
 
@@ -119,7 +119,7 @@ def _run(tmp_path, experiment, run_id, records, **manifest):
 def test_table_with_statistics(experiment, tmp_path):
     run_id = "20261121T000000Z-5e7e75"
     run = _run(tmp_path, experiment, run_id, _stats_records(experiment, run_id))
-    tables = build_tables(run.records(), ["write_bw", "write_total_time"])
+    tables = build_tables(Run.load(run.path).records, ["write_bw", "write_total_time"])
     check_golden("golden_study_stats_table.md", render(tables, "md"))
     check_golden("golden_study_stats_table.csv", render(tables, "csv"))
 
@@ -144,7 +144,7 @@ def test_published_markdown(experiment, tmp_path):
     from iolab.published import load_study
 
     run_id = "20261121T000000Z-a4c4e7"
-    recs = [r for r in _stats_records(experiment, run_id) if r["params"]["scale.tasks_per_node"] == 4]
+    recs = [r for r in _stats_records(experiment, run_id) if r.params["scale.tasks_per_node"] == 4]
     run = _run(tmp_path, experiment, run_id, recs, system="alpha:compute")
     study = load_study("archer-fpp-ssf", HERE.parents[1])
     pc = compare_published(Side.load(run.path, "run"), study,

@@ -106,8 +106,9 @@ def site(tmp_path_factory) -> Path:
 def expected_verdict(site: Path) -> str:
     """The shape verdict, computed directly: the 4-process cases against the guide's rows at 24."""
     run = site.parent / "results" / "archer-fpp-vs-ssf" / RUN_ID
-    side = Side.load(run, "run")
-    side.records = [r for r in side.records if r["params"]["scale.tasks_per_node"] == 4]
+    whole = Side.load(run, "run")
+    side = Side("run", whole.run.with_records(
+        [r for r in whole.records if r.params["scale.tasks_per_node"] == 4]))
     pc = compare_published(side, load_study("archer-fpp-ssf", REPO), where=["scale.num_tasks=24"],
                            ignore=["scale.num_tasks", "scale.tasks_per_node", "block_size"])
     return pc.shape_verdict()

@@ -11,8 +11,8 @@ import shlex
 
 import pytest
 
+from iolab.load import load_experiment
 from iolab.published import load_study
-from iolab.studies import PUBLISHED_STUDIES
 
 from .conftest import REPO, check_replay_flag, have, iolab, only_run, records, reframe
 
@@ -27,6 +27,7 @@ STUDIES = {
     "cp2k-aggregators": ("cp2k-aggregators", "reframe/config/local-romio.py"),
     "lustre-adio-io-size": ("lustre-adio-talk", "reframe/config/local.py"),
 }
+PUBLISHED_STUDIES = {e: load_experiment(REPO / "experiments" / f"{e}.yaml").report.study() for e in STUDIES}
 ROWS = re.compile(r"^rows: (\d+) matched, (\d+) without a matching case, (\d+) ambiguous$", re.M)
 
 

@@ -12,11 +12,15 @@ from pathlib import Path
 import pytest
 
 from iolab import lustre
-from iolab.record import flags as describe_flags
+from iolab.record import Observed
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "lustre"
 YAML_FILE = (DATA / "getstripe_yaml.txt").read_text()      # count 2, size 1M, offset 3, pool flash
 DIR_POOL = (DATA / "getstripe_d_pool.txt").read_text()
+
+
+def describe_flags(observed: dict) -> list[str]:
+    return Observed.from_json(observed).flags()
 
 
 def stage_for(tmp_path, *, fstype="lustre", setstripe="exit=0", files=(YAML_FILE,), df=True):

@@ -7,15 +7,14 @@ Records are built as the ReFrame session writes them, with metrics parsed from r
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 
 import pytest
 
 from iolab.load import load_experiment
-from iolab.plots import (AGGREGATOR_KEYS, NUM_TASKS, _log2_axis, choose, find_axes, make_plots,
-                         zip_groups)
-from iolab.report import report_settings
-from iolab.results import RunDir
+from iolab.plots import AGGREGATOR_KEYS, NUM_TASKS, _log2_axis, choose, find_axes, make_plots
+from iolab.run import Run
 from tests.golden.publish_data import experiment, make_run, records
 
 RUN_ID = "20261121T000000Z-0b1e75"
@@ -23,13 +22,11 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def run_of(tmp_path, exp, **kw):
-    path = make_run(tmp_path / "results", exp, RUN_ID, records(exp, RUN_ID, **kw))
-    run = RunDir(path)
-    return run.records(), run.manifest()
+    return Run.load(make_run(tmp_path / "results", exp, RUN_ID, records(exp, RUN_ID, **kw)))
 
 
-def specs_of(recs, manifest):
-    chosen, notes = choose(recs, report_settings(manifest), manifest=manifest)
+def specs_of(run):
+    chosen, notes = choose(run)
     return [spec for _table, spec in chosen], notes
 
 
@@ -45,8 +42,8 @@ def own_experiment(tmp_path, text: str):
 # ----------------------------------------------------------------------------- default choice
 
 def test_scale_varies_gives_bandwidth_against_processes_one_line_per_stripe_setting(tmp_path):
-    recs, manifest = run_of(tmp_path, experiment("archer-fpp-vs-ssf"))
-    specs, notes = specs_of(recs, manifest)
+    run = run_of(tmp_path, experiment("archer-fpp-vs-ssf"))
+    specs, notes = specs_of(run)
     assert notes == []
     assert [s.metric for s in specs] == ["write_bw", "read_bw"]      # the table's metrics
     spec = specs[0]
@@ -60,16 +57,16 @@ def test_scale_varies_gives_bandwidth_against_processes_one_line_per_stripe_sett
 
 
 def test_aggregators_vary_gives_bandwidth_against_aggregators(tmp_path):
-    recs, manifest = run_of(tmp_path, experiment("cp2k-aggregators"), effective_cb_nodes=1)
-    specs, _ = specs_of(recs, manifest)
+    run = run_of(tmp_path, experiment("cp2k-aggregators"), effective_cb_nodes=1)
+    specs, _ = specs_of(run)
     assert [(s.kind, s.x.keys, s.metric) for s in specs] == [
         ("line", ("mpiio.cb_nodes",), "write_bw"), ("line", ("mpiio.cb_nodes",), "write_total_time")]
     assert "mpiio.cb_nodes" in AGGREGATOR_KEYS
 
 
 def test_two_parameters_give_a_heatmap_one_gives_a_line(tmp_path):
-    recs, manifest = run_of(tmp_path, experiment("kaust-stripe-count"))
-    specs, _ = specs_of(recs, manifest)
+    run = run_of(tmp_path, experiment("kaust-stripe-count"))
+    specs, _ = specs_of(run)
     by_part = {}
     for s in specs:
         by_part.setdefault(s.part, []).append(s)
@@ -91,17 +88,17 @@ def test_one_categorical_parameter_gives_bars(tmp_path):
           api: [POSIX, MPIIO]
         repetitions: 3
         """)
-    recs, manifest = run_of(tmp_path, exp)
-    specs, _ = specs_of(recs, manifest)
+    run = run_of(tmp_path, exp)
+    specs, _ = specs_of(run)
     assert [(s.kind, s.x.keys) for s in specs] == [("bar", ("api",)), ("bar", ("api",))]
 
 
 def test_three_axes_give_bars_against_the_axis_with_most_values(tmp_path):
     """CSC: io_method x stripe count x a zip of five hints (one axis, read from the YAML as run)."""
-    recs, manifest = run_of(tmp_path, experiment("csc-btio-hints"))
-    groups = zip_groups(manifest["experiment_yaml"], "main", "local")
+    run = run_of(tmp_path, experiment("csc-btio-hints"))
+    groups = run.zip_groups("main")
     assert groups and "mpiio.cb_config_list" in groups[0]
-    specs, _ = specs_of(recs, manifest)
+    specs, _ = specs_of(run)
     spec = specs[0]
     assert spec.kind == "bar"
     assert set(spec.x.keys) == {"mpiio.striping_unit", "mpiio.cb_config_list", "mpiio.romio_cb_write",
@@ -152,8 +149,8 @@ report:
 
 def test_report_plots_replace_the_defaults(tmp_path):
     exp = own_experiment(tmp_path, OVERRIDES)
-    recs, manifest = run_of(tmp_path, exp, effective_cb_nodes=1)
-    specs, notes = specs_of(recs, manifest)
+    run = run_of(tmp_path, exp, effective_cb_nodes=1)
+    specs, notes = specs_of(run)
     assert [(s.kind, s.x.keys, s.metric, s.rule) for s in specs] == [
         ("heatmap", ("mpiio.cb_nodes",), "write_bw", "report.plots"),
         ("line", ("mpiio.cb_nodes",), "write_total_time", "report.plots")]
@@ -165,8 +162,8 @@ def test_report_plots_replace_the_defaults(tmp_path):
 
 def test_override_heatmap_file_marks_cells_and_lowered_requests(tmp_path):
     exp = own_experiment(tmp_path, OVERRIDES)
-    recs, manifest = run_of(tmp_path, exp, effective_cb_nodes=1)
-    plots, _ = make_plots(recs, tmp_path / "plots", report_settings(manifest), manifest)
+    run = run_of(tmp_path, exp, effective_cb_nodes=1)
+    plots, _ = make_plots(run, tmp_path / "plots")
     heat, line = plots
     svg = heat.files["svg"].read_text()
     assert "Stripe count x aggregators" in svg
@@ -183,8 +180,8 @@ def test_override_heatmap_file_marks_cells_and_lowered_requests(tmp_path):
 # ---------------------------------------------------------------------------------------- files
 
 def test_files_labels_error_bars_and_not_applied_markers(tmp_path):
-    recs, manifest = run_of(tmp_path, experiment("archer-fpp-vs-ssf"))
-    plots, notes = make_plots(recs, tmp_path / "plots", report_settings(manifest), manifest)
+    run = run_of(tmp_path, experiment("archer-fpp-vs-ssf"))
+    plots, notes = make_plots(run, tmp_path / "plots")
     assert notes == [] and len(plots) == 2
     plot = plots[0]
     png, svg = plot.files["png"], plot.files["svg"]
@@ -205,17 +202,17 @@ def test_files_labels_error_bars_and_not_applied_markers(tmp_path):
 
 
 def test_output_is_deterministic(tmp_path):
-    recs, manifest = run_of(tmp_path, experiment("archer-fpp-vs-ssf"))
-    a, _ = make_plots(recs, tmp_path / "a", report_settings(manifest), manifest)
-    b, _ = make_plots(recs, tmp_path / "b", report_settings(manifest), manifest)
+    run = run_of(tmp_path, experiment("archer-fpp-vs-ssf"))
+    a, _ = make_plots(run, tmp_path / "a")
+    b, _ = make_plots(run, tmp_path / "b")
     for pa, pb in zip(a, b):
         for fmt in ("png", "svg"):
             assert pa.files[fmt].read_bytes() == pb.files[fmt].read_bytes(), (pa.spec.name, fmt)
 
 
 def test_bars_hatch_not_applied_cases_and_show_hint_sets(tmp_path):
-    recs, manifest = run_of(tmp_path, experiment("csc-btio-hints"))
-    plots, _ = make_plots(recs, tmp_path / "plots", report_settings(manifest), manifest)
+    run = run_of(tmp_path, experiment("csc-btio-hints"))
+    plots, _ = make_plots(run, tmp_path / "plots")
     text = plots[0].files["svg"].read_text()
     assert "MPI-IO hint set" in text and "none set" in text and "cb_config_list=*:4" in text
     assert "I/O Method / Stripe Count" in text            # legend title
@@ -227,11 +224,9 @@ def test_failed_cases_and_single_repetitions(tmp_path):
     """A case without successful repetitions is left out; one repetition has no error bar."""
     exp = experiment("cp2k-aggregators")
     recs = records(exp, RUN_ID, reps=1)
-    recs[0] = dict(recs[0], status="failed", metrics=[], error="ior exited with status 1")
+    recs[0] = dataclasses.replace(recs[0], status="failed", metrics=[], error="ior exited with status 1")
     path = make_run(tmp_path / "results", exp, RUN_ID, recs)
-    run = RunDir(path)
-    plots, _ = make_plots(run.records(), tmp_path / "plots", report_settings(run.manifest()),
-                          run.manifest())
+    plots, _ = make_plots(Run.load(path), tmp_path / "plots")
     assert plots and "no error bar: fewer than 2 repetitions (n too small)" in plots[0].notes
 
 
@@ -240,10 +235,10 @@ def test_without_matplotlib_there_are_no_plots_and_a_note(tmp_path, monkeypatch)
 
     from iolab import plots as plots_module
 
-    recs, manifest = run_of(tmp_path, experiment("cp2k-aggregators"))
+    run = run_of(tmp_path, experiment("cp2k-aggregators"))
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "matplotlib" else real(name, *a))
-    made, notes = make_plots(recs, tmp_path / "plots", report_settings(manifest), manifest)
+    made, notes = make_plots(run, tmp_path / "plots")
     assert made == [] and notes == [plots_module.MISSING_MATPLOTLIB]
     assert not (tmp_path / "plots").exists()

@@ -15,16 +15,22 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from iolab.cli import main
 from iolab.errors import IolabError
-from iolab.publish import MARKER, PUBLISHED_STUDIES, StudyLink, markdown_blocks, publish
+from iolab.load import load_text
+from iolab.record import Observed
+from iolab import doc
+from iolab.publish import MARKER, publish
 from iolab.report import build_tables, render
-from iolab.results import RunDir
-from tests.golden.publish_data import DARSHAN_FINDINGS, REPO, STRIPING_FLAG, experiment, make_run, records
+from iolab.reportspec import StudyLink
+from iolab.run import Run
+from tests.golden.publish_data import (DARSHAN_FINDINGS, REPO, STRIPING_FLAG, experiment, make_run,
+                                       published_links, records)
 
 RUN_A = "20261121T000000Z-aaaaaa"
 RUN_B = "20261122T000000Z-bbbbbb"
@@ -66,7 +72,7 @@ def test_folder_files_and_tables_as_iolab_table_prints_them(results, tmp_path):
                      "plots/main-line-write_bw-by-scale-num_tasks.png",
                      "plots/main-line-write_bw-by-scale-num_tasks.svg"]
     assert done.plots == 2 and done.runs == [RUN_A]
-    tables = build_tables(RunDir(run).records(), None, {})
+    tables = build_tables(Run.load(run).records)
     assert (out / "tables.md").read_text() == render(tables, "md")
     assert (out / "tables.csv").read_text() == render(tables, "csv")
     marker = json.loads((out / MARKER).read_text())
@@ -220,9 +226,12 @@ def test_aggregators_page_and_a_study_without_rows_for_the_experiment(results, t
     assert "Not compared: the post gives its burst-buffer timings (Figure 2" in html
 
 
-def test_experiment_without_a_study(results, tmp_path, monkeypatch):
-    monkeypatch.delitem(PUBLISHED_STUDIES, "archer-fpp-vs-ssf")
-    archer_run(results)
+def test_experiment_without_a_study(results, tmp_path):
+    # the experiment as run has no report.published (the pairing is the run's, not today's)
+    text = experiment("archer-fpp-vs-ssf").text.replace("report:\n  published: [archer-fpp-ssf]\n", "")
+    exp = load_text(text, REPO / "experiments" / "archer-fpp-vs-ssf.yaml", "local")
+    assert exp.report.study() is None
+    make_run(results, exp, RUN_A, records(exp, RUN_A))
     out = tmp_path / "site"
     publish_archer(results, out)
     assert "No published study is paired with archer-fpp-vs-ssf" in (out / "index.html").read_text()
@@ -243,19 +252,26 @@ def test_study_parts_and_groups(results, tmp_path):
 
 
 def test_mapping_names_shipped_studies():
-    for exp_id, link in PUBLISHED_STUDIES.items():
+    links = published_links()
+    assert set(links) >= {"archer-fpp-vs-ssf", "csc-btio-hints", "cp2k-aggregators",
+                          "kaust-stripe-count", "lustre-adio-io-size"}
+    for exp_id, link in links.items():
         assert (REPO / "experiments" / f"{exp_id}.yaml").is_file(), exp_id
         assert (REPO / "results" / "published" / f"{link.study}.csv").is_file(), link.study
         assert isinstance(link, StudyLink)
 
 
-def test_markdown_blocks():
-    text = ("## title\n\nline one\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nverdict: x\n"
-            "study verdict: y\n")
-    assert markdown_blocks(text) == [
+def test_blocks_print_as_markdown_and_as_page_blocks():
+    """The comparison's one source: Markdown for the terminal, blocks for the page."""
+    blocks = [doc.heading("title", 2), doc.line(), doc.line("line one"), doc.line(),
+              doc.table(["a", "b"], [["1", "2 | 3"]]), doc.line(), doc.verdict("verdict: x"), doc.line()]
+    assert doc.markdown(blocks) == ("## title\n\nline one\n\n| a | b |\n|---|---|\n| 1 | 2 | 3 |\n\n"
+                                    "verdict: x\n")
+    assert doc.markdown(blocks, shift=1).startswith("### title\n")
+    assert doc.as_dicts(blocks) == [
         {"kind": "heading", "text": "title"}, {"kind": "line", "text": "line one"},
-        {"kind": "table", "header": ["a", "b"], "rows": [["1", "2"]]},
-        {"kind": "verdict", "text": "verdict: x"}, {"kind": "verdict", "text": "study verdict: y"}]
+        {"kind": "table", "header": ["a", "b"], "rows": [["1", "2 | 3"]]},   # a cell stays whole
+        {"kind": "verdict", "text": "verdict: x"}]
 
 
 # ------------------------------------------------------------------------------------------- CLI
@@ -366,8 +382,8 @@ def test_a_run_where_nothing_ran_says_so(results, tmp_path):
     """Binaries absent: the page says 'not found', never 'not printed', and never that every
     setting was applied as requested."""
     exp = experiment("archer-fpp-vs-ssf")
-    recs = [dict(r, status="skipped", metrics=[], flags=[], observed={},
-                 error="benchmark binary 'ior' not found on PATH; provide it with Spack")
+    recs = [replace(r, status="skipped", metrics=[], flags=[], observed=Observed(),
+                    error="benchmark binary 'ior' not found on PATH; provide it with Spack")
             for r in records(exp, RUN_A, reps=1)]
     make_run(results, exp, RUN_A, recs)
     out = tmp_path / "site"

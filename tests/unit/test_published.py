@@ -11,6 +11,7 @@ from iolab.benchmarks.ior import parse_any
 from iolab.compare import Side, compare_published, render_published, same_machine_studies
 from iolab.errors import IolabError
 from iolab.published import DEFAULT, list_studies, load_study, parse_study
+from iolab.record import Manifest
 from iolab.results import RunDir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -241,8 +242,9 @@ def test_same_machine_reports_absolute_agreement(tmp_path):
     # stripe 1: |1393.0949 / 1400 - 1| = 0.49%; worst is stripe 16: 5554.1855 / 5500 = 0.99%
     assert "| within 0.5% |" in text
     assert "verdict (absolute, same machine): reproduced within 1.0% on every matched row" in text
-    assert same_machine_studies({"system_extras": {"same_machine_as": "other"}}) == ["other"]
-    assert same_machine_studies({"system": "x"}) == []
+    other = Manifest.from_json({"system_extras": {"same_machine_as": "other"}})
+    assert same_machine_studies(other) == ["other"]
+    assert same_machine_studies(Manifest.from_json({"system": "x"})) == []
 
 
 def test_unmatched_ambiguous_and_defaults(tmp_path):

@@ -16,12 +16,16 @@ from iolab.benchmarks import get as get_benchmark
 from iolab.load import load_experiment
 from iolab.matrix import expand
 from iolab.parsers import ior_json
-from iolab.record import flags as describe_flags
+from iolab.record import Observed
 from tests.tools import record_replays, replays
 
 BIN = Path(__file__).resolve().parents[1] / "bin"
 INDEX = replays.load_index()
 ENTRIES = [(bench, kid, entry) for bench in sorted(INDEX) for kid, entry in sorted(INDEX[bench].items())]
+
+
+def describe_flags(observed: dict) -> list[str]:
+    return Observed.from_json(observed).flags()
 
 
 def _standin(program: str, args: list[str], cwd: Path, ranks: int, rank: int = 0, env: dict | None = None,

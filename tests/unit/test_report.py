@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 import json
 
 from iolab.publish import html_table
@@ -15,12 +16,12 @@ LONG = ("h5bench_write exited with status 1: H5Fcreate failed for /scratch/iolab
 
 def failing_records():
     recs = records(experiment("archer-fpp-vs-ssf"), RUN, reps=2)[:8]    # 4 cases, 2 repetitions
-    recs[1] = dict(recs[1], status="failed", metrics=[], error="ior exited with status 1\nstderr: ...")
-    recs[3] = dict(recs[3], status="failed", metrics=[], error="ior exited with status 1")
-    recs[4] = dict(recs[4], status="skipped", metrics=[], error="benchmark binary ior not found")
-    recs[5] = dict(recs[5], status="skipped", metrics=[], error="benchmark binary ior not found")
-    recs[6] = dict(recs[6], status="aborted", metrics=[], error="SIGTERM")
-    recs[7] = dict(recs[7], status="failed", metrics=[], error=LONG)
+    recs[1] = replace(recs[1], status="failed", metrics=[], error="ior exited with status 1\nstderr: ...")
+    recs[3] = replace(recs[3], status="failed", metrics=[], error="ior exited with status 1")
+    recs[4] = replace(recs[4], status="skipped", metrics=[], error="benchmark binary ior not found")
+    recs[5] = replace(recs[5], status="skipped", metrics=[], error="benchmark binary ior not found")
+    recs[6] = replace(recs[6], status="aborted", metrics=[], error="SIGTERM")
+    recs[7] = replace(recs[7], status="failed", metrics=[], error=LONG)
     return recs
 
 

@@ -18,10 +18,16 @@ import pytest
 
 from iolab import results
 from iolab.errors import IolabError
-from iolab.results import RECORDS, RunDir, find_run, read_records, run_state
-from tests.golden.publish_data import REPO, experiment, make_run, records
+from iolab.results import RECORDS, RunDir, find_run, read_records
+from iolab.run import Run
+from tests.golden.publish_data import REPO, experiment, make_run, records as _records
 
 RUN = "20261121T000000Z-aaaaaa"
+
+
+def records(*args, **kw) -> list[dict]:
+    """The fixture's records as records.jsonl lines (these tests are about storing lines)."""
+    return [r.to_json() for r in _records(*args, **kw)]
 
 
 def iolab(*args, results_root: Path, **env):
@@ -130,8 +136,8 @@ def test_full_disk_no_torn_line_and_nothing_lost(small_disk, tmp_path, monkeypat
     assert table.returncode == 0, table.stderr
     assert f"run {RUN}" in table.stdout
     runs = iolab("runs", exp.id, results_root=root)
-    assert runs.returncode == 0 and f"{run_state(run.path).counts_text()}  complete" in runs.stdout
-    assert run_state(run.path).counts["ok"] == written
+    assert runs.returncode == 0 and f"{Run.load(run.path).counts_text()}  complete" in runs.stdout
+    assert Run.load(run.path).counts["ok"] == written
 
     # Once there is space, the command in the message merges them back.
     filler.unlink()
@@ -155,7 +161,7 @@ def test_fallback_in_the_run_directory_when_only_records_jsonl_fails(tmp_path, n
     assert lines_of(fallback) == [json.loads(json.dumps(rec))]
     (run.path / RECORDS).rmdir()
     (run.path / RECORDS).write_text("")
-    state = run_state(run.path)
+    state = Run.load(run.path)
     assert state.unsaved == [fallback.name]
     assert any(fallback.name in n for n in state.notes())
 
@@ -281,7 +287,7 @@ def four_runs(tmp_path):
 
 def test_run_states(four_runs):
     root, ids = four_runs
-    states = [run_state(root / "archer-fpp-vs-ssf" / i) for i in ids]
+    states = [Run.load(root / "archer-fpp-vs-ssf" / i) for i in ids]
     assert [s.state for s in states] == ["complete", "incomplete", "unfinished", "complete"]
     assert [s.describe() for s in states] == [
         "complete",
@@ -314,7 +320,7 @@ def test_table_says_when_a_run_is_incomplete(four_runs, which):
     csv = iolab("table", "archer-fpp-vs-ssf", "--run", run, "--format", "csv", results_root=root)
     js = iolab("table", "archer-fpp-vs-ssf", "--run", run, "--format", "json", results_root=root)
     assert md.returncode == csv.returncode == js.returncode == 0
-    state = run_state(root / "archer-fpp-vs-ssf" / run)
+    state = Run.load(root / "archer-fpp-vs-ssf" / run)
     rows = json.loads(js.stdout)
     assert {r["run"]["state"] for r in rows} == {state.state}
     assert csv.stdout.startswith("part,case_id,")                # CSV stays a plain table

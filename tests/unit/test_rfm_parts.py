@@ -3,6 +3,7 @@ lines (run by bash), the plan of a case, and reading a finished job's stage dire
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -73,7 +74,7 @@ def test_case_directories_per_target(tmp_path):
     where = storage.place(case, {"scratch": str(tmp_path)}, "sys:part", experiment="e", run_id="r",
                           repetition=2, require_lustre=False, dry_run=False)
     assert where.case_dir == f"{tmp_path}/e/r/{case.case_id}-r2" and not where.unrunnable
-    bb_case = type(case)(**{**case.__dict__, "params": {**case.params, "storage": "burst_buffer"}})
+    bb_case = dataclasses.replace(case, params={**case.params, "storage": "burst_buffer"})
     bb = storage.place(bb_case, {}, "sys:part", experiment="e", run_id="r", repetition=1,
                        require_lustre=False, dry_run=False)
     assert bb.base == "$DW_JOB_STRIPED" and bb.on_lustre

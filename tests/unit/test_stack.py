@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from iolab.errors import IolabError
+from iolab.record import Record
 from iolab.stack import from_extras, summarize
 
 SITE_MODULES = {"provider": "modules", "modules": {
@@ -58,9 +59,9 @@ def test_summary_names_the_provider_lock_and_versions():
             "name": "h5bench_write", "path": "/env/bin/h5bench_write", "version": None}},
          "observed": {"darshan": {"status": "ok", "summary": {"darshan_version": "3.4.7"}}}},
     ]
-    assert summarize(recs) == [
+    assert summarize([Record.from_json(r) for r in recs]) == [
         f"stack: spack, spack.lock sha256 {'ab' * 32}",
         "  h5bench h5bench_write: 1.6, /env/bin/h5bench_write (spack)",
         f"  ior ior: 4.0.0, /env/bin/ior (spack), sha256 {'c' * 16}",
         "  darshan-runtime: 3.4.7"]
-    assert summarize([{"benchmark": "ior", "provenance": {}}]) == []
+    assert summarize([Record.from_json({"benchmark": "ior", "provenance": {}})]) == []

@@ -88,3 +88,50 @@ def test_the_reframe_test_class_is_slim():
 
     lines, _ = inspect.getsourcelines(IolabTest)
     assert len(lines) < 150, f"IolabTest has {len(lines)} lines: its parts belong in rfm/plan.py and friends"
+
+
+PRESENTATION = ("iolab.report", "iolab.plots", "iolab.compare", "iolab.publish", "iolab.importer",
+                "iolab.studies")
+YAML_READERS = {"yaml", "iolab.yamlpos"}
+
+
+def _imports(module: str) -> set[tuple[str, str]]:
+    """(module, name) pairs a module imports anywhere in its text."""
+    path = _modules()[module]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            out |= {(_resolve(module, path, node), a.name) for a in node.names}
+        elif isinstance(node, ast.Import):
+            out |= {(a.name, "") for a in node.names}
+    return out
+
+
+def test_presentation_reads_no_yaml_and_runs_only_through_the_result_model():
+    """Tables, plots, comparisons, pages and imports get the experiment from run.Run (which
+    re-loads it through load.py); only the importer types --param values through load.py."""
+    for module in PRESENTATION:
+        imported = _imports(module)
+        assert not {m for m, _ in imported} & YAML_READERS, module
+        from_load = {name for m, name in imported if m == "iolab.load"}
+        allowed = {"type_param_text"} if module == "iolab.importer" else set()
+        assert from_load <= allowed, (module, from_load)
+        assert ("iolab", "load") not in imported, module
+
+
+def _hand_built_records(text: str) -> list[int]:
+    """Lines of dict literals that look like a record (a case id and a status)."""
+    lines = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Dict):
+            keys = {k.value for k in node.keys if isinstance(k, ast.Constant)}
+            if {"case_id", "status"} <= keys:
+                lines.append(node.lineno)
+    return lines
+
+
+def test_records_are_built_only_by_the_result_model():
+    assert _hand_built_records('x = 1\n{"case_id": "c", "status": "ok", "params": {}}') == [2]
+    offenders = {m: lines for m, p in _modules().items() if m != "iolab.record"
+                 for lines in [_hand_built_records(p.read_text())] if lines}
+    assert offenders == {}

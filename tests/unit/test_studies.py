@@ -16,25 +16,26 @@ import pytest
 from iolab.compare import Side
 from iolab.errors import IolabError
 from iolab.published import load_study
-from iolab.studies import PUBLISHED_STUDIES, compare_study, render_study
+from iolab.run import Run
+from iolab.studies import compare_study, render_study
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "golden"))
-from publish_data import experiment, make_run, records  # noqa: E402
+from publish_data import experiment, make_run, published_links, records  # noqa: E402
 
+PUBLISHED_STUDIES = published_links()
 EXPERIMENTS = sorted(PUBLISHED_STUDIES)
 
 
 def side_of(tmp_path: Path, exp_id: str, profile: str, run_id: str = "20261121T000000Z-aaaaaa") -> Side:
     exp = experiment(exp_id, profile)
     recs = records(exp, run_id, reps=2)
-    run = make_run(tmp_path / "results", exp, run_id, recs)
-    return Side("run", run, {}, recs)
+    return Side("run", Run.load(make_run(tmp_path / "results", exp, run_id, recs)))
 
 
 def result_of(tmp_path, exp_id, profile, **kw):
     link = PUBLISHED_STUDIES[exp_id]
-    return compare_study(side_of(tmp_path, exp_id, profile), load_study(link.study, REPO), exp_id, **kw)
+    return compare_study(side_of(tmp_path, exp_id, profile), load_study(link.study, REPO), **kw)
 
 
 @pytest.mark.parametrize("exp_id", EXPERIMENTS)
@@ -172,8 +173,7 @@ def test_table_option_and_unlinked_studies(tmp_path):
         result_of(tmp_path / "b", "kaust-stripe-count", "local", table="nope")
     # quickstart is paired with no study: each (table, metric) of the study is its own group
     side = side_of(tmp_path / "c", "quickstart", "local")
-    unlinked = compare_study(side, load_study("kaust-wrf-striping", REPO), "quickstart",
-                             metric="write_bw")
+    unlinked = compare_study(side, load_study("kaust-wrf-striping", REPO), metric="write_bw")
     assert unlinked.link is None
     assert [g.label for g in unlinked.groups] == ["wrf-restart", "dd-small-file (write_time)",
                                                   "dd-small-file (write_rate)"]

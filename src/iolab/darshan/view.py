@@ -39,8 +39,9 @@ def render(title: str, summary: dict, found: list[dict], aggregators: dict | Non
     return "\n".join(lines)
 
 
-def stored_log(run_path: Path, record: dict) -> Path | None:
-    raw = record.get("raw") or {}
+def stored_log(run_path: Path, record) -> Path | None:
+    """The Darshan log stored with a record (record.Record), if any."""
+    raw = record.raw
     for name in LOG_NAMES:
         if name in raw.get("files", {}):
             return run_path / raw["dir"] / name

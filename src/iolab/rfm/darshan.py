@@ -47,7 +47,7 @@ def preload(conf, stack, spec, stage: Path, policy) -> Preload | None:
     return out
 
 
-def observe(info: dict, stage: Path, own_files: list[str], params: dict, observed: dict) -> dict:
+def observe(info: dict, stage: Path, own_files: list[str], case, observed: dict) -> dict:
     """Summary, findings and observed aggregators from the case's log; its Lustre records are a
     second witness of the layout, next to lfs getstripe."""
     from .. import darshan
@@ -67,10 +67,10 @@ def observe(info: dict, stage: Path, own_files: list[str], params: dict, observe
         return {**info, "status": "unreadable", "reason": summary.get("reason")}
     hints = (observed.get("mpiio_hints") or {}).get("requested") or {}
     cb_nodes = int(hints["cb_nodes"]) if str(hints.get("cb_nodes", "")).isdigit() else None
-    requested = {"collective": params.get("collective"), "cb_nodes": cb_nodes, "api": params.get("api")}
+    requested = {"collective": case.get("collective"), "cb_nodes": cb_nodes, "api": case.get("api")}
     out = {**info, "status": "ok", "summary": summary, "findings": darshan.findings(summary, requested),
            "aggregators": darshan.observed_aggregators(summary, cb_nodes)}
-    req = lustre.requested(params)
+    req = case.striping
     layouts = darshan.lustre_layouts(summary)
     if req and layouts:
         osts = observed.get("lustre", {}).get("ost_count")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .. import echo, failure, lustre, mpiio, shell
 from ..errors import IolabError
-from ..record import flags as record_flags
+from ..record import Observed
 from . import darshan, jobscript
 
 
@@ -38,7 +38,7 @@ def observed(stage: Path, case, hints: dict | None, darshan_info: dict | None,
     """What the job saw: storage, layout, hints in effect, Darshan; a replay said as such."""
     out = {"storage": {"target": case.get("storage", "scratch"),
                        "path": read(stage / jobscript.CASEDIR_FILE)}}
-    out["lustre"] = lustre.observed(stage, lustre.requested(case.params))
+    out["lustre"] = lustre.observed(stage, case.striping)
     stdout, stderr = read(stage / "rfm_job.out"), read(stage / "rfm_job.err")
     replay = echo.replayed(stderr, stdout)
     if replay:
@@ -53,7 +53,7 @@ def observed(stage: Path, case, hints: dict | None, darshan_info: dict | None,
                 hints["requested"], out["lustre"].get("fs_type"))),
             "echo": mpiio.parse_ior_showhints(text), "notes": hints["notes"]}
     if darshan_info is not None:
-        out["darshan"] = darshan.observe(darshan_info, stage, own_files, case.params, out)
+        out["darshan"] = darshan.observe(darshan_info, stage, own_files, case, out)
     return out
 
 
@@ -92,8 +92,8 @@ def outcome(stage: Path, case, bench, spec, verify, hints: dict | None, darshan_
         if problem:
             raise IolabError(problem)
     except IolabError as exc:
-        return Outcome("failed", str(exc), parsed, seen, record_flags(seen))
-    return Outcome("ok", None, parsed, seen, record_flags(seen))
+        return Outcome("failed", str(exc), parsed, seen, Observed.from_json(seen).flags())
+    return Outcome("ok", None, parsed, seen, Observed.from_json(seen).flags())
 
 
 def _last_line(path: Path) -> str:

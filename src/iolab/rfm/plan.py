@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import benchmarks, lustre, mpiio, shell
+from .. import benchmarks, mpiio, shell
 from ..benchmarks import RunSpec
 from ..errors import IolabError
 from ..load import Darshan
@@ -91,7 +91,7 @@ def plan(case, exp, *, repetition: int, run_id: str, stage: Path, partition: Par
             unrunnable.append(f"MPI flavour {flavour.name}: {exc}")
         hints = {"flavour": flavour.name, "requested": requested, "verify": plan_hints.verify,
                  "notes": plan_hints.notes, "files": plan_hints.files}
-    req = lustre.requested(case.params)
+    req = case.striping
     spec = bench.run_spec(case, place.case_dir, hints=hints["requested"] if hints else {},
                           show_hints=bool(hints and hints["verify"] != "unverified"),
                           keep_files=bool(req) and place.on_lustre, input_dir=producer_dir)

@@ -15,11 +15,9 @@ from reframe.core.logging import getlogger
 from ..errors import IolabError
 from ..load import Experiment
 from ..lustre import observed as lustre_observed
-from ..lustre import requested as lustre_requested
-from ..record import flags as record_flags
+from ..record import Observed, Provenance, Record
 from ..shims import shim_path
-from ..results import (RECORD_SCHEMA, RunDir, base_manifest, git_state, new_run_id, results_root,
-                       sha256_file, utcnow)
+from ..results import RunDir, base_manifest, git_state, new_run_id, results_root, sha256_file, utcnow
 from ..stack import spack_packages
 from . import darshan, jobscript
 
@@ -58,7 +56,7 @@ class _Run:
             self.dir = RunDir.create(results_root(self.exp.root), self.exp.id, self.run_id, manifest)
         return self.dir
 
-    def append(self, rec: dict) -> None:
+    def append(self, rec: Record) -> None:
         try:
             self.dir.append(rec)
         except IolabError as exc:
@@ -66,8 +64,8 @@ class _Run:
             # how to merge it back); the run goes on and its end says it is not complete.
             getlogger().error(f"iolab: {exc}")
             self.unsaved = str(exc)
-        self.counts[rec["status"]] += 1
-        self.recorded.add((rec["case_id"], rec["repetition"], rec["provenance"].get("system")))
+        self.counts[rec.status] += 1
+        self.recorded.add((rec.case_id, rec.repetition, rec.provenance.system))
 
 
 _RUNS: dict[str, _Run] = {}
@@ -93,7 +91,7 @@ def for_experiment(exp: Experiment) -> _Run:
 
 
 def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
-           observed: dict | None = None, flags: list[str] | None = None, partition=None) -> dict:
+           observed: dict | None = None, flags: list[str] | None = None, partition=None) -> Record:
     """partition: for a case that never reached setup (ReFrame sets current_partition there)."""
     exp, case = test._iolab_exp, test._iolab_case
     run = for_experiment(exp)
@@ -120,33 +118,17 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
     if observed is None:
         observed = {}
         if stage is not None and status != "skipped":
-            observed["lustre"] = lustre_observed(stage, lustre_requested(case.params))
-    if flags is None:
-        flags = record_flags(observed)
-    rec = {
-        "schema": RECORD_SCHEMA,
-        "experiment": exp.id,
-        "experiment_sha256": exp.sha256,
-        "profile": exp.profile,
-        "run_id": run.run_id,
-        "case_id": case.case_id,
-        "part": case.part,
-        "benchmark": case.benchmark,
-        "repetition": test.repetition,
-        "params": case.params,
-        "varied": list(test._iolab_varied[case.part]),
-        "observed": observed,
-        "flags": flags,
-        "metrics": [m.as_dict() for m in parsed.metrics] if parsed else [],
-        "status": status,
-        "error": error,
-        "raw": raw,
-        "recorded": utcnow(),
-        "provenance": {
-            "origin": "reframe",
+            observed["lustre"] = lustre_observed(stage, case.striping)
+    rec = Record(
+        experiment=exp.id, experiment_sha256=exp.sha256, profile=exp.profile, run_id=run.run_id,
+        case_id=case.case_id, part=case.part, benchmark=case.benchmark, repetition=test.repetition,
+        params=case.params, varied=list(test._iolab_varied[case.part]),
+        observed=Observed.from_json(observed), flags=flags,     # None: from observed
+        metrics=list(parsed.metrics) if parsed else [], status=status, error=error, raw=raw,
+        recorded=utcnow(),
+        provenance=Provenance("reframe", system, {
             **run.git,
             "reframe": reframe.VERSION,
-            "system": system,
             "environ": test.current_environ.name if test.current_environ else None,
             "jobid": str(job.jobid) if job is not None and job.jobid is not None else None,
             "nodelist": _nodelist(stage, job),
@@ -162,27 +144,26 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
             # the benchmark's own start and end, and iolab's work after it (unix seconds)
             "timing": _timing(stage, getattr(test, "_iolab_post_start", None)),
             "stagedir": str(stage) if stage else None,
-        },
-    }
+        }),
+    )
     run.append(rec)
     _after_record(test, run, rec)
     return rec
 
 
-def _after_record(test, run: _Run, rec: dict) -> None:
+def _after_record(test, run: _Run, rec: Record) -> None:
     """Data shared between a write case and its reads: remove it after the last read, and
     record the reads as skipped when their write failed (ReFrame skips them silently)."""
     case, rep = test._iolab_case, test.repetition
     keep = test.iolab_keep_data()
     readers = test._iolab_consumers.get(case.case_id, [])
     if readers:
-        if rec["status"] == "ok":
+        if rec.ok:
             run.pending[(case.case_id, rep)] = len(readers)
         else:
             for reader in readers:
-                run.append({**_skeleton(rec), "case_id": reader, "status": "skipped",
-                            "params": test._iolab_cases[reader].params,
-                            "error": f"the write case {case.case_id} it reads did not succeed"})
+                run.append(_skipped(rec, reader, test._iolab_cases[reader].params,
+                                    f"the write case {case.case_id} it reads did not succeed"))
             if not keep and test.iolab_case_dir:
                 shutil.rmtree(test.iolab_case_dir, ignore_errors=True)
     source = plan.input if (plan := getattr(test, "_iolab_plan", None)) else None
@@ -193,12 +174,13 @@ def _after_record(test, run: _Run, rec: dict) -> None:
             shutil.rmtree(source["case_dir"], ignore_errors=True)
 
 
-def _skeleton(rec: dict) -> dict:
-    """The run-level fields of a record, for records of cases that never ran."""
-    keep = ("schema", "experiment", "experiment_sha256", "profile", "run_id", "part", "benchmark",
-            "repetition", "varied", "recorded")
-    return {**{k: rec[k] for k in keep}, "observed": {}, "flags": [], "metrics": [], "raw": {},
-            "provenance": {"origin": "reframe", "system": rec["provenance"]["system"]}}
+def _skipped(rec: Record, case_id: str, params: dict, why: str) -> Record:
+    """A case that never ran, with the run-level fields of `rec`."""
+    return Record(experiment=rec.experiment, experiment_sha256=rec.experiment_sha256,
+                  profile=rec.profile, run_id=rec.run_id, case_id=case_id, part=rec.part,
+                  benchmark=rec.benchmark, repetition=rec.repetition, params=params,
+                  varied=rec.varied, status="skipped", error=why, flags=[],
+                  recorded=rec.recorded, provenance=Provenance("reframe", rec.provenance.system))
 
 
 def _partition_env(test) -> dict:

@@ -44,7 +44,7 @@ def place(case, extras: dict, system: str, *, experiment: str, run_id: str, repe
     base = os.path.expandvars(base)
     out = Storage(target, base, f"{base}/{experiment}/{run_id}/{case.case_id}-r{repetition}",
                   unrunnable=unrunnable)
-    req = lustre.requested(case.params)
+    req = case.striping
     if "$" in base:
         out.on_lustre = True
         return out

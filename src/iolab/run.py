@@ -1,0 +1,231 @@
+"""A results run, typed: its manifest, its records, the experiment as it was run, and whether the
+run is whole. The one way report, plots, compare, publish and the CLI read a run.
+
+`Run.load(path)` reads results/<id>/<run-id>/ (results.py does the storage) and re-loads the
+experiment from the manifest's copy of its YAML through load.py, the only YAML reader. A copy the
+current schema refuses (an old run) leaves `experiment` None and says why in `notes()`; the
+tables then fall back to the benchmark's defaults and the published pairing of the experiment as
+it is now.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from . import reportspec
+from .errors import IolabError
+from .record import STATUSES, Manifest, Record
+from .results import FALLBACK_NAME, RECORDS, BadLine, read_manifest, read_records
+
+
+def _job(part, case_id, repetition) -> tuple:
+    return (part or "main", str(case_id), repetition)
+
+
+@dataclass
+class Run:
+    path: Path
+    manifest: Manifest
+    records: list[Record]
+    unreadable: list[BadLine] = field(default_factory=list)
+    planned: int | None = None                 # jobs in the manifest's plan; None: no plan
+    counts: dict[str, int] = field(default_factory=dict)     # records by status
+    missing: list[tuple] = field(default_factory=list)       # planned jobs without a record
+    unsaved: list[str] = field(default_factory=list)         # fallback files in the run directory
+    raw_errors: int = 0                        # records whose raw outputs were not all stored
+    project_root: Path | None = None           # for the pairing of runs whose YAML no longer loads
+
+    # ------------------------------------------------------------------------------- reading
+    @classmethod
+    def load(cls, path, project_root: Path | None = None) -> Run:
+        path = Path(path)
+        manifest = Manifest.from_json(read_manifest(path))
+        read = read_records(path)
+        run = cls.of([Record.from_json(d) for d in read.records], manifest, path, project_root)
+        run.unreadable = read.bad
+        run.unsaved = sorted(p.name for p in path.glob(FALLBACK_NAME.format(pid="*")))
+        return run
+
+    @classmethod
+    def of(cls, records, manifest: Manifest | dict | None = None, path=None,
+           project_root: Path | None = None) -> Run:
+        """A run from records in memory (Record objects or their JSON)."""
+        records = [r if isinstance(r, Record) else Record.from_json(r) for r in records]
+        if not isinstance(manifest, Manifest):
+            manifest = Manifest.from_json(manifest or {})
+        if not manifest.experiment and records:
+            manifest.experiment = records[0].experiment
+        path = Path(path) if path else Path(records[0].run_id if records else "run")
+        counts = {s: 0 for s in STATUSES}
+        recorded = set()
+        for rec in records:
+            counts[rec.status] = counts.get(rec.status, 0) + 1
+            recorded.add(rec.job)
+        planned = missing = None
+        if isinstance(manifest.planned, list):
+            jobs = list(dict.fromkeys(_job(j.get("part"), j.get("case_id"), j.get("repetition"))
+                                      for j in manifest.planned if isinstance(j, dict)))
+            planned = len(jobs)
+            missing = [j for j in jobs if j not in recorded]
+        raw_errors = sum(bool(r.raw.get("errors")) for r in records)
+        return cls(path, manifest, records, [], planned, counts, missing or [], [], raw_errors,
+                   project_root)
+
+    def with_records(self, records: list[Record]) -> Run:
+        """The same run restricted to some of its records (a part, picked cases)."""
+        out = Run.of(records, self.manifest, self.path, self.project_root)
+        if "_loaded" in self.__dict__:
+            out.__dict__["_loaded"] = self.__dict__["_loaded"]
+        return out
+
+    # ----------------------------------------------------------------------- the experiment
+    @cached_property
+    def _loaded(self):
+        from . import load
+
+        text = self.manifest.experiment_yaml
+        if not text:
+            return None, "the manifest has no copy of the experiment"
+        shown = f"{self.path / 'manifest.json'}: experiment_yaml"
+        try:
+            return load.load_text(text, Path(f"{self.manifest.experiment}.yaml"),
+                                  self.manifest.profile, shown), None
+        except IolabError as exc:
+            return None, str(exc).splitlines()[0]
+
+    @property
+    def experiment(self):
+        """The experiment as run (load.Experiment), or None when its copy no longer loads."""
+        return self._loaded[0]
+
+    @cached_property
+    def experiment_now(self):
+        """The experiment as it is now in the project (experiments/<id>.yaml), or None."""
+        if self.project_root is None:
+            return None
+        from . import load
+
+        try:
+            return load.load_experiment(self.project_root / "experiments" / f"{self.experiment_id}.yaml")
+        except IolabError:
+            return None
+
+    @cached_property
+    def report(self) -> reportspec.Report:
+        """The experiment's `report:` section as run; for a run whose copy no longer loads, the
+        current experiment's published pairing (the studies it is set against) and defaults."""
+        if self.experiment is not None:
+            return self.experiment.report
+        if self.experiment_now is not None:
+            return reportspec.Report(published=self.experiment_now.report.published)
+        return reportspec.Report()
+
+    def zip_groups(self, part: str) -> list[set]:
+        """Parameter groups the experiment varies together (its `zip`s) in a part."""
+        exp = self.experiment
+        for p in exp.parts if exp is not None else ():
+            if p.name == part:
+                return [set(z) for z in p.zips]
+        return []
+
+    # ------------------------------------------------------------------------- derived facts
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def experiment_id(self) -> str:
+        return self.manifest.experiment or (self.records[0].experiment if self.records else "")
+
+    @property
+    def origin(self) -> str:
+        return "imported" if self.manifest.origin == "imported" else "measured"
+
+    @property
+    def system(self) -> str | None:
+        return self.manifest.system
+
+    @property
+    def finished(self) -> dict | None:
+        return self.manifest.finished
+
+    @cached_property
+    def by_case(self) -> dict[tuple[str, str], list[Record]]:
+        """Records by (part, case_id), in file order."""
+        out: dict[tuple[str, str], list[Record]] = {}
+        for rec in self.records:
+            out.setdefault((rec.part, rec.case_id), []).append(rec)
+        return out
+
+    def binary_versions(self, part: str, case_id: str) -> set:
+        """The benchmark versions the ok records of a case name."""
+        return {r.provenance.binary_version for r in self.by_case.get((part, case_id), ()) if r.ok}
+
+    @property
+    def state(self) -> str:
+        """complete | incomplete (ended, with jobs missing or interrupted) | unfinished (no end)."""
+        if self.planned is not None and self.finished is None:
+            return "unfinished"
+        if self.finished is not None and (not self.finished.get("complete") or self.missing):
+            return "incomplete"
+        if self.finished is None and self.counts.get("aborted"):
+            return "incomplete"
+        return "complete"
+
+    @property
+    def complete(self) -> bool:
+        return self.state == "complete"
+
+    def counts_text(self) -> str:
+        shown = [f"{n} {s}" for s, n in self.counts.items() if n or s == "ok"]
+        total = sum(self.counts.values())
+        return f"{total} record{'s' * (total != 1)}: " + ", ".join(shown)
+
+    def describe(self) -> str:
+        """complete | incomplete: N of M jobs have no record (interrupted by SIGTERM) | unfinished ..."""
+        state = self.state
+        missing = (f"{len(self.missing)} of {self.planned} jobs have no record"
+                   if self.missing and self.planned is not None else "")
+        if state == "unfinished":
+            return "unfinished (killed or still running)" + (f": {missing}" if missing else "")
+        if state == "incomplete":
+            bits = [missing] if missing else []
+            if self.counts.get("aborted"):
+                bits.append(f"{self.counts['aborted']} aborted")
+            reason = (self.finished or {}).get("reason")
+            text = "incomplete: " + (", ".join(bits) or "the run says so")
+            return text + (f" ({reason})" if reason else "")
+        return "complete" if self.planned is not None else "complete as recorded"
+
+    def notes(self) -> list[str]:
+        """Lines for tables and reports; none for a complete measured run read in full."""
+        out = []
+        if self.origin == "imported":
+            label = self.manifest.label
+            out.append("imported run: outputs of runs made outside iolab"
+                       + (f" ({label})" if label else "") + ", not measured by iolab")
+        if not self.complete:
+            out.append(f"run {self.describe()}; {self.counts_text()}")
+        if self.unreadable:
+            lines = ", ".join(f"{b.line} ({b.reason})" for b in self.unreadable[:3])
+            more = f" and {len(self.unreadable) - 3} more" if len(self.unreadable) > 3 else ""
+            out.append(f"{len(self.unreadable)} unreadable line(s) in {RECORDS} skipped: "
+                       f"line {lines}{more}")
+        if self.unsaved:
+            out.append(f"records not merged yet: {', '.join(self.unsaved)} in the run directory "
+                       f"(`cat FILE >> {RECORDS}` once there is space)")
+        if self.raw_errors:
+            out.append(f"{self.raw_errors} record(s) with raw outputs that could not be stored "
+                       "(raw.errors)")
+        why = self._loaded[1]
+        if self.manifest.experiment_yaml and why:
+            out.append(f"the experiment as run no longer loads ({why}): default report settings")
+        return out
+
+    def as_json(self) -> dict:
+        return {"run_id": self.run_id, "origin": self.origin, "state": self.state,
+                "describe": self.describe(), "planned": self.planned, "counts": self.counts,
+                "missing": len(self.missing), "unreadable_lines": [b.line for b in self.unreadable],
+                "notes": self.notes()}
