@@ -110,7 +110,7 @@ def _run_state(exp_id: str, run: str | None, include_imported: bool):
     from .results import find_run, results_root
     from .run import Run
 
-    state = Run.load(find_run(results_root(_root()), exp_id, run, include_imported), _root())
+    state = Run.load_chain(find_run(results_root(_root()), exp_id, run, include_imported), _root())
     if not state.records:
         why = f" ({len(state.unreadable)} unreadable line(s) skipped)" if state.unreadable else ""
         raise IolabError(f"run {state.run_id} of {exp_id!r} has no readable records{why}",
@@ -272,7 +272,7 @@ def cmd_darshan(args) -> int:
 
 def cmd_runs(args) -> int:
     from .results import list_runs, no_runs_error, results_root
-    from .run import Run
+    from .run import Run, chain_paths
 
     root = results_root(_root())
     paths = list_runs(root, args.experiment)
@@ -288,6 +288,12 @@ def cmd_runs(args) -> int:
             continue
         line = (f"{path.name}  {state.origin:8}  {state.system or '-':20}  {state.counts_text()}  "
                 f"{state.describe()}")
+        if state.parent:
+            line += f"; continues {state.parent}"
+        elif any(Run.load(p).parent for p in chain_paths(path)[1:2]):
+            chain = Run.load_chain(path)
+            line += (f"; with continuations {', '.join(r.run_id for r in chain.chain[1:])}: "
+                     f"chain {chain.describe()}, {chain.counts_text()}")
         if state.unreadable:
             line += f"; {len(state.unreadable)} unreadable line(s) skipped"
         if state.unsaved:
@@ -300,6 +306,68 @@ def cmd_runs(args) -> int:
                 print(f"    {text}")
     if status:
         print(f"iolab: error: some runs of {args.experiment!r} are unreadable (see above)", file=sys.stderr)
+    return status
+
+
+def cmd_resume(args) -> int:
+    """Run the jobs of a run's chain that have no ok record, as a continuation of it."""
+    import os
+    import subprocess
+    import tempfile
+
+    from . import campaign
+    from .results import find_run, list_runs, results_root
+    from .run import Run
+    from .shims import class_name
+
+    root = _root()
+    res = results_root(root)
+    chain = Run.load_chain(find_run(res, args.experiment, args.run), root)
+    if args.failed_only and args.missing_only:
+        raise IolabError("give --failed-only or --missing-only, not both")
+    jobs = campaign.jobs_to_resume(chain, args.failed_only, args.missing_only)
+    last = chain.chain[-1] if chain.chain else chain
+    if not jobs:
+        print(f"nothing to resume: every planned job of run {chain.run_id} "
+              f"{'and its continuations ' if chain.chain else ''}has an ok record"
+              + (" (or none matches the filter)" if args.failed_only or args.missing_only else ""))
+        return 0
+    jobs, added = campaign.with_producers(chain, jobs)
+    changed = campaign.changes(chain, root)
+    if changed and not args.allow_changes:
+        raise IolabError("refusing to resume: what the jobs would run differs from the chain:\n  "
+                         + "\n  ".join(changed),
+                         hint="undo the change, or pass --allow-changes to run anyway and record "
+                              "the differences in the new run's manifest")
+    config, system = (Path(args.config), None) if args.config else campaign.config_for(chain, root)
+    cont = campaign.Continuation(chain.experiment_id, last.run_id, chain.run_id, chain.manifest.profile,
+                                 [list(j) for j in jobs], changed, added)
+    print(f"resuming {chain.experiment_id} run {chain.run_id}: {len(jobs)} job(s) "
+          f"({', '.join(f'{c} rep {r}' for _p, c, r in jobs[:6])}{', …' if len(jobs) > 6 else ''})")
+    for line in added + [f"allowed change: {c}" for c in changed]:
+        print(f"  {line}")
+    before = {p.name for p in list_runs(res, chain.experiment_id)}
+    with tempfile.TemporaryDirectory(prefix="iolab-resume-") as tmp:
+        env = dict(os.environ, **{campaign.RESUME_ENV: str(cont.write(Path(tmp) / "continuation.json"))})
+        if chain.manifest.profile:
+            env["IOLAB_PROFILE"] = chain.manifest.profile
+        sibling = Path(sys.executable).parent / "reframe"
+        cmd = [str(sibling) if sibling.is_file() else "reframe", "-C", str(config), "-c", "reframe/",
+               "-R", "-r", "-n", f"^{class_name(chain.experiment_id)}\\b"]
+        if system and not args.config:
+            cmd += ["--system", system]
+        cmd += list(args.reframe_args)
+        if args.dry_run:
+            print("would run: " + " ".join(cmd))
+            return 0
+        status = subprocess.run(cmd, cwd=root, env=env).returncode
+    new = [p for p in list_runs(res, chain.experiment_id) if p.name not in before]
+    if not new:
+        print(f"iolab: error: reframe made no continuation run (exit status {status})", file=sys.stderr)
+        return status or 1
+    whole = Run.load_chain(new[-1], root)
+    print(f"continuation run {new[-1].name} of {chain.run_id}: chain {whole.describe()}; "
+          f"{whole.counts_text()}")
     return status
 
 
@@ -410,6 +478,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also show what supplied each run's benchmarks: provider, spack.lock sha256, "
                         "binaries and their versions")
     s.set_defaults(func=cmd_runs)
+
+    s = sub.add_parser("resume", help="run the jobs of a run that have no ok record (missing, failed, "
+                       "aborted) as a continuation of it; tables then show the run and its continuations")
+    s.add_argument("experiment", metavar="ID")
+    s.add_argument("run", nargs="?", metavar="RUN", help="a run of the chain (default: the latest)")
+    s.add_argument("--failed-only", action="store_true", help="only jobs recorded failed or aborted")
+    s.add_argument("--missing-only", action="store_true", help="only planned jobs with no record")
+    s.add_argument("--allow-changes", action="store_true",
+                   help="run even if the experiment YAML, spack.lock or a binary changed; the new run's "
+                        "manifest lists what changed")
+    s.add_argument("--config", metavar="PATH", help="ReFrame configuration (default: the one the run used)")
+    s.add_argument("--dry-run", action="store_true", help="print what would run and stop")
+    s.add_argument("reframe_args", nargs="*", metavar="-- REFRAME_ARG",
+                   help="more ReFrame options after --, e.g. -- --exec-policy=serial")
+    s.set_defaults(func=cmd_resume)
 
     s = sub.add_parser("publish", help="write a self-contained report folder (HTML, Markdown, CSV, plots)",
                        description="iolab publish ID [--runs RUN ...] --out DIR: index.html with the "

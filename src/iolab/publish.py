@@ -281,7 +281,7 @@ def _alt(plot: plots.Plot) -> str:
 
 def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str,
                prefix: str = "") -> RunReport:
-    run = Run.load(path, project_root)
+    run = Run.load_chain(path, project_root)
     if not run.records:
         raise IolabError(f"run {path.name} has no readable records", hint=run.describe())
     settings = run.report

@@ -20,6 +20,36 @@ from .record import STATUSES, Manifest, Record
 from .results import FALLBACK_NAME, RECORDS, BadLine, read_manifest, read_records
 
 
+def chain_paths(path: Path) -> list[Path]:
+    """A run's chain: its first run (following `parent` in the manifests) and every run that
+    continues it, oldest first. Runs live side by side in results/<id>/."""
+    base = path.parent
+
+    def parent_of(p: Path) -> str | None:
+        try:
+            parent = Manifest.from_json(read_manifest(p)).get("parent")
+        except IolabError:
+            return None
+        return parent if isinstance(parent, str) else None
+
+    root, seen = path, {path.name}
+    while (parent := parent_of(root)) and (base / parent).is_dir() and parent not in seen:
+        root = base / parent
+        seen.add(parent)
+    children: dict[str, list[Path]] = {}
+    for p in sorted(base.iterdir()):
+        if p.is_dir() and (p / "manifest.json").is_file():
+            parent = parent_of(p)
+            if parent:
+                children.setdefault(parent, []).append(p)
+    out, todo = [], [root]
+    while todo:
+        p = todo.pop(0)
+        out.append(p)
+        todo += children.get(p.name, [])
+    return out
+
+
 def _job(part, case_id, repetition) -> tuple:
     return (part or "main", str(case_id), repetition)
 
@@ -36,6 +66,8 @@ class Run:
     unsaved: list[str] = field(default_factory=list)         # fallback files in the run directory
     raw_errors: int = 0                        # records whose raw outputs were not all stored
     project_root: Path | None = None           # for the pairing of runs whose YAML no longer loads
+    chain: list[Run] = field(default_factory=list)     # a run and its continuations, oldest first
+    superseded: int = 0                        # non-ok records a later run of the chain re-ran ok
 
     # ------------------------------------------------------------------------------- reading
     @classmethod
@@ -47,6 +79,35 @@ class Run:
         run.unreadable = read.bad
         run.unsaved = sorted(p.name for p in path.glob(FALLBACK_NAME.format(pid="*")))
         return run
+
+    @classmethod
+    def load_chain(cls, path, project_root: Path | None = None) -> Run:
+        """A run with its continuations (`iolab resume`) as one result set: every record keeps
+        its run id and provenance; a failed or aborted record whose job a later run of the chain
+        recorded ok is left out (and counted in the notes)."""
+        paths = chain_paths(Path(path))
+        if len(paths) == 1:
+            return cls.load(paths[0], project_root)
+        runs = [cls.load(p, project_root) for p in paths]
+        ok_at: dict[tuple, int] = {}
+        for i, run in enumerate(runs):
+            for rec in run.records:
+                if rec.ok:
+                    ok_at.setdefault(rec.job, i)
+        kept, superseded = [], 0
+        for i, run in enumerate(runs):
+            for rec in run.records:
+                if not rec.ok and ok_at.get(rec.job, -1) > i:
+                    superseded += 1
+                    continue
+                kept.append(rec)
+        out = cls.of(kept, runs[0].manifest, runs[0].path, project_root)
+        out.chain, out.superseded = runs, superseded
+        out.unreadable = [b for r in runs for b in r.unreadable]
+        out.unsaved = [u for r in runs for u in r.unsaved]
+        if "_loaded" in runs[0].__dict__:
+            out.__dict__["_loaded"] = runs[0].__dict__["_loaded"]
+        return out
 
     @classmethod
     def of(cls, records, manifest: Manifest | dict | None = None, path=None,
@@ -149,7 +210,14 @@ class Run:
 
     @property
     def finished(self) -> dict | None:
-        return self.manifest.finished
+        """How the run ended; for a chain, how its last continuation ended."""
+        return self.chain[-1].manifest.finished if self.chain else self.manifest.finished
+
+    @property
+    def parent(self) -> str | None:
+        """The run this one continues (`iolab resume`), if any."""
+        parent = self.manifest.get("parent")
+        return parent if isinstance(parent, str) else None
 
     @cached_property
     def by_case(self) -> dict[tuple[str, str], list[Record]]:
@@ -202,6 +270,11 @@ class Run:
     def notes(self) -> list[str]:
         """Lines for tables and reports; none for a complete measured run read in full."""
         out = []
+        if self.chain:
+            out.append(f"runs {' + '.join(r.run_id for r in self.chain)} as one result set "
+                       f"(continued with iolab resume)"
+                       + (f"; {self.superseded} failed or aborted record(s) re-run ok later are "
+                          "left out" if self.superseded else ""))
         if self.origin == "imported":
             label = self.manifest.label
             out.append("imported run: outputs of runs made outside iolab"

@@ -21,7 +21,7 @@ from reframe.core.logging import getlogger
 
 from .. import benchmarks
 from ..matrix import describe
-from . import observe, plan, recording
+from . import continuation, observe, plan, recording
 
 
 class IolabTest(rfm.RunOnlyRegressionTest, special=True):
@@ -45,6 +45,7 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
     @run_after("init")
     def _iolab_init(self):
         case = self._iolab_case = self._iolab_cases[self.case]
+        continuation.skip_done(self, case)      # iolab resume: only the jobs not yet ok
         self.descr = f"{case.experiment} {case.case_id}: {describe(case, self._iolab_varied[case.part])}"
         self.num_tasks, self.num_tasks_per_node = case.num_tasks, case.tasks_per_node
         self.time_limit, self.exclusive_access = case.job.time_limit, case.job.exclusive

@@ -19,7 +19,7 @@ from ..record import Observed, Provenance, Record
 from ..shims import shim_path
 from ..results import RunDir, base_manifest, git_state, new_run_id, results_root, sha256_file, utcnow
 from ..stack import spack_packages
-from . import darshan, jobscript
+from . import continuation, darshan, jobscript
 
 
 class _Run:
@@ -50,6 +50,10 @@ class _Run:
                      "system_extras": system_extras or {}}
             if self.planned:
                 extra["planned"] = self.planned
+            extra.update(continuation.manifest_extra(self.exp.id))
+            config = _config_file(self.exp.root)
+            if config:
+                extra["reframe_config"] = config
             manifest = base_manifest(self.exp, origin="reframe", system=system,
                                      shim_text=shim.read_text() if shim.is_file() else None,
                                      extra=extra)
@@ -249,6 +253,22 @@ def _stack(test, run: _Run, binary_path: str | None) -> dict | None:
                            dict.fromkeys(spack_packages().values()) if name in installed}
         out["hashes"] = {name: installed[name]["hash"] for name in out["versions"]}
     return out
+
+
+def _config_file(root: Path) -> str | None:
+    """The ReFrame configuration file this run uses, relative to the project (for resume)."""
+    try:
+        from reframe.core.runtime import runtime
+
+        sources = [s for s in runtime().site_config.sources if s != "<builtin>"]
+    except Exception:  # noqa: BLE001 - outside a session, or another ReFrame
+        return None
+    for source in reversed(sources):
+        try:
+            return str(Path(source).resolve().relative_to(root.resolve()))
+        except ValueError:
+            continue
+    return None
 
 
 def _read(path: Path) -> str | None:

@@ -1,0 +1,77 @@
+"""`iolab resume`: a run whose jobs did not all succeed is continued by a run of only those jobs,
+and tables read the two as one result set; a resume after the YAML changed is refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO, have, iolab, make_project, records, reframe
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(not have("fio"), reason="fio is not installed")]
+
+RESUMABLE = """\
+id: resumable
+description: fio on scratch and on the node-local disk
+benchmark: fio
+repetitions: 2
+matrix: {storage: [scratch, node_local]}
+fixed: {size: 64KiB, bs: 4KiB}
+"""
+
+
+def _runs(results: Path) -> list[Path]:
+    return sorted(p for p in (results / "resumable").iterdir() if p.is_dir())
+
+
+def test_resume_runs_only_what_failed_and_tables_read_the_chain(rfm_env, tmp_path):
+    root = make_project(tmp_path, {"resumable": RESUMABLE})
+    config = str(root / "reframe" / "config" / "local.py")
+    blocked = tmp_path / "node-local-is-a-file"
+    blocked.write_text("")
+    env = dict(rfm_env, IOLAB_NODE_LOCAL=str(blocked))
+    out = reframe(["-r", "-n", "resumable"], env, cwd=root, config=config)
+    assert out.returncode != 0, out.stdout[-2000:]
+    (first,) = _runs(tmp_path / "results")
+    statuses = sorted(r["status"] for r in records(first))
+    assert statuses == ["failed", "failed", "ok", "ok"], statuses
+
+    cli_env = dict(rfm_env, IOLAB_ROOT=str(root), IOLAB_TEMPLATES=str(REPO / "templates"),
+                   IOLAB_NODE_LOCAL=str(tmp_path / "node-local"))
+    (tmp_path / "node-local").mkdir()
+
+    # the YAML changed: refused, and the change is named
+    yaml_path = root / "experiments" / "resumable.yaml"
+    yaml_path.write_text(RESUMABLE.replace("size: 64KiB", "size: 128KiB"))
+    out = iolab(["resume", "resumable"], cli_env, cwd=root)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "refusing to resume" in out.stderr and "fixed: {size: 128KiB, bs: 4KiB}" in out.stderr
+    assert len(_runs(tmp_path / "results")) == 1
+    yaml_path.write_text(RESUMABLE)
+
+    out = iolab(["resume", "resumable", "--failed-only"], cli_env, cwd=root)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "resuming resumable run" in out.stdout and "2 job(s)" in out.stdout
+    first_run, second = _runs(tmp_path / "results")
+    manifest = json.loads((second / "manifest.json").read_text())
+    assert manifest["parent"] == first.name and manifest["resumed_jobs"] == 2
+    again = records(second)
+    assert [r["status"] for r in again] == ["ok", "ok"]
+    assert {r["params"]["storage"] for r in again} == {"node_local"}
+
+    table = iolab(["table", "resumable", "--format", "json"], cli_env, cwd=root)
+    assert table.returncode == 0, table.stderr
+    rows = json.loads(table.stdout)
+    assert [(r["params"]["storage"], r["n"], r["failed"]) for r in rows] == [
+        ("scratch", 2, []), ("node_local", 2, [])]
+    assert "as one result set" in " ".join(rows[0]["run"]["notes"])
+    assert rows[0]["run"]["state"] == "complete"
+
+    runs = iolab(["runs", "resumable"], cli_env, cwd=root)
+    assert f"continues {first.name}" in runs.stdout and "with continuations" in runs.stdout
+
+    out = iolab(["resume", "resumable"], cli_env, cwd=root)
+    assert out.returncode == 0 and "nothing to resume" in out.stdout

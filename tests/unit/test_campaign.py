@@ -1,0 +1,82 @@
+"""Chains of runs (`iolab resume`): which jobs a continuation runs, how a chain reads as one
+result set, and what counts as a change."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from iolab import campaign
+from iolab.errors import IolabError
+from iolab.run import Run, chain_paths
+from tests.golden.publish_data import REPO, experiment, make_run, records
+
+A, B, C = "20261121T000000Z-aaaaaa", "20261121T010000Z-bbbbbb", "20261121T020000Z-cccccc"
+
+
+def _plan(recs):
+    return [{"part": r.part, "case_id": r.case_id, "repetition": r.repetition, "system": "local:default"}
+            for r in recs]
+
+
+def test_jobs_to_resume_and_the_chain_as_one_result_set(tmp_path):
+    exp = experiment("archer-fpp-vs-ssf")
+    results = tmp_path / "results"
+    recs = records(exp, A, reps=1)[:4]
+    first = [recs[0], replace(recs[1], status="failed", metrics=[], error="ior exited with status 1"),
+             replace(recs[2], status="aborted", metrics=[], error="interrupted by SIGTERM")]
+    # recs[3]: planned, never recorded
+    make_run(results, exp, A, first, planned=_plan(recs), finished={"complete": False})
+    chain = Run.load_chain(results / exp.id / A)
+    assert chain.chain == [] and chain.state == "incomplete"
+    assert campaign.jobs_to_resume(chain) == [r.job for r in recs[1:]]
+    assert campaign.jobs_to_resume(chain, failed_only=True) == [recs[1].job, recs[2].job]
+    assert campaign.jobs_to_resume(chain, missing_only=True) == [recs[3].job]
+
+    # a continuation re-runs the failed one ok; the aborted one fails again
+    second = [replace(recs[1], run_id=B), replace(recs[2], run_id=B, status="failed", metrics=[],
+                                                 error="ior exited with status 1")]
+    make_run(results, exp, B, second, planned=_plan(recs[1:3]), finished={"complete": True},
+             parent=A)
+    paths = chain_paths(results / exp.id / A)
+    assert [p.name for p in paths] == [A, B] and chain_paths(results / exp.id / B) == paths
+    chain = Run.load_chain(results / exp.id / B)
+    assert [r.run_id for r in chain.chain] == [A, B] and chain.superseded == 1
+    assert [(r.run_id, r.status) for r in chain.records if r.case_id == recs[1].case_id] == [(B, "ok")]
+    assert [r.status for r in chain.records if r.case_id == recs[2].case_id] == ["aborted", "failed"]
+    assert chain.missing == [recs[3].job] and chain.state == "incomplete"
+    assert any("as one result set" in n and "1 failed or aborted" in n for n in chain.notes())
+    assert campaign.jobs_to_resume(chain) == [recs[2].job, recs[3].job]
+
+
+def test_nothing_to_resume_without_a_plan(tmp_path):
+    exp = experiment("archer-fpp-vs-ssf")
+    make_run(tmp_path / "results", exp, A, records(exp, A, reps=1)[:2])
+    with pytest.raises(IolabError, match="no plan in its manifest"):
+        campaign.jobs_to_resume(Run.load_chain(tmp_path / "results" / exp.id / A))
+
+
+def test_a_read_takes_its_write_along(tmp_path):
+    exp = experiment("lustre-adio-io-size")
+    recs = records(exp, A, reps=1)
+    run = Run.of(recs, {"experiment_yaml": exp.text, "experiment": exp.id, "profile": "local"})
+    reads = [r for r in recs if r.params.get("kernel") == "read" or r.params.get("write") is False]
+    assert reads, "the experiment has read cases"
+    jobs, why = campaign.with_producers(run, [reads[0].job])
+    assert len(jobs) == 2 and why and why[0].startswith("write case ")
+
+
+def test_changes_name_the_yaml_difference(tmp_path):
+    exp = experiment("archer-fpp-vs-ssf")
+    project = tmp_path / "project"
+    (project / "experiments").mkdir(parents=True)
+    path = make_run(tmp_path / "results", exp, A, records(exp, A, reps=1)[:1])
+    (project / "experiments" / f"{exp.id}.yaml").write_text(exp.text)
+    run = Run.load_chain(path)
+    assert campaign.changes(run, project) == []
+    changed = exp.text.replace("repetitions: 3", "repetitions: 5")
+    (project / "experiments" / f"{exp.id}.yaml").write_text(changed)
+    (change,) = campaign.changes(run, project)
+    assert "changed since run" in change and "-repetitions: 3; +repetitions: 5" in change
+    assert campaign.config_for(run, REPO)[0].name == "local.py"
