@@ -74,6 +74,7 @@ def cmd_plan(args) -> int:
     print()
     print(f"cases: {len(cases)}  jobs: {len(cases) * exp.repetitions}  "
           f"bytes written: {format_bytes_human(total)} ({total} B)")
+    _plan_cost(args, exp, cases, keys)
     if args.suggest_reps:
         from .report import render_rep_suggestions, suggest_reps
         from .results import list_runs, results_root
@@ -86,7 +87,32 @@ def cmd_plan(args) -> int:
                             {b: chosen for b in exp.benchmarks} if chosen else None)
         print()
         print(render_rep_suggestions(rows, exp.id, len(runs), args.target_ci, exp.repetitions))
+        if any(r.suggested is not None for r in rows):
+            from .cost import suggestion_node_hours
+
+            hours = suggestion_node_hours(rows, {c.case_id: c for c in cases})
+            print(f"  the suggested repetitions cost {hours:.2f} node-hours at the time limits")
     return 0
+
+
+def _plan_cost(args, exp, cases, keys) -> None:
+    """Node-hours, core-hours, an estimate from earlier runs, peak scratch; --budget refuses."""
+    from . import cost
+    from .results import list_runs, results_root
+
+    try:
+        runs = list_runs(results_root(_root()), exp.id)
+    except IolabError:
+        runs = []
+    spent = cost.plan_cost(cases, exp.repetitions, cost.durations(runs, cases) if runs else None)
+    for line in spent.lines(len(cases)):
+        print(line)
+    if args.budget is not None and spent.node_hours > args.budget:
+        trims = cost.trim_suggestions(cases, spent, keys, exp.repetitions)
+        raise IolabError(f"the plan needs {spent.node_hours:.2f} node-hours at its time limits, over the "
+                         f"budget of {args.budget:g}",
+                         hint="trim an axis (largest saving first): " + "; ".join(trims[:3])
+                              if trims else "shorten job.time_limit")
 
 
 def cmd_render(args) -> int:
@@ -400,6 +426,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="suggest repetitions per case from earlier runs of the same case ids")
     s.add_argument("--target-ci", type=float, default=5.0, metavar="PERCENT",
                    help="target 95%% CI half-width as a percentage of the mean (default 5)")
+    s.add_argument("--budget", type=float, metavar="NODE_HOURS",
+                   help="refuse a plan whose node-hours (at the time limits) exceed this, and say "
+                        "what to trim")
     s.set_defaults(func=cmd_plan)
 
     s = sub.add_parser("render", help="(re)generate the ReFrame shims in reframe/generated/")
