@@ -161,6 +161,35 @@ def _tables(state, metrics, darshan_columns: str | None = None):
     return build_tables(records, metrics, state.report)
 
 
+def _pooled(exp_id: str, runs: list[str] | None, since: str | None, include_imported: bool):
+    """Several runs (each with its continuations) pooled: named ones, or every run since a date
+    (YYYY-MM-DD or a UTC time) or a run id."""
+    from .results import find_run, list_runs, results_root
+    from .run import Run, chain_paths
+
+    res = results_root(_root())
+    paths = [find_run(res, exp_id, r, include_imported) for r in runs or []]
+    if since:
+        every = [p for p in list_runs(res, exp_id)
+                 if include_imported or Run.load(p).origin == "measured"]
+        named = [p for p in every if p.name == since or p.name.startswith(since)]
+        if named:
+            paths += every[every.index(named[0]):]
+        else:
+            stamp = since.replace("-", "").replace(":", "")
+            if not stamp[:8].isdigit():
+                raise IolabError(f"--since {since!r}: give a date (2026-11-21), a UTC time "
+                                 "(2026-11-21T10:00) or a run id")
+            paths += [p for p in every if p.name[:len(stamp)] >= stamp]
+    roots = list(dict.fromkeys(chain_paths(p)[0] for p in paths))
+    if not roots:
+        raise IolabError(f"no run of {exp_id!r} since {since!r}")
+    state = Run.pooled(roots, _root())
+    if not state.records:
+        raise IolabError(f"the runs of {exp_id!r} have no readable records")
+    return state
+
+
 def _print_run_notes(state, label: str = "") -> None:
     for note in state.notes():
         print(f"iolab: note: {label}{note}", file=sys.stderr)
@@ -170,7 +199,12 @@ def cmd_table(args) -> int:
     from .report import render
 
     metrics = args.metrics.split(",") if args.metrics else None
-    state = _run_state(args.experiment, args.run, args.include_imported)
+    if args.runs or args.since:
+        if args.run:
+            raise IolabError("give --run, or --runs/--since to pool several runs, not both")
+        state = _pooled(args.experiment, args.runs, args.since, args.include_imported)
+    else:
+        state = _run_state(args.experiment, args.run, args.include_imported)
     tables = _tables(state, metrics, args.darshan)
     if args.format == "csv":
         _print_run_notes(state)     # CSV readers get the table only
@@ -438,6 +472,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("table", help="print a run's comparison table")
     s.add_argument("experiment", metavar="ID")
     s.add_argument("--run", help="run id (or a unique prefix/suffix); default: the latest")
+    s.add_argument("--runs", nargs="+", metavar="RUN",
+                   help="pool the repetitions of these runs where their provenance agrees")
+    s.add_argument("--since", metavar="DATE|RUN",
+                   help="pool every run from this date (2026-11-21, UTC) or run id on")
     s.add_argument("--format", choices=["md", "csv", "json"], default="md")
     s.add_argument("--metrics", help="comma-separated metric names, e.g. write_bw,write_bw_max")
     s.add_argument("--darshan", metavar="COLUMNS",

@@ -10,6 +10,7 @@ it is now.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -18,6 +19,15 @@ from . import reportspec
 from .errors import IolabError
 from .record import STATUSES, Manifest, Record
 from .results import FALLBACK_NAME, RECORDS, BadLine, read_manifest, read_records
+
+
+PROVENANCE_KEYS = ("system", "binary sha256", "binary version", "spack.lock")
+
+
+def provenance_key(rec: Record) -> tuple:
+    """What must agree for repetitions of a case from two runs to be pooled."""
+    prov = rec.provenance
+    return (prov.system, prov.binary_sha256, prov.binary_version, prov.stack.get("spack_lock_sha256"))
 
 
 def chain_paths(path: Path) -> list[Path]:
@@ -67,6 +77,7 @@ class Run:
     raw_errors: int = 0                        # records whose raw outputs were not all stored
     project_root: Path | None = None           # for the pairing of runs whose YAML no longer loads
     chain: list[Run] = field(default_factory=list)     # a run and its continuations, oldest first
+    pool: list[Run] = field(default_factory=list)      # runs pooled into this one (table --runs)
     superseded: int = 0                        # non-ok records a later run of the chain re-ran ok
 
     # ------------------------------------------------------------------------------- reading
@@ -105,6 +116,35 @@ class Run:
         out.chain, out.superseded = runs, superseded
         out.unreadable = [b for r in runs for b in r.unreadable]
         out.unsaved = [u for r in runs for u in r.unsaved]
+        if "_loaded" in runs[0].__dict__:
+            out.__dict__["_loaded"] = runs[0].__dict__["_loaded"]
+        return out
+
+    @classmethod
+    def pooled(cls, paths, project_root: Path | None = None) -> Run:
+        """Repetitions of the same case ids from several runs (each with its continuations), as
+        one result set: a case's records of a run whose provenance differs from the first run's
+        that has the case (system, binary, Spack lock) are not pooled, and its row says so."""
+        runs = [cls.load_chain(p, project_root) for p in paths]
+        ref: dict[tuple, tuple] = {}
+        kept: list[Record] = []
+        notes: dict[tuple, list[str]] = {}
+        for run in runs:
+            for rec in run.records:
+                key = (rec.part, rec.case_id)
+                want, got = ref.setdefault(key, provenance_key(rec)), provenance_key(rec)
+                if got == want:
+                    kept.append(rec)
+                    continue
+                why = "; ".join(f"{k} {a} vs {b}" for k, a, b in zip(PROVENANCE_KEYS, want, got) if a != b)
+                note = f"run {run.run_id} not pooled: {why}"
+                if note not in notes.setdefault(key, []):
+                    notes[key].append(note)
+        kept = [dataclasses.replace(r, flags=list(r.flags) + notes[(r.part, r.case_id)])
+                if (r.part, r.case_id) in notes else r for r in kept]
+        out = cls.of(kept, runs[0].manifest, runs[0].path, project_root)
+        out.pool = runs
+        out.unreadable = [b for r in runs for b in r.unreadable]
         if "_loaded" in runs[0].__dict__:
             out.__dict__["_loaded"] = runs[0].__dict__["_loaded"]
         return out
@@ -270,6 +310,9 @@ class Run:
     def notes(self) -> list[str]:
         """Lines for tables and reports; none for a complete measured run read in full."""
         out = []
+        if self.pool:
+            out.append(f"repetitions pooled from runs {', '.join(r.run_id for r in self.pool)} "
+                       "where the provenance agrees (system, binary, Spack lock)")
         if self.chain:
             out.append(f"runs {' + '.join(r.run_id for r in self.chain)} as one result set "
                        f"(continued with iolab resume)"

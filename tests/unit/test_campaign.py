@@ -3,6 +3,7 @@ result set, and what counts as a change."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -80,3 +81,35 @@ def test_changes_name_the_yaml_difference(tmp_path):
     (change,) = campaign.changes(run, project)
     assert "changed since run" in change and "-repetitions: 3; +repetitions: 5" in change
     assert campaign.config_for(run, REPO)[0].name == "local.py"
+
+
+def test_repetitions_pool_across_runs_where_provenance_agrees(tmp_path, monkeypatch, capsys):
+    from iolab.cli import main
+
+    exp = experiment("archer-fpp-vs-ssf")
+    results = tmp_path / "results"
+    make_run(results, exp, A, records(exp, A, reps=2))
+    other = records(exp, B, reps=2)
+    odd = other[0].case_id
+    other = [replace(r, provenance=replace(r.provenance, extra={**r.provenance.extra, "binary": {
+        **r.provenance.binary, "version": "4.0.1", "sha256": "ef" * 32}})) if r.case_id == odd else r
+        for r in other]
+    make_run(results, exp, B, other)
+    pooled = Run.pooled([results / exp.id / A, results / exp.id / B])
+    by_case = {}
+    for rec in pooled.records:
+        by_case.setdefault(rec.case_id, []).append(rec)
+    assert all(len(v) == 4 for k, v in by_case.items() if k != odd) and len(by_case[odd]) == 2
+    assert any(f.startswith(f"run {B} not pooled: binary sha256") and "binary version 4.0.0 vs 4.0.1" in f
+               for f in by_case[odd][0].flags)
+    assert "repetitions pooled from runs" in pooled.notes()[0]
+
+    monkeypatch.setenv("IOLAB_RESULTS", str(results))
+    assert main(["table", exp.id, "--runs", A, B, "--format", "json"]) == 0
+    rows = {r["case_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows[odd]["n"] == 2 and any("not pooled" in n for n in rows[odd]["notes"])
+    assert {r["n"] for k, r in rows.items() if k != odd} == {4}
+    assert main(["table", exp.id, "--since", "2026-11-21", "--format", "json"]) == 0
+    since = {r["case_id"]: r["n"] for r in json.loads(capsys.readouterr().out)}
+    assert since == {k: r["n"] for k, r in rows.items()}
+    assert main(["table", exp.id, "--since", "yesterday"]) == 2
