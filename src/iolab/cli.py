@@ -369,6 +369,26 @@ def cmd_runs(args) -> int:
     return status
 
 
+def cmd_status(args) -> int:
+    """How far a run (with its continuations) is; --watch repeats until it ends."""
+    import time
+
+    from .results import find_run, results_root
+    from .run import Run
+
+    res = results_root(_root())
+    path = find_run(res, args.experiment, args.run, True)
+    tty = sys.stdout.isatty()
+    while True:
+        run = Run.load_chain(path)
+        line = f"{args.experiment} run {run.run_id}: {run.state}: {run.progress(time.time())}"
+        if not args.watch or run.state != "unfinished":
+            print(("\r" if tty and args.watch else "") + line)
+            return 0 if run.state != "unfinished" or not args.watch else 1
+        print(("\r" + line + "\033[K") if tty else line, end="" if tty else "\n", flush=True)
+        time.sleep(args.watch)
+
+
 def cmd_resume(args) -> int:
     """Run the jobs of a run's chain that have no ok record, as a continuation of it."""
     import os
@@ -545,6 +565,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also show what supplied each run's benchmarks: provider, spack.lock sha256, "
                         "binaries and their versions")
     s.set_defaults(func=cmd_runs)
+
+    s = sub.add_parser("status", help="how far a run is: jobs recorded of planned, failures, elapsed, ETA")
+    s.add_argument("experiment", metavar="ID")
+    s.add_argument("run", nargs="?", metavar="RUN", help="default: the latest")
+    s.add_argument("--watch", type=float, metavar="SECONDS", nargs="?", const=5.0,
+                   help="read the run again every SECONDS (default 5) until it ends")
+    s.set_defaults(func=cmd_status)
 
     s = sub.add_parser("resume", help="run the jobs of a run that have no ok record (missing, failed, "
                        "aborted) as a continuation of it; tables then show the run and its continuations")

@@ -11,6 +11,7 @@ it is now.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -19,6 +20,21 @@ from . import reportspec
 from .errors import IolabError
 from .record import STATUSES, Manifest, Record
 from .results import FALLBACK_NAME, RECORDS, BadLine, read_manifest, read_records
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def progress_text(done: int, planned: int | None, counts: dict, elapsed: float) -> str:
+    """'7/12 jobs recorded (1 failed), 0:03:10 elapsed, ETA 0:02:16' (ETA from the pace so far)."""
+    bad = ", ".join(f"{counts[s]} {s}" for s in ("failed", "aborted", "skipped") if counts.get(s))
+    text = f"{done}/{planned if planned is not None else '?'} jobs recorded" + (f" ({bad})" if bad else "")
+    text += f", {_clock(elapsed)} elapsed"
+    if planned and 0 < done < planned:
+        text += f", ETA {_clock(elapsed / done * (planned - done))}"
+    return text
 
 
 PROVENANCE_KEYS = ("system", "binary sha256", "binary version", "spack.lock")
@@ -339,6 +355,19 @@ class Run:
         if self.manifest.experiment_yaml and why:
             out.append(f"the experiment as run no longer loads ({why}): default report settings")
         return out
+
+    def progress(self, now: float) -> str:
+        """How far the run (or chain) is, for `iolab status`."""
+        runs = self.chain or [self]
+        start = runs[0].manifest.created_unix or now
+        end = now
+        ended = (self.finished or {}).get("ended")
+        if isinstance(ended, str):
+            try:
+                end = datetime.datetime.fromisoformat(ended.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                pass
+        return progress_text(sum(self.counts.values()), self.planned, self.counts, end - start)
 
     def as_json(self) -> dict:
         return {"run_id": self.run_id, "origin": self.origin, "state": self.state,

@@ -36,6 +36,9 @@ def test_resume_runs_only_what_failed_and_tables_read_the_chain(rfm_env, tmp_pat
     out = reframe(["-r", "-n", "resumable"], env, cwd=root, config=config)
     assert out.returncode != 0, out.stdout[-2000:]
     (first,) = _runs(tmp_path / "results")
+    # progress as the run goes: one plain line per recorded job
+    assert f"iolab: resumable run {first.name}: 1/4 jobs recorded" in out.stdout
+    assert f"iolab: resumable run {first.name}: 4/4 jobs recorded (2 failed)" in out.stdout
     statuses = sorted(r["status"] for r in records(first))
     assert statuses == ["failed", "failed", "ok", "ok"], statuses
 

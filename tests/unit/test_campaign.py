@@ -113,3 +113,19 @@ def test_repetitions_pool_across_runs_where_provenance_agrees(tmp_path, monkeypa
     since = {r["case_id"]: r["n"] for r in json.loads(capsys.readouterr().out)}
     assert since == {k: r["n"] for k, r in rows.items()}
     assert main(["table", exp.id, "--since", "yesterday"]) == 2
+
+
+def test_progress_and_status(tmp_path, monkeypatch, capsys):
+    from iolab.cli import main
+    from iolab.run import progress_text
+
+    assert progress_text(3, 12, {"ok": 2, "failed": 1}, 90) == \
+        "3/12 jobs recorded (1 failed), 0:01:30 elapsed, ETA 0:04:30"
+    assert progress_text(2, None, {"ok": 2}, 5) == "2/? jobs recorded, 0:00:05 elapsed"
+    exp = experiment("archer-fpp-vs-ssf")
+    recs = records(exp, A, reps=1)[:4]
+    make_run(tmp_path / "results", exp, A, recs[:1], planned=_plan(recs), created_unix=1000.0)
+    monkeypatch.setenv("IOLAB_RESULTS", str(tmp_path / "results"))
+    assert main(["status", exp.id]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{exp.id} run {A}: unfinished: 1/4 jobs recorded, ") and "ETA" in out

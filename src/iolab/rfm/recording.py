@@ -16,6 +16,7 @@ from ..errors import IolabError
 from ..load import Experiment
 from ..lustre import observed as lustre_observed
 from ..record import Observed, Provenance, Record
+from ..run import progress_text
 from ..shims import shim_path
 from ..results import RunDir, base_manifest, git_state, new_run_id, results_root, sha256_file, utcnow
 from ..stack import spack_packages
@@ -33,6 +34,7 @@ class _Run:
         self.counts: collections.Counter = collections.Counter()   # records written, by status
         self.recorded: set[tuple[str, int, str]] = set()            # (case_id, repetition, system)
         self.unsaved: str | None = None      # why some records are in a fallback file, not records.jsonl
+        self.started = time.time()
 
     def store_lock(self, lock: Path) -> None:
         """The Spack environment's spack.lock, once per run, next to the manifest."""
@@ -70,6 +72,9 @@ class _Run:
             self.unsaved = str(exc)
         self.counts[rec.status] += 1
         self.recorded.add((rec.case_id, rec.repetition, rec.provenance.system))
+        getlogger().info(f"iolab: {self.exp.id} run {self.run_id}: "
+                         + progress_text(sum(self.counts.values()), len(self.planned) or None,
+                                         self.counts, time.time() - self.started))
 
 
 _RUNS: dict[str, _Run] = {}
