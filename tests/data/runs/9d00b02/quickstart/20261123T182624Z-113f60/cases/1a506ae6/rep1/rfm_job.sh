@@ -1,0 +1,12 @@
+#!/bin/bash
+export OMPI_ALLOW_RUN_AS_ROOT=1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export PATH=/opt/io/bin:$PATH
+export LD_LIBRARY_PATH=/opt/io/lib:${LD_LIBRARY_PATH:-}
+mkdir -p "/tmp/oldscr-9d00b02/quickstart/20261123T182624Z-113f60/1a506ae6-r1"
+echo "/tmp/oldscr-9d00b02/quickstart/20261123T182624Z-113f60/1a506ae6-r1" > iolab-casedir.txt
+{ findmnt -n -o FSTYPE -T "/tmp/oldscr-9d00b02/quickstart/20261123T182624Z-113f60/1a506ae6-r1" 2>/dev/null || stat -f -c %T "/tmp/oldscr-9d00b02/quickstart/20261123T182624Z-113f60/1a506ae6-r1"; } > iolab-fstype.txt
+{ command -v ior && sha256sum "$(command -v ior)"; } > iolab-binary.txt
+mpirun -np 2 ior -a POSIX -b 8m -t 1m -s 1 -i 2 -F -e -w -r -o /tmp/oldscr-9d00b02/quickstart/20261123T182624Z-113f60/1a506ae6-r1/testfile -O summaryFormat=JSON -O summaryFile=ior-summary.json
+echo $? > iolab-exit-code.txt
+rm -rf "/tmp/oldscr-9d00b02/quickstart/20261123T182624Z-113f60/1a506ae6-r1"

@@ -1,0 +1,12 @@
+#!/bin/bash
+export OMPI_ALLOW_RUN_AS_ROOT=1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export PATH=/opt/io/bin:$PATH
+export LD_LIBRARY_PATH=/opt/io/lib:${LD_LIBRARY_PATH:-}
+mkdir -p "/tmp/oldscr-9d00b02/quickstart/20261123T182624Z-113f60/290e66ea-r2"
+echo "/tmp/oldscr-9d00b02/quickstart/20261123T182624Z-113f60/290e66ea-r2" > iolab-casedir.txt
+{ findmnt -n -o FSTYPE -T "/tmp/oldscr-9d00b02/quickstart/20261123T182624Z-113f60/290e66ea-r2" 2>/dev/null || stat -f -c %T "/tmp/oldscr-9d00b02/quickstart/20261123T182624Z-113f60/290e66ea-r2"; } > iolab-fstype.txt
+{ command -v fio && sha256sum "$(command -v fio)"; } > iolab-binary.txt
+fio --output-format=json --output=fio.json fio-job.fio
+echo $? > iolab-exit-code.txt
+rm -rf "/tmp/oldscr-9d00b02/quickstart/20261123T182624Z-113f60/290e66ea-r2"
