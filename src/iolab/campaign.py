@@ -33,6 +33,7 @@ class Continuation:
     jobs: list[list] = field(default_factory=list)      # [part, case_id, repetition]
     changes: list[str] = field(default_factory=list)    # allowed differences, in words
     added: list[str] = field(default_factory=list)      # why jobs that were ok run again
+    kind: str = "resume"              # resume: continues the chain; reproduce: a run of its own
 
     def write(self, path: Path) -> Path:
         path.write_text(json.dumps(asdict(self), indent=1) + "\n")
@@ -50,6 +51,8 @@ class Continuation:
         return [part, case_id, repetition] in self.jobs
 
     def manifest_extra(self) -> dict:
+        if self.kind == "reproduce":
+            return {"reproduces": {"run": self.parent, "jobs": self.jobs}, "differences": self.changes}
         return {"parent": self.parent, "chain_root": self.root, "resumed_jobs": len(self.jobs),
                 "allowed_changes": self.changes}
 
@@ -166,3 +169,32 @@ def config_for(chain: Run, project_root: Path) -> tuple[Path, str | None]:
             return path, system or None
     raise IolabError(f"no ReFrame configuration under reframe/config defines system {name!r}, "
                      f"which run {chain.run_id} ran on", hint="give it with --config PATH")
+
+
+def reproduction_project(run: Run, checkout: Path, into: Path) -> Path:
+    """A project of its own for re-running a run's case: the experiment YAML exactly as run, with
+    the checkout's ReFrame loader and configurations."""
+    text = run.manifest.experiment_yaml
+    if not text:
+        raise IolabError(f"run {run.run_id} has no copy of its experiment YAML: it cannot be reproduced")
+    (into / "experiments").mkdir(parents=True)
+    (into / "experiments" / f"{run.experiment_id}.yaml").write_text(text)
+    (into / "reframe").mkdir()
+    shutil.copy(checkout / "reframe" / "experiments.py", into / "reframe" / "experiments.py")
+    shutil.copytree(checkout / "reframe" / "config", into / "reframe" / "config")
+    return into
+
+
+def reproduce_differences(run: Run, checkout: Path) -> list[str]:
+    """What a re-run here cannot keep as it was: the code, the host, a binary."""
+    from .results import git_state, host_info
+
+    out = []
+    then, now = run.manifest.git, git_state(checkout).get("git")
+    if then and now and then != now:
+        out.append(f"another iolab commit: the run used {then[:12]}, this checkout is {now[:12]}")
+    host_then, host_now = run.manifest.host.get("hostname"), host_info().get("hostname")
+    if host_then and host_then != host_now:
+        out.append(f"another host: the run was on {host_then}, this is {host_now}")
+    out += [c for c in changes(run, checkout) if not c.startswith("experiments/")]
+    return out
