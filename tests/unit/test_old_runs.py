@@ -43,7 +43,8 @@ def test_old_formats_say_what_they_have():
     assert first.planned is None and first.state == "complete" and first.describe() == "complete as recorded"
     assert all(len(r.case_id) == 8 for r in first.records)
     hints = Run.load(next((RUNS / "9d00b02" / "cp2k-aggregators").iterdir()))
-    changed = [r for r in hints.records if r.observed.effective("mpiio.cb_nodes") != r.params["mpiio.cb_nodes"]]
+    changed = [r for r in hints.records
+               if r.observed.effective("mpiio.cb_nodes") != r.params["mpiio.cb_nodes"]]
     assert changed and all(any(f.startswith("hint cb_nodes: requested") for f in r.flags) for r in changed)
     cut = Run.load(next((RUNS / "3940bc6" / "interrupted").iterdir()))
     assert cut.state == "incomplete" and cut.counts["aborted"] == 1
