@@ -389,6 +389,73 @@ def cmd_status(args) -> int:
         time.sleep(args.watch)
 
 
+def cmd_reproduce(args) -> int:
+    """Re-run one recorded case from what its run stored, then set the new result against it."""
+    import os
+    import subprocess
+    import tempfile
+
+    from . import campaign
+    from .compare import Side, compare_runs, render_comparison
+    from .results import find_run, list_runs, results_root
+    from .run import Run
+    from .shims import class_name
+
+    root = _root()
+    res = results_root(root)
+    if args.record:
+        line = sys.stdin.readline() if args.record == "-" else Path(args.record).read_text().splitlines()[0]
+        try:
+            wanted = json.loads(line)
+            exp_id, run_id, case_id = wanted["experiment"], wanted["run_id"], wanted["case_id"]
+            reps = [wanted["repetition"]]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise IolabError(f"--record: not a record line ({exc})") from None
+    else:
+        if not (args.experiment and args.run and args.case):
+            raise IolabError("give ID RUN CASE (and --rep N), or --record FILE|- with a record line")
+        exp_id, run_id, case_id, reps = args.experiment, args.run, args.case, None
+    run = Run.load(find_run(res, exp_id, run_id, True), root)
+    recs = [r for r in run.records if r.case_id == case_id or r.case_id.startswith(case_id)]
+    if not {r.case_id for r in recs}:
+        raise IolabError(f"run {run.run_id} has no case {case_id!r}",
+                         hint="cases: " + ", ".join(sorted({r.case_id for r in run.records}))[:300])
+    if len({r.case_id for r in recs}) > 1:
+        raise IolabError(f"case {case_id!r} is ambiguous in run {run.run_id}: give more digits")
+    reps = reps or ([args.rep] if args.rep else sorted({r.repetition for r in recs}))
+    part, case_id = recs[0].part, recs[0].case_id
+    differ = campaign.reproduce_differences(run, root)
+    for line in differ:
+        print(f"iolab: warning: {line}", file=sys.stderr)
+    config, system = (Path(args.config), None) if args.config else campaign.config_for(run, root)
+    cont = campaign.Continuation(exp_id, run.run_id, run.run_id, run.manifest.profile,
+                                 [[part, case_id, r] for r in reps], differ, kind="reproduce")
+    before = {p.name for p in list_runs(res, exp_id)}
+    print(f"reproducing {exp_id} run {run.run_id} case {case_id} rep {', '.join(map(str, reps))} "
+          f"on {system or config.stem}, profile {run.manifest.profile or '(base)'}")
+    with tempfile.TemporaryDirectory(prefix="iolab-reproduce-") as tmp:
+        project = campaign.reproduction_project(run, root, Path(tmp) / "project")
+        env = dict(os.environ, **{campaign.RESUME_ENV: str(cont.write(Path(tmp) / "job.json"))},
+                   IOLAB_RESULTS=str(res))
+        env.pop("IOLAB_ROOT", None)
+        if run.manifest.profile:
+            env["IOLAB_PROFILE"] = run.manifest.profile
+        sibling = Path(sys.executable).parent / "reframe"
+        cmd = [str(sibling) if sibling.is_file() else "reframe", "-C", str(config.resolve()), "-c",
+               "reframe/", "-R", "-r", "-n", f"^{class_name(exp_id)}\\b"]
+        if system and not args.config:
+            cmd += ["--system", system]
+        status = subprocess.run(cmd, cwd=project, env=env).returncode
+    new = [p for p in list_runs(res, exp_id) if p.name not in before]
+    if not new:
+        print(f"iolab: error: reframe made no run (exit status {status})", file=sys.stderr)
+        return status or 1
+    again = Run.load(new[-1], root)
+    print(render_comparison(compare_runs(Side("original", run.with_records(recs)),
+                                         Side("reproduced", again))))
+    return status
+
+
 def cmd_resume(args) -> int:
     """Run the jobs of a run's chain that have no ok record, as a continuation of it."""
     import os
@@ -565,6 +632,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also show what supplied each run's benchmarks: provider, spack.lock sha256, "
                         "binaries and their versions")
     s.set_defaults(func=cmd_runs)
+
+    s = sub.add_parser("reproduce", help="re-run one recorded case from what its run stored (the YAML "
+                       "as run, profile, system) and compare the result with the original")
+    s.add_argument("experiment", nargs="?", metavar="ID")
+    s.add_argument("run", nargs="?", metavar="RUN")
+    s.add_argument("case", nargs="?", metavar="CASE", help="a case id (or a unique prefix)")
+    s.add_argument("--rep", type=int, help="one repetition (default: every repetition the run has)")
+    s.add_argument("--record", metavar="FILE|-", help="a records.jsonl line instead of ID RUN CASE")
+    s.add_argument("--config", metavar="PATH", help="ReFrame configuration (default: the one the run used)")
+    s.set_defaults(func=cmd_reproduce)
 
     s = sub.add_parser("status", help="how far a run is: jobs recorded of planned, failures, elapsed, ETA")
     s.add_argument("experiment", metavar="ID")

@@ -78,3 +78,27 @@ def test_resume_runs_only_what_failed_and_tables_read_the_chain(rfm_env, tmp_pat
 
     out = iolab(["resume", "resumable"], cli_env, cwd=root)
     assert out.returncode == 0 and "nothing to resume" in out.stdout
+
+
+def test_reproduce_reruns_a_recorded_case_and_compares(rfm_env, tmp_path):
+    root = make_project(tmp_path, {"resumable": RESUMABLE})
+    out = reframe(["-r", "-n", "resumable"], dict(rfm_env, IOLAB_NODE_LOCAL=str(tmp_path)), cwd=root,
+                  config=str(root / "reframe" / "config" / "local.py"))
+    assert out.returncode == 0, out.stdout[-2000:]
+    (first,) = _runs(tmp_path / "results")
+    scratch = next(r for r in records(first) if r["params"]["storage"] == "scratch")
+    # the YAML changes afterwards: a reproduction runs the YAML as run, not today's
+    (root / "experiments" / "resumable.yaml").write_text(RESUMABLE.replace("64KiB", "128KiB"))
+    cli_env = dict(rfm_env, IOLAB_ROOT=str(root), IOLAB_TEMPLATES=str(REPO / "templates"))
+    out = iolab(["reproduce", "resumable", first.name, scratch["case_id"][:6]], cli_env, cwd=root)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert f"reproducing resumable run {first.name} case {scratch['case_id']} rep 1, 2" in out.stdout
+    assert "original vs reproduced" in out.stdout
+    assert any(v in out.stdout for v in ("no clear difference", "faster", "slower"))
+    new = [p for p in _runs(tmp_path / "results") if p != first]
+    (again,) = new
+    recs = records(again)
+    assert [(r["case_id"], r["status"], r["params"]["size"]) for r in recs] == [
+        (scratch["case_id"], "ok", 65536)] * 2
+    manifest = json.loads((again / "manifest.json").read_text())
+    assert manifest["reproduces"]["run"] == first.name and "parent" not in manifest
