@@ -258,7 +258,11 @@ def compare_by_param(side: Side, key: str, baseline: str, metrics: list[str] | N
         found_key = found_key or bool(rows)
         for r in rows:
             seen_values.add(r.params[key])
-        bases = [r for r in rows if r.params[key] == base_value]
+        # the baseline of each case: the one differing only in `key`, found by the other values
+        bases: dict[str, object] = {}
+        for r in rows:
+            if r.params[key] == base_value:
+                bases.setdefault(_without(r.params, key), r)
         if not rows or not bases:
             continue
         for m in table.metrics:
@@ -266,15 +270,13 @@ def compare_by_param(side: Side, key: str, baseline: str, metrics: list[str] | N
             for r in rows:
                 if r.params[key] == base_value:
                     continue
-                rest = {k: v for k, v in r.params.items() if k != key}
-                match = [c for c in bases if {k: v for k, v in c.params.items() if k != key} == rest]
+                base = bases.get(_without(r.params, key))
                 sb = r.cells[m].summary
                 notes = _flag_notes("this case", r)
-                if not match:
+                if base is None:
                     pairs.append(Pair(_key_values(table, r), None, r.case_id, stats.summarize([]), sb,
                                       notes + ["no baseline case differing only in " + key]))
                     continue
-                base = match[0]
                 notes = _flag_notes("baseline", base) + notes
                 notes += _version_note(side, side, table.part, base.case_id, r.case_id,
                                        ("baseline", "this case"))
@@ -296,6 +298,10 @@ def compare_by_param(side: Side, key: str, baseline: str, metrics: list[str] | N
                f"from A only in {key}"]
     title = f"{side.experiment}: {key} against {key} = {baseline}"
     return Comparison(title, "baseline", "case", context, out)
+
+
+def _without(params: dict, key: str) -> str:
+    return json.dumps({k: v for k, v in params.items() if k != key}, sort_keys=True, default=str)
 
 
 def _all_varied(side: Side) -> set:

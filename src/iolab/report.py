@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import io
 import json
 import math
@@ -113,8 +114,9 @@ class Cell:
     def n(self) -> int:
         return len(self.values)
 
-    @property
+    @functools.cached_property
     def summary(self) -> stats.Summary:
+        """Computed once, when the table is read (the values are complete by then)."""
         return stats.summarize(self.values)
 
     @property

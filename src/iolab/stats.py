@@ -21,11 +21,10 @@ The rules, stated once (README "Statistics" repeats them):
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import dataclass, field
-
-from scipy import stats as _sp
 
 CONFIDENCE = 0.95
 NOISY_CV = 0.10            # a cell with CV above this is marked noisy
@@ -37,9 +36,22 @@ _MEANAD_K = 1.253314       # sqrt(pi/2): the same for the mean absolute deviatio
 MAX_SUGGESTED_REPS = 10000
 
 
+def _scipy():
+    """scipy.stats, imported when a statistic needs it (it takes most of a short command's time)."""
+    from scipy import stats
+
+    return stats
+
+
+@functools.lru_cache(maxsize=4096)
 def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
-    """Two-sided Student t critical value: t(1 - (1 - confidence)/2, df)."""
-    return float(_sp.t.ppf(1 - (1 - confidence) / 2, df))
+    """Two-sided Student t critical value: t(1 - (1 - confidence)/2, df), once per df."""
+    return float(_scipy().t.ppf(1 - (1 - confidence) / 2, df))
+
+
+def stdev(xs: tuple[float, ...], mean: float) -> float:
+    """Sample standard deviation in floats (math.fsum), n >= 2."""
+    return math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (len(xs) - 1))
 
 
 @dataclass(frozen=True)
@@ -112,8 +124,8 @@ def summarize(values) -> Summary:
     n = len(xs)
     if n == 0:
         return Summary(xs, 0, None, None, None, None, None, None, None)
-    mean = statistics.fmean(xs)
-    sd = statistics.stdev(xs) if n >= 2 else None
+    mean = math.fsum(xs) / n
+    sd = stdev(xs, mean) if n >= 2 else None
     cv = sd / abs(mean) if sd is not None and mean != 0 else None
     half = t_quantile(n - 1) * sd / math.sqrt(n) if sd is not None else None
     return Summary(xs, n, mean, statistics.median(xs), min(xs), max(xs), sd, cv, half, outliers(xs))
@@ -139,7 +151,7 @@ def welch(a: Summary, b: Summary) -> Welch | None:
                      0.0 if diff else 1.0, degenerate=True)
     t = diff / math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1))
-    p = float(2 * _sp.t.sf(abs(t), df))
+    p = float(2 * _scipy().t.sf(abs(t), df))
     return Welch(t, df, p)
 
 
@@ -177,4 +189,4 @@ def spearman(x, y) -> float | None:
         return None
     if len(set(x)) < 2 or len(set(y)) < 2:
         return None
-    return float(_sp.spearmanr(x, y).statistic)
+    return float(_scipy().spearmanr(x, y).statistic)
