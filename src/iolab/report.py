@@ -92,14 +92,14 @@ def fmt_value(value, divisor: float | None = None) -> str:
         return "-"  # not set for this case
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if divisor and isinstance(value, str) and value.isdigit():
-        value = int(value)  # an effective hint, as the MPI library printed it
     if divisor and isinstance(value, (int, float)):
         value = value / divisor
     if isinstance(value, float):
         if value.is_integer():
             return str(int(value))
         return f"{value:.2f}" if abs(value) >= 0.01 else f"{value:.3g}"
+    if isinstance(value, tuple):        # values seen in effect across repetitions
+        return "/".join(fmt_value(v, divisor) for v in value)
     if isinstance(value, list):
         return " ".join(map(str, value)) or "-"
     return str(value)
@@ -223,13 +223,19 @@ def build_tables(records: list[Record], metrics: list[str] | None = None,
                                               cells={m: Cell([]) for m in chosen})
             for i, k in enumerate(keys):
                 if k.endswith(EFFECTIVE) and rec.ok:
-                    seen = rec.observed.effective_text(k.removesuffix(EFFECTIVE))
+                    key = k.removesuffix(EFFECTIVE)
+                    text = rec.observed.effective_text(key)
+                    if text is None:
+                        continue
+                    seen = rec.observed.effective(key)     # typed like the request (4, not "4")
+                    seen = text if seen is None else seen  # unverified | absent
                     current = row.key_values[i]
-                    values = [] if current is None else str(current).split("/")
-                    if seen is not None and seen not in values:
+                    values = [] if current is None else list(current) if isinstance(current, tuple) \
+                        else [current]
+                    if seen not in values:
                         values.append(seen)
-                        # one value keeps its type (and unit); several are shown as a/b
-                        row.key_values[i] = values[0] if len(values) == 1 else "/".join(values)
+                        # one value keeps its type (and unit); several are a tuple, shown a/b
+                        row.key_values[i] = values[0] if len(values) == 1 else tuple(values)
             if rec.ok:
                 row.ok += 1
                 for m in rec.metrics:
