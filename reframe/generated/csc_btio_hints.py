@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "b02fe8bd741afb9793cac7c89d8fd58ba6efda38c60921ab387901ff88abf855"
+IOLAB_YAML_SHA256 = "cd615e9a8e4d37c64829a82c548fd8699be587da75c67951899263016ca27ac2"
 
 register_experiment(__name__, __file__, "../../experiments/csc-btio-hints.yaml", IOLAB_YAML_SHA256)

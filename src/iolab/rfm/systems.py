@@ -138,8 +138,9 @@ def local_system(name: str, mpi_flavour: str, descr: str) -> dict:
 
 
 def slurm_partition(name: str, launcher: str, descr: str, env_vars: list, launcher_options: list,
-                    cores_per_node: int, mpi_flavour: str) -> dict:
-    """A partition of a local Slurm (scripts/slurm-local, scripts/cluster-local)."""
+                    cores_per_node: int, mpi_flavour: str, profile: str | list = "local") -> dict:
+    """A partition of a local Slurm (scripts/slurm-local, scripts/cluster-local); profile: the
+    experiments' profile it runs, or profiles in order of preference."""
     return {
         "name": name,
         "descr": descr,
@@ -157,7 +158,7 @@ def slurm_partition(name: str, launcher: str, descr: str, env_vars: list, launch
                 "scratch": os.environ.get("IOLAB_SCRATCH", "/tmp/iolab-scratch"),
                 "node_local": os.environ.get("IOLAB_NODE_LOCAL", "/tmp"),
                 "cores_per_node": cores_per_node,
-                "profile": "local",
+                "profile": profile,
                 "mpi_flavour": mpi_flavour,
                 "launcher_options": launcher_options,
                 "stack": stack_from_env(),
