@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "030208c76be6e9ddab3f60f54eb3d455d64d1ae1d6652f1af30627627598a3f7"
+IOLAB_YAML_SHA256 = "779248c171f8d38f3199c062f775605a86e53a497c53ff3a1e932fd83358263f"
 
 register_experiment(__name__, __file__, "../../experiments/cp2k-aggregators.yaml", IOLAB_YAML_SHA256)
