@@ -3,7 +3,7 @@
 # a link-local bridge. What depends on nodes (one ROMIO aggregator per node, cb_config_list=*:N,
 # multi-node job shapes and srun placement) runs for real.
 #   scripts/cluster-local up --nodes 4
-#   reframe -C reframe/config/localcluster.py -c reframe/ -R -r -n cp2k-aggregators
+#   reframe -C reframe/config/localcluster.py -r -n cp2k_aggregators    # its `cluster` profile
 #   scripts/cluster-local down
 # Two systems, both matching any hostname; the first is the one ReFrame picks by default:
 #   localcluster:compute          ranks started by `srun --mpi=pmix`

@@ -36,7 +36,9 @@ def storage() -> list:
 
 
 def general(local: bool = False) -> list:
-    out = {"report_file": os.path.join(OUTPUT, "reports", "run-report-{sessionid}.json")}
+    # Without -c, ReFrame looks for the experiments' tests in the checkout's reframe/ (recursively)
+    out = {"report_file": os.path.join(OUTPUT, "reports", "run-report-{sessionid}.json"),
+           "check_search_path": [str(project_root() / "reframe")], "check_search_recursive": True}
     if local:
         # Polling a local process costs a waitpid: poll often, so that a case's end is noticed
         # within 25 ms (ReFrame's default starts at 100 ms and decays towards 10 s), never slower
