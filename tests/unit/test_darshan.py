@@ -245,12 +245,12 @@ def test_writers_that_differ_from_the_request_but_agree_with_romio_say_so():
     agg = dx.observed_aggregators(s, 4, 1)
     assert (agg["verdict"], agg["differs"], agg["effective"], agg["romio"]) == ("differs", True, 1, "agrees")
     assert agg["reason"] == ("the MPI library used cb_nodes 1, not the 4 asked (its effective hints), "
-                             "and 1 ranks wrote: as the library said")
+                             "and 1 rank wrote: as the library said")
     # no cb_nodes asked: the writers are compared with what the library used
     assert dx.observed_aggregators(s, None, 1)["verdict"] == "matches"
     other = dx.observed_aggregators(s, None, 2)
     assert (other["verdict"], other["differs"], other["romio"]) == ("differs", True, "differs")
-    assert other["reason"] == "1 ranks wrote, but the MPI library says cb_nodes 2"
+    assert other["reason"] == "1 rank wrote, but the MPI library says cb_nodes 2"
 
 
 def test_findings_on_the_coll_log():

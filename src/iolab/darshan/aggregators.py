@@ -233,11 +233,12 @@ def observed_aggregators(summary: dict, requested_cb_nodes: int | None,
     romio = None
     if effective_cb_nodes is not None and got is not None and happened is not False:
         romio = "agrees" if got == effective_cb_nodes else "differs"
+    writers = f"{got} rank{'' if got == 1 else 's'} wrote"
     if verdict == "differs" and romio == "agrees" and requested_cb_nodes is not None:
         reason = (f"the MPI library used cb_nodes {effective_cb_nodes}, not the {requested_cb_nodes} "
-                  f"asked (its effective hints), and {got} ranks wrote: as the library said")
+                  f"asked (its effective hints), and {writers}: as the library said")
     elif romio == "differs":
-        reason = f"{got} ranks wrote, but the MPI library says cb_nodes {effective_cb_nodes}"
+        reason = f"{writers}, but the MPI library says cb_nodes {effective_cb_nodes}"
     return {"requested": requested_cb_nodes, "observed": got, "aggregation": happened,
             "evidence": agg.get("evidence") if ok else None, "verdict": verdict,
             "differs": expected is not None and verdict in ("differs", "no aggregation happened"),
