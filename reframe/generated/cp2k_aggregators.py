@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "779248c171f8d38f3199c062f775605a86e53a497c53ff3a1e932fd83358263f"
+IOLAB_YAML_SHA256 = "0da5524c66f52c0e3aa370b376b8ccfb14bf6069962d1690024f6ced79a40365"
 
 register_experiment(__name__, __file__, "../../experiments/cp2k-aggregators.yaml", IOLAB_YAML_SHA256)

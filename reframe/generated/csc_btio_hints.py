@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "cd615e9a8e4d37c64829a82c548fd8699be587da75c67951899263016ca27ac2"
+IOLAB_YAML_SHA256 = "9f5a4a272717b6ab1d65b9d00121fb24effc874e331ff6fd07ccfc342eb8eb75"
 
 register_experiment(__name__, __file__, "../../experiments/csc-btio-hints.yaml", IOLAB_YAML_SHA256)
