@@ -3,7 +3,7 @@
 # a link-local bridge. What depends on nodes (one ROMIO aggregator per node, cb_config_list=*:N,
 # multi-node job shapes and srun placement) runs for real.
 #   scripts/cluster-local up --nodes 4
-#   reframe -C reframe/config/localcluster.py -c reframe/ -R -r -n cp2k_aggregators
+#   reframe -C reframe/config/localcluster.py -r -n cp2k_aggregators    # its `cluster` profile
 #   scripts/cluster-local down
 # Two systems, both matching any hostname; the first is the one ReFrame picks by default:
 #   localcluster:compute          ranks started by `srun --mpi=pmix`
@@ -11,6 +11,8 @@
 # Open MPI reaches across the namespaces over TCP on the bridge only: the btl and oob TCP
 # components are restricted to its link-local network (IOLAB_CLUSTER_NET, as in the script).
 # Cores per node: IOLAB_CLUSTER_CPUS, the CPUs each node advertises (the script's default, 2).
+# Experiments run their `cluster` profile (nodes 1, 2, 4), else their `local` one; IOLAB_PROFILE
+# overrides both.
 import os
 
 from iolab.rfm.systems import (OPENMPI_ENVIRON, RUN_AS_ROOT, general, logging, slurm_partition,
@@ -25,6 +27,7 @@ OPENMPI_NET = [['OMPI_MCA_btl', 'self,vader,tcp'], ['OMPI_MCA_btl_tcp_if_include
                ['OMPI_MCA_oob_tcp_if_include', NET]]
 # ROMIO: hints are applied from a file and the ones in effect are printed.
 FLAVOUR = 'openmpi-romio'
+PROFILES = ['cluster', 'local']
 
 SRUN = 'Slurm partition compute, one node per namespace, ranks launched by srun --mpi=pmix'
 MPIRUN = 'Slurm partition compute, one node per namespace, ranks launched by mpirun'
@@ -34,11 +37,11 @@ site_configuration = {
                      'This machine as an N-node Slurm cluster (scripts/cluster-local), srun + PMIx',
                      slurm_partition('compute', 'srun', SRUN,
                                      RUN_AS_ROOT + OPENMPI_NET + [['SLURM_MPI_TYPE', 'pmix']], ['--mpi=pmix'],
-                                     CORES_PER_NODE, FLAVOUR)),
+                                     CORES_PER_NODE, FLAVOUR, PROFILES)),
         slurm_system('localcluster-mpirun',
                      'This machine as an N-node Slurm cluster (scripts/cluster-local), mpirun',
                      slurm_partition('compute', 'mpirun', MPIRUN, RUN_AS_ROOT + OPENMPI_NET, [],
-                                     CORES_PER_NODE, FLAVOUR)),
+                                     CORES_PER_NODE, FLAVOUR, PROFILES)),
     ],
     'environments': [OPENMPI_ENVIRON],
     'general': general(),

@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "91cabbbb2598955021be99aafb4c066b42649431a0723994dbba9f5d58ac3ab9"
+IOLAB_YAML_SHA256 = "70139f6055323c13aaa05474f0b973c1e9ee068a33af57ec5c35208129be1e0e"
 
 register_experiment(__name__, __file__, "../../experiments/cp2k-aggregators.yaml", IOLAB_YAML_SHA256)

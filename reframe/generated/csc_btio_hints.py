@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "6050fbe7b2be02d8d67d6f9b16a45f646d53ab00ab64938218c8f9eb634e95fc"
+IOLAB_YAML_SHA256 = "4d1e2784dda1f4b7cbfce890c2db72c062ccfa0c89de405514ee396fbe5b546d"
 
 register_experiment(__name__, __file__, "../../experiments/csc-btio-hints.yaml", IOLAB_YAML_SHA256)

@@ -163,14 +163,17 @@ class Flavour:
                               "--with-file-system=ufs+lustre: check romio_filesystem_type")
         return plan
 
-    def effective(self, text: str) -> dict[str, str] | None:
+    def effective(self, text: str, own_log_hints: str | None = None) -> dict[str, str] | None:
         """The hints in effect for the data file, from the benchmark's output; None when the
-        library prints none (ompio), or printed no table."""
+        library prints none (ompio), or printed no table. own_log_hints: the hints Darshan
+        opened its own log with (DARSHAN_LOGHINTS), when the case ran under Darshan."""
         if self.verify == "cray-display":
             blocks = parse_cray_display(text)
             return dict(blocks[-1]["hints"]) if blocks else None
         if self.verify == "romio-print":
             tables = _romio_tables(text)
+            if own_log_hints is not None:
+                tables = _without_darshan_log(tables, own_log_hints)
             return dict(_data_open_table(text, tables)) if tables else None
         return None
 
@@ -297,14 +300,26 @@ def _data_open_table(text: str, tables: list[tuple[int, dict[str, str]]]) -> dic
     return tables[-1][1]
 
 
-def effective_hints(text: str, name: str) -> dict[str, str] | None:
+def effective_hints(text: str, name: str, own_log_hints: str | None = None) -> dict[str, str] | None:
     """The hints in effect for the data file, from the benchmark's output; None when unobservable.
 
-    romio flavours: stdout with ROMIO_PRINT_HINTS tables (see _data_open_table for which one).
+    romio flavours: stdout with ROMIO_PRINT_HINTS tables (see _data_open_table for which one;
+    under Darshan, the table of Darshan's own log is left out, see _without_darshan_log).
     cray-mpich: stderr with MPICH_MPIIO_HINTS_DISPLAY blocks; the last block.
     openmpi-ompio: always None. No table at all (e.g. the run used ompio after all): None.
     """
-    return flavour(name).effective(text)
+    return flavour(name).effective(text, own_log_hints)
+
+
+def _without_darshan_log(tables: list[tuple[int, dict[str, str]]],
+                         log_hints: str) -> list[tuple[int, dict[str, str]]]:
+    """Darshan writes its log with MPI-IO in MPI_Finalize, after every open of the benchmark, and
+    ROMIO prints that open's table too (cb_nodes=1 from DARSHAN_LOGHINTS, whatever the case
+    asked): the last table is Darshan's when it shows the log hints' values."""
+    wanted = dict(item.split("=", 1) for item in log_hints.split(";") if "=" in item)
+    if tables and all(tables[-1][1].get(k) == v for k, v in wanted.items()):
+        return tables[:-1]
+    return tables
 
 
 def parse_ior_showhints(text: str) -> dict[str, dict[str, str] | None]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, have, make_project, only_run, records, reframe
+from .conftest import REPO, check_replay_flag, have, make_project, only_run, records, reframe
 
 SCRIPT = REPO / "scripts" / "cluster-local"
 
@@ -58,13 +58,18 @@ zip:
 """
 
 
-def test_effective_cb_nodes_follow_the_node_count(rfm_env, tmp_path):
+def _run_on_cluster(env: dict, tmp_path: Path, exp_id: str, text: str) -> list[dict]:
+    """One experiment through reframe on the localcluster system; its records."""
     assert WHY is None, WHY
-    root = make_project(tmp_path, {"aggregators-per-node": AGGREGATORS})
-    out = reframe(["-r", "-n", "aggregators_per_node"], rfm_env, cwd=root,
+    root = make_project(tmp_path, {exp_id: text})
+    out = reframe(["-r", "-n", exp_id.replace("-", "_")], env, cwd=root,
                   config=str(root / "reframe" / "config" / "localcluster.py"))
     assert out.returncode == 0, out.stdout[-3000:]
-    recs = records(only_run(tmp_path / "results", "aggregators-per-node"))
+    return records(only_run(tmp_path / "results", exp_id))
+
+
+def test_effective_cb_nodes_follow_the_node_count(rfm_env, tmp_path):
+    recs = _run_on_cluster(rfm_env, tmp_path, "aggregators-per-node", AGGREGATORS)
     assert len(recs) == 3
     for rec in recs:
         nodes, asked = rec["params"]["scale.nodes"], rec["params"]["mpiio.cb_nodes"]
@@ -77,6 +82,74 @@ def test_effective_cb_nodes_follow_the_node_count(rfm_env, tmp_path):
         assert len(set(rec["provenance"]["nodelist"])) == nodes, rec["provenance"]["nodelist"]
         assert rec["observed"]["benchmark"]["nodes"] == nodes      # IOR counted the same nodes
         assert not [f for f in rec["flags"] if f.startswith("hint cb_nodes")]
+
+
+SHORTHANDS = """\
+id: aggregator-shorthands
+description: aggregators per node and a total number of aggregators, on the job shapes Slurm gives
+benchmark: ior
+scale: {tasks_per_node: 2}
+fixed: {api: MPIIO, collective: true, transfer_size: 1MiB, block_size: 1MiB, read: false,
+        mpiio.romio_cb_write: enable}
+zip:
+  scale.nodes:                [2, 4, 2]
+  mpiio.aggregators_per_node: [2, 1, null]
+  mpiio.aggregators:          [null, null, 3]
+"""
+
+
+def test_aggregator_shorthands_hold_on_the_real_job_shape(rfm_env, tmp_path):
+    """aggregators_per_node=M means M aggregators on each node, aggregators=N means N spread over
+    the nodes: iolab's expansion (cb_config_list *:M, cb_nodes) checked against where ROMIO put
+    them, on the nodes Slurm gave (srun's block distribution: rank r on the job's node r // 2)."""
+    recs = _run_on_cluster(rfm_env, tmp_path, "aggregator-shorthands", SHORTHANDS)
+    assert len(recs) == 3
+    for rec in recs:
+        check_replay_flag(rec, tmp_path)
+        p, hints = rec["params"], rec["observed"]["mpiio_hints"]
+        nodes, per_node = p["scale.nodes"], p.get("mpiio.aggregators_per_node")
+        total = p.get("mpiio.aggregators") or per_node * nodes
+        limit = per_node or -(-total // nodes)
+        assert hints["requested"]["cb_nodes"] == str(total)
+        assert hints["requested"]["cb_config_list"] == f"*:{limit}"
+        assert [c for c in hints["comparison"] if c["status"] != "applied"] == [], hints["comparison"]
+        ranks = [int(r) for r in hints["effective"]["romio_aggregator_list"].split()]
+        assert len(ranks) == total
+        on_node = [sum(1 for r in ranks if r // 2 == n) for n in range(nodes)]
+        assert max(on_node) <= limit and sum(on_node) == total, (ranks, on_node)
+        assert len(set(rec["provenance"]["nodelist"])) == nodes
+        assert not [f for f in rec["flags"] if f.startswith("hint ")], rec["flags"]
+
+
+def _per_node(config_list: str | None) -> int:
+    return int(config_list.split(":")[1]) if config_list else 1     # ROMIO's default *:1
+
+
+@pytest.mark.parametrize("exp_id", ["cp2k-aggregators", "csc-btio-hints"])
+def test_shipped_cluster_profiles_place_aggregators_per_node(rfm_env, tmp_path, exp_id):
+    """The shipped experiments' cluster profiles on 1, 2 and 4 nodes, chosen by the localcluster
+    config itself: ROMIO's effective cb_nodes is min(asked, aggregators per node x nodes), the
+    aggregators per node being cb_config_list's count capped by the ranks on a node."""
+    env = {k: v for k, v in rfm_env.items() if k != "IOLAB_PROFILE"}     # the config chooses
+    recs = _run_on_cluster(env, tmp_path, exp_id, (REPO / "experiments" / f"{exp_id}.yaml").read_text())
+    assert len(recs) == 9 and {r["profile"] for r in recs} == {"cluster"}
+    assert sorted({r["params"]["scale.nodes"] for r in recs}) == [1, 2, 4]
+    for rec in recs:
+        check_replay_flag(rec, tmp_path)
+        p = rec["params"]
+        nodes, per_node = p["scale.nodes"], p["scale.tasks_per_node"]
+        config_list = p.get("mpiio.cb_config_list")
+        slots = min(_per_node(config_list), per_node) * nodes
+        asked = p.get("mpiio.cb_nodes", slots)
+        effective = rec["observed"]["mpiio_hints"]["effective"]
+        assert effective["cb_nodes"] == str(min(asked, slots)), (p, effective)
+        assert effective["cb_config_list"] == (config_list or "*:1")
+        assert len(effective["romio_aggregator_list"].split()) == min(asked, slots)
+        lowered = [f for f in rec["flags"] if f.startswith("hint cb_nodes")]
+        assert lowered == ([f"hint cb_nodes: requested {asked}, effective {slots}"] if asked > slots else [])
+        nodelist = rec["provenance"]["nodelist"]
+        assert len(nodelist) == len(set(nodelist)) == nodes, nodelist
+        assert set(nodelist) <= {f"node{k}" for k in range(1, 5)}
 
 
 def test_the_network_stays_inside_its_namespaces():

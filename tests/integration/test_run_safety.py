@@ -346,6 +346,13 @@ def test_a_selection_that_matches_nothing_fails_the_run(rfm_env, tmp_path):
     assert "nothing to run" in out.stdout and "quickstart" in out.stdout
 
 
+def test_a_selection_by_experiment_id_names_the_test_to_select(rfm_env):
+    """-n takes ReFrame's test name, where the experiment id's '-' is '_'."""
+    out = reframe(["-r", "-n", "cp2k-aggregators"], rfm_env)
+    assert out.returncode == 1 and "PASSED" not in out.stdout
+    assert "cp2k-aggregators (-n cp2k_aggregators)" in out.stdout, out.stdout[-2000:]
+
+
 def test_a_full_results_disk_loses_no_record_and_fails_the_run(rfm_env, tmp_path):
     """records.jsonl on a tiny tmpfs: what does not fit goes whole to a fallback file, the run
     fails saying where, and every planned job has exactly one record between the two files."""

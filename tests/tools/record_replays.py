@@ -68,19 +68,20 @@ def candidate(rec: dict, run: Path) -> tuple[dict, Path, dict] | str:
     argv = _argv(prov["command"], binary)
     env = prov.get("env") or {}
     params = rec["params"]
-    ranks = params["scale.nodes"] * params["scale.tasks_per_node"]
+    nodes = params["scale.nodes"]
+    ranks = nodes * params["scale.tasks_per_node"]
     files = {"stdout": "rfm_job.out", "stderr": "rfm_job.err"}
     if rec["benchmark"] == "ior":
-        key = replays.ior_key(argv, env, ranks, read)
+        key = replays.ior_key(argv, env, ranks, read, nodes)
         summary = [a.split("=", 1)[1] for a in argv if a.startswith("summaryFile=")]
         files["summary"] = summary[-1]
     elif rec["benchmark"] == "btio":
-        key = replays.btio_key(argv, env, ranks, read)
+        key = replays.btio_key(argv, env, ranks, read, nodes)
     else:
         kernel = binary.removeprefix("h5bench_")
         if kernel not in ("write", "read"):
             return f"no stand-in replays h5bench_{kernel}"
-        key = replays.h5bench_key(kernel, argv, env, ranks, read)
+        key = replays.h5bench_key(kernel, argv, env, ranks, read, nodes)
         csv = [line.split("=", 1)[1] for line in read(argv[0]).splitlines()
                if line.startswith("CSV_FILE=")]
         if csv and (stage / csv[-1]).is_file():

@@ -36,6 +36,13 @@ def _lines(text: str | None) -> list[str] | None:
     return None if text is None else sorted(line for line in text.splitlines() if line.strip())
 
 
+def shape(ranks: int, nodes: int) -> dict:
+    """The ranks, and the nodes they ran on where there were several: the node count decides
+    ROMIO's aggregators (one per node by default). One node adds nothing, so the keys of runs
+    on one machine stay as they were recorded."""
+    return {"ranks": ranks, **({"nodes": nodes} if nodes != 1 else {})}
+
+
 def environment(env: dict, read) -> dict:
     out = {name: env[name] for name in ENV if name in env}
     if HINTS_ENV in env:
@@ -43,7 +50,7 @@ def environment(env: dict, read) -> dict:
     return out
 
 
-def ior_key(argv: list[str], env: dict, ranks: int, read) -> dict:
+def ior_key(argv: list[str], env: dict, ranks: int, read, nodes: int = 1) -> dict:
     """Every argument but the paths (the test file, the summary file, the hints file, whose
     content counts instead), the ranks and the MPI-IO environment."""
     args, hints = [], {}
@@ -66,7 +73,7 @@ def ior_key(argv: list[str], env: dict, ranks: int, read) -> dict:
         else:
             args.append(arg)
         i += 1
-    return {"benchmark": "ior", "args": args, "ranks": ranks, "hints_files": hints,
+    return {"benchmark": "ior", "args": args, **shape(ranks, nodes), "hints_files": hints,
             "env": environment(env, read)}
 
 
@@ -79,14 +86,15 @@ def read_btio_deck(text: str) -> dict:
             "steps": int(lines[2].split()[0]), "grid": [int(v) for v in lines[3].split()[:3]]}
 
 
-def btio_key(argv: list[str], env: dict, ranks: int, read) -> dict:
+def btio_key(argv: list[str], env: dict, ranks: int, read, nodes: int = 1) -> dict:
     deck = read(argv[0] if argv else "inputbt.data")
     if deck is None:
         raise ValueError("no input deck")
-    return {"benchmark": "btio", **read_btio_deck(deck), "ranks": ranks, "env": environment(env, read)}
+    return {"benchmark": "btio", **read_btio_deck(deck), **shape(ranks, nodes),
+            "env": environment(env, read)}
 
 
-def h5bench_key(kernel: str, argv: list[str], env: dict, ranks: int, read) -> dict:
+def h5bench_key(kernel: str, argv: list[str], env: dict, ranks: int, read, nodes: int = 1) -> dict:
     """The config as the kernel reads it (comment lines skipped, order kept, path values out),
     the kernel, the ranks and the environment. The data file (argv[1]) is a path."""
     text = read(argv[0]) if argv else None
@@ -98,7 +106,7 @@ def h5bench_key(kernel: str, argv: list[str], env: dict, ranks: int, read) -> di
             continue
         key = line.partition("=")[0]
         config.append(f"{key}={PATH}" if key in H5BENCH_PATHS else line)
-    return {"benchmark": "h5bench", "kernel": kernel, "config": config, "ranks": ranks,
+    return {"benchmark": "h5bench", "kernel": kernel, "config": config, **shape(ranks, nodes),
             "env": environment(env, read)}
 
 
@@ -117,6 +125,14 @@ def load_index(replay: Path = REPLAY) -> dict:
 def ranks() -> int:
     return int(os.environ.get("OMPI_COMM_WORLD_SIZE") or os.environ.get("PMI_SIZE")
                or os.environ.get("SLURM_NTASKS") or 1)
+
+
+def nodes() -> int:
+    """The nodes of this job step (srun), else of the allocation (mpirun inside it), else 1."""
+    for name in ("SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES"):
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    return 1
 
 
 def rank() -> int:

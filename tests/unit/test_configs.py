@@ -35,3 +35,34 @@ def test_configs_are_not_test_files():
         validator = RegressionCheckValidator()
         validator.visit(ast.parse(path.read_text()))
         assert not validator.valid, path
+
+
+def _profiles_of(config: str, system: str) -> list:
+    site = load_config(str(Path(__file__).resolve().parents[2] / "reframe" / "config" / config))
+    found = [s for s in site["systems"] if s["name"] == system]
+    assert found, system
+    return [p["extras"]["iolab"].get("profile") for p in found[0]["partitions"]]
+
+
+@pytest.mark.parametrize("system", ["localcluster", "localcluster-mpirun"])
+def test_the_cluster_runs_cluster_profiles_else_local_ones(system):
+    from iolab.load import load_experiment
+    from iolab.rfm.register import system_profile
+
+    root = Path(__file__).resolve().parents[2] / "experiments"
+    choices = _profiles_of("localcluster.py", system)
+    picked = {name: system_profile(choices, load_experiment(root / f"{name}.yaml").profiles)
+              for name in ("cp2k-aggregators", "csc-btio-hints", "kaust-stripe-count", "quickstart")}
+    assert picked == {"cp2k-aggregators": "cluster", "csc-btio-hints": "cluster",
+                      "kaust-stripe-count": "local", "quickstart": "local"}
+    # a one-node system never picks the cluster profile
+    one_node = _profiles_of("localslurm.py", "localslurm")
+    assert system_profile(one_node, ["full", "local", "cluster"]) == "local"
+
+
+def test_partitions_that_disagree_on_the_profile_choose_none():
+    from iolab.rfm.register import system_profile
+
+    assert system_profile(["local", ["cluster", "local"]], ["local", "cluster"]) is None
+    assert system_profile([["cluster", "local"], ["cluster", "local"]], ["local"]) == "local"
+    assert system_profile([None, "full"], ["full"]) == "full"

@@ -168,7 +168,8 @@ def test_fpp_files_alignment_and_no_shared_file():
     assert dx.observed_aggregators(s, 4) == {"requested": 4, "observed": None, "differs": False,
                                              "reason": "no shared file was written", "files": [],
                                              "aggregation": None, "evidence": None,
-                                             "verdict": "not observable"}
+                                             "verdict": "not observable", "effective": None,
+                                             "romio": None}
     assert dx.findings(s, {"collective": False, "api": "POSIX"}) == []
 
 
@@ -232,10 +233,24 @@ def test_observed_aggregators_on_the_coll_log():
         "requested": 4, "observed": 1, "differs": True, "reason": None, "verdict": "differs",
         "aggregation": True,
         "evidence": "1 of the 4 ranks that called MPI-IO writes issued the POSIX writes (DXT)",
-        "files": [{"path": COLL_FILE, "writer_ranks": 1}]}
+        "files": [{"path": COLL_FILE, "writer_ranks": 1}], "effective": None, "romio": None}
     assert dx.observed_aggregators(s, 1)["verdict"] == "matches"
     assert dx.observed_aggregators(s, 1)["differs"] is False
     assert dx.observed_aggregators(s, None)["differs"] is False
+
+
+def test_writers_that_differ_from_the_request_but_agree_with_romio_say_so():
+    """This log's run asked for cb_nodes 4 on one node; ROMIO (cb_config_list *:1) used 1."""
+    s = summary_of(COLL_LOG)
+    agg = dx.observed_aggregators(s, 4, 1)
+    assert (agg["verdict"], agg["differs"], agg["effective"], agg["romio"]) == ("differs", True, 1, "agrees")
+    assert agg["reason"] == ("the MPI library used cb_nodes 1, not the 4 asked (its effective hints), "
+                             "and 1 rank wrote: as the library said")
+    # no cb_nodes asked: the writers are compared with what the library used
+    assert dx.observed_aggregators(s, None, 1)["verdict"] == "matches"
+    other = dx.observed_aggregators(s, None, 2)
+    assert (other["verdict"], other["differs"], other["romio"]) == ("differs", True, "differs")
+    assert other["reason"] == "1 rank wrote, but the MPI library says cb_nodes 2"
 
 
 def test_findings_on_the_coll_log():
@@ -648,7 +663,8 @@ def test_findings_of_unreadable_summary():
     assert dx.findings({"status": "unreadable", "reason": "x"}, REQ) == []
     assert dx.observed_aggregators({"status": "unreadable", "reason": "x"}, 2) == {
         "requested": 2, "observed": None, "differs": False, "reason": "x", "files": [],
-        "aggregation": None, "evidence": None, "verdict": "not observable"}
+        "aggregation": None, "evidence": None, "verdict": "not observable", "effective": None,
+        "romio": None}
 
 
 def test_thresholds_live_in_one_place():

@@ -409,3 +409,18 @@ def test_tables_interleaved_with_other_ranks_output_are_read_whole():
     assert effective["cb_nodes"] == "4" and effective["cb_config_list"] == "*:1"
     assert effective["romio_aggregator_list"] == "0 2 4 6"      # one aggregator on each node
     assert len(mpiio.parse_romio_print(text)) == 4
+
+
+def test_darshans_own_log_table_is_not_the_data_files():
+    # Under Darshan, ROMIO also prints the table of Darshan's log open (MPI_Finalize, with
+    # DARSHAN_LOGHINTS): BTIO prints no echo to anchor on, so the last table was taken for the data's.
+    text = read("btio_darshan_cluster_romio321_4r.txt")
+    assert [t["cb_nodes"] for t in mpiio.parse_romio_print(text)] == ["4", "1"]
+    eff = mpiio.effective_hints(text, "openmpi-romio", "cb_nodes=1")
+    assert eff["cb_nodes"] == "4" and eff["cb_config_list"] == "*:2"
+    assert eff["romio_aggregator_list"] == "0 1 2 3"
+    # without Darshan the last table is the data's; a last table with other values is kept
+    assert mpiio.effective_hints(text, "openmpi-romio")["cb_nodes"] == "1"
+    assert mpiio.effective_hints(text, "openmpi-romio", "cb_nodes=2")["cb_nodes"] == "1"
+    only_log = text[text.index("Using Parallel netCDF"):]
+    assert mpiio.effective_hints(only_log, "openmpi-romio", "cb_nodes=1") is None

@@ -28,10 +28,15 @@ def describe_flags(observed: dict) -> list[str]:
     return Observed.from_json(observed).flags()
 
 
+NODE_VARS = ("SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES")
+
+
 def _standin(program: str, args: list[str], cwd: Path, ranks: int, rank: int = 0, env: dict | None = None,
-             ) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if k not in (*replays.ENV, replays.HINTS_ENV)}
+             nodes: int = 1) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if k not in (*replays.ENV, replays.HINTS_ENV, *NODE_VARS)}
     full.update(env or {}, OMPI_COMM_WORLD_SIZE=str(ranks), OMPI_COMM_WORLD_RANK=str(rank))
+    if nodes != 1:
+        full["SLURM_NNODES"] = str(nodes)        # as srun sets it in each rank
     full.pop("IOR_STANDIN_LOG", None)
     return subprocess.run([sys.executable, str(BIN / program), *args], cwd=cwd, env=full,
                           capture_output=True, timeout=60)
@@ -90,7 +95,8 @@ def test_the_index_names_real_recordings_by_their_keys():
 def test_a_standin_replays_its_recording_byte_for_byte(bench, tmp_path):
     kid, entry = next((k, e) for b, k, e in ENTRIES if b == bench)
     program, args, env, outputs = _invocation(entry["key"], tmp_path)
-    done = _standin(program, args, tmp_path, entry["key"]["ranks"], env=env)
+    nodes = entry["key"].get("nodes", 1)
+    done = _standin(program, args, tmp_path, entry["key"]["ranks"], env=env, nodes=nodes)
     where = replays.REPLAY / bench / kid
     files = entry["files"]
     assert done.returncode == entry["exit_code"], done.stderr.decode()
@@ -100,7 +106,7 @@ def test_a_standin_replays_its_recording_byte_for_byte(bench, tmp_path):
     for role, path in outputs.items():
         assert path.read_bytes() == (where / files[role]).read_bytes()
     # the other ranks print nothing
-    other = _standin(program, args, tmp_path, entry["key"]["ranks"], rank=1, env=env)
+    other = _standin(program, args, tmp_path, entry["key"]["ranks"], rank=1, env=env, nodes=nodes)
     assert (other.returncode, other.stdout, other.stderr) == (entry["exit_code"], b"", b"")
 
 
@@ -110,12 +116,26 @@ def test_a_standin_without_a_recording_fails_naming_the_key(bench, tmp_path):
     entry = next(e for b, _k, e in ENTRIES if b == bench)
     program, args, env, outputs = _invocation(entry["key"], tmp_path)
     key = {**entry["key"], "ranks": entry["key"]["ranks"] + 1}
-    done = _standin(program, args, tmp_path, key["ranks"], env=env)
+    done = _standin(program, args, tmp_path, key["ranks"], env=env, nodes=key.get("nodes", 1))
     message = done.stderr.decode()
     assert done.returncode == 1 and done.stdout == b""
     assert f"no recording for replay key {replays.key_id(key)} {json.dumps(key, sort_keys=True)}" in message
     assert "tests/tools/record_replays.py" in message and replays.MARK not in message
     assert not any(path.exists() for path in outputs.values())
+
+
+@pytest.mark.parametrize("bench", ["ior", "btio"])
+def test_a_recording_on_several_nodes_is_replayed_only_on_as_many(bench, tmp_path):
+    """ROMIO's aggregators follow the node count: a run recorded on N nodes is replayed by a
+    stand-in started on N nodes (srun's SLURM_NNODES), never by the same call on one."""
+    kid, entry = next((k, e) for b, k, e in ENTRIES if b == bench and e["key"].get("nodes", 1) > 1)
+    nodes = entry["key"]["nodes"]
+    program, args, env, _outputs = _invocation(entry["key"], tmp_path)
+    there = _standin(program, args, tmp_path, entry["key"]["ranks"], env=env, nodes=nodes)
+    assert there.returncode == 0 and f"/{bench}/{kid}\n".encode() in there.stderr
+    one = _standin(program, args, tmp_path, entry["key"]["ranks"], env=env)
+    assert kid.encode() not in one.stderr
+    assert replays.key_id({k: v for k, v in entry["key"].items() if k != "nodes"}) != kid
 
 
 def test_the_recorder_files_a_run_under_the_key_the_standin_computes(tmp_path):
@@ -134,9 +154,10 @@ def test_the_recorder_files_a_run_under_the_key_the_standin_computes(tmp_path):
     for name in entry["files"].values():
         (stage / name).write_bytes((replays.REPLAY / "ior" / kid / name).read_bytes())
     (stage / "iolab-exit-code.txt").write_text("0\n")
-    ranks = entry["key"]["ranks"]
+    ranks, nodes = entry["key"]["ranks"], entry["key"].get("nodes", 1)
     rec = {"experiment": "exp", "case_id": "c1", "repetition": 1, "benchmark": "ior", "profile": None,
-           "params": {"scale.nodes": 1, "scale.tasks_per_node": ranks}, "raw": {"dir": "cases/c1/rep1"},
+           "params": {"scale.nodes": nodes, "scale.tasks_per_node": ranks // nodes},
+           "raw": {"dir": "cases/c1/rep1"},
            "provenance": {"command": " ".join(["mpirun", "-np", str(ranks), "/opt/x/bin/ior", *args]),
                           "env": {"OMPI_ALLOW_RUN_AS_ROOT": "1", **env}, "system": "local:default",
                           "binary": {"name": "ior", "path": "/opt/x/bin/ior"}}}

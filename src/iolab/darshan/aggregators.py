@@ -202,32 +202,46 @@ def observed(shared: list[dict]) -> dict:
     return out
 
 
-def observed_aggregators(summary: dict, requested_cb_nodes: int | None) -> dict:
+def observed_aggregators(summary: dict, requested_cb_nodes: int | None,
+                         effective_cb_nodes: int | None = None) -> dict:
     """Requested cb_nodes against the writer ranks the shared files show, and the evidence that
-    aggregation happened.
+    aggregation happened; and against the cb_nodes the MPI library says it used, when it says.
 
     {"requested": int | None, "observed": int | None, "aggregation": bool | None,
     "evidence": str | None, "verdict": "matches" | "differs" | "no aggregation happened" |
-    "not observable", "differs": bool, "reason": str | None, "files": [{"path", "writer_ranks"}]}.
+    "not observable", "differs": bool, "reason": str | None, "files": [{"path", "writer_ranks"}],
+    "effective": int | None, "romio": "agrees" | "differs" | None}.
     A writer count equal to cb_nodes is no match when the ranks wrote their own data: the
-    verdict is then "no aggregation happened" (and differs is True).
+    verdict is then "no aggregation happened" (and differs is True). Without a requested
+    cb_nodes, the effective one is what the writers are compared with. Where the writers differ
+    from the request but agree with the library (ROMIO lowered cb_nodes), the reason says so.
     """
     ok = summary.get("status") == "ok"
     agg = summary.get("aggregators") or {}
     reason = agg.get("reason") if ok else summary.get("reason", "unreadable")
     got = agg.get("observed") if ok else None
     happened = agg.get("aggregation") if ok else None
+    expected = requested_cb_nodes if requested_cb_nodes is not None else effective_cb_nodes
     if got is None:
         verdict = "not observable"
     elif happened is False:
         verdict = "no aggregation happened"
-    elif requested_cb_nodes is None:
+    elif expected is None:
         verdict = "not observable" if happened is None else "matches"
     else:
-        verdict = "differs" if got != requested_cb_nodes else "matches"
+        verdict = "differs" if got != expected else "matches"
+    romio = None
+    if effective_cb_nodes is not None and got is not None and happened is not False:
+        romio = "agrees" if got == effective_cb_nodes else "differs"
+    writers = f"{got} rank{'' if got == 1 else 's'} wrote"
+    if verdict == "differs" and romio == "agrees" and requested_cb_nodes is not None:
+        reason = (f"the MPI library used cb_nodes {effective_cb_nodes}, not the {requested_cb_nodes} "
+                  f"asked (its effective hints), and {writers}: as the library said")
+    elif romio == "differs":
+        reason = f"{writers}, but the MPI library says cb_nodes {effective_cb_nodes}"
     return {"requested": requested_cb_nodes, "observed": got, "aggregation": happened,
             "evidence": agg.get("evidence") if ok else None, "verdict": verdict,
-            "differs": requested_cb_nodes is not None and verdict in ("differs", "no aggregation happened"),
-            "reason": reason,
+            "differs": expected is not None and verdict in ("differs", "no aggregation happened"),
+            "reason": reason, "effective": effective_cb_nodes, "romio": romio,
             "files": [{"path": f["path"], "writer_ranks": f["writer_ranks"]}
                       for f in summary.get("shared_files") or [] if is_written(f)]}

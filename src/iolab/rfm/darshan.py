@@ -65,14 +65,18 @@ def observe(info: dict, stage: Path, own_files: list[str], case, observed: dict)
         return {**info, "status": "unreadable", "reason": str(exc)}
     if summary["status"] != "ok":
         return {**info, "status": "unreadable", "reason": summary.get("reason")}
-    hints = (observed.get("mpiio_hints") or {}).get("requested") or {}
-    cb_nodes = int(hints["cb_nodes"]) if str(hints.get("cb_nodes", "")).isdigit() else None
+    hints = observed.get("mpiio_hints") or {}
+    cb_nodes, effective = (_count((hints.get(k) or {}).get("cb_nodes")) for k in ("requested", "effective"))
     requested = {"collective": case.get("collective"), "cb_nodes": cb_nodes, "api": case.get("api")}
     out = {**info, "status": "ok", "summary": summary, "findings": darshan.findings(summary, requested),
-           "aggregators": darshan.observed_aggregators(summary, cb_nodes)}
+           "aggregators": darshan.observed_aggregators(summary, cb_nodes, effective)}
     req = case.striping
     layouts = darshan.lustre_layouts(summary)
     if req and layouts:
         osts = observed.get("lustre", {}).get("ost_count")
         out["lustre_witness"] = lustre.compare_layout(req, layouts, osts)
     return out
+
+
+def _count(value) -> int | None:
+    return int(value) if str(value or "").isdigit() else None

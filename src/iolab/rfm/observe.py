@@ -45,7 +45,8 @@ def observed(stage: Path, case, hints: dict | None, darshan_info: dict | None,
         out["replayed"] = replay       # a test stand-in's replay: never a measurement
     if hints:
         text = (stdout or "") + "\n" + (stderr or "")
-        effective = mpiio.effective_hints(text, hints["flavour"])
+        log_hints = ((darshan_info or {}).get("env") or {}).get("DARSHAN_LOGHINTS")
+        effective = mpiio.effective_hints(text, hints["flavour"], log_hints)
         out["mpiio_hints"] = {
             "flavour": hints["flavour"], "verify": hints["verify"], "requested": hints["requested"],
             "effective": effective,

@@ -42,14 +42,20 @@ def selected_profile(exp_profiles: list[str]) -> str | None:
     try:
         from reframe.core.runtime import runtime
 
-        profiles = {p.extras.get("iolab", {}).get("profile") for p in runtime().system.partitions}
+        choices = [p.extras.get("iolab", {}).get("profile") for p in runtime().system.partitions]
     except Exception:  # noqa: BLE001 - outside a ReFrame session
         return None
-    profiles.discard(None)
-    if len(profiles) == 1:
-        profile = profiles.pop()
-        return profile if profile in exp_profiles else None
-    return None
+    return system_profile(choices, exp_profiles)
+
+
+def system_profile(choices: list, exp_profiles: list[str]) -> str | None:
+    """The profile the system's partitions name (each a name, or names in order of preference,
+    e.g. ['cluster', 'local']): the first that the experiment has. Partitions that disagree
+    choose nothing."""
+    named = {tuple([c] if isinstance(c, str) else c) for c in choices if c}
+    if len(named) != 1:
+        return None
+    return next((p for p in named.pop() if p in exp_profiles), None)
 
 
 def _system_uses_spack() -> bool:

@@ -19,6 +19,7 @@ from reframe.core.logging import getlogger
 
 from ..results import utcnow
 from ..shell import has_variables
+from ..shims import class_name
 from .recording import _Run, for_experiment, record
 from .spack import build_iolab_stack, failure
 
@@ -160,8 +161,10 @@ def install(is_case, registered) -> None:
             # A misspelt -n would otherwise end as "Ran 0/0 ... PASSED", exit 0.
             from reframe.core.exceptions import ReframeError
 
+            # ReFrame names each experiment's test with '_' for '-': show both
+            here = ", ".join(f"{i} (-n {class_name(i)})" for i in registered()) or "none"
             raise ReframeError("iolab: nothing to run: the selection (-n/-x/-t/--system) matched no "
-                               f"test; experiments here: {', '.join(registered()) or 'none'}")
+                               f"test; experiments here: {here}")
         if getattr(runner.policy, "dry_run_mode", False):
             return original(runner, testcases, *args, **kwargs)
         session = _Session(testcases, is_case)

@@ -36,7 +36,9 @@ def storage() -> list:
 
 
 def general(local: bool = False) -> list:
-    out = {"report_file": os.path.join(OUTPUT, "reports", "run-report-{sessionid}.json")}
+    # Without -c, ReFrame looks for the experiments' tests in the checkout's reframe/ (recursively)
+    out = {"report_file": os.path.join(OUTPUT, "reports", "run-report-{sessionid}.json"),
+           "check_search_path": [str(project_root() / "reframe")], "check_search_recursive": True}
     if local:
         # Polling a local process costs a waitpid: poll often, so that a case's end is noticed
         # within 25 ms (ReFrame's default starts at 100 ms and decays towards 10 s), never slower
@@ -138,8 +140,9 @@ def local_system(name: str, mpi_flavour: str, descr: str) -> dict:
 
 
 def slurm_partition(name: str, launcher: str, descr: str, env_vars: list, launcher_options: list,
-                    cores_per_node: int, mpi_flavour: str) -> dict:
-    """A partition of a local Slurm (scripts/slurm-local, scripts/cluster-local)."""
+                    cores_per_node: int, mpi_flavour: str, profile: str | list = "local") -> dict:
+    """A partition of a local Slurm (scripts/slurm-local, scripts/cluster-local); profile: the
+    experiments' profile it runs, or profiles in order of preference."""
     return {
         "name": name,
         "descr": descr,
@@ -157,7 +160,7 @@ def slurm_partition(name: str, launcher: str, descr: str, env_vars: list, launch
                 "scratch": os.environ.get("IOLAB_SCRATCH", "/tmp/iolab-scratch"),
                 "node_local": os.environ.get("IOLAB_NODE_LOCAL", "/tmp"),
                 "cores_per_node": cores_per_node,
-                "profile": "local",
+                "profile": profile,
                 "mpi_flavour": mpi_flavour,
                 "launcher_options": launcher_options,
                 "stack": stack_from_env(),
