@@ -9,6 +9,7 @@ import difflib
 import hashlib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,7 +91,11 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def load_experiment(path, profile: str | None = None) -> Experiment:
+def load_experiment(path, profile: str | None = None,
+                    choose_profile: Callable[[list[str]], str | None] | None = None) -> Experiment:
+    """The experiment at path, with profile applied. choose_profile, when given, picks the
+    profile from the experiment's profiles instead (one read of the file where a caller must
+    see the profiles before choosing: the ReFrame loader)."""
     path = Path(path)
     shown = _shown(path)
     try:
@@ -154,6 +159,8 @@ def load_experiment(path, profile: str | None = None) -> Experiment:
                 continue
             overrides[pname][name] = _canonical(doc, bench, ppath, section)
 
+    if choose_profile is not None:
+        profile = choose_profile(list(overrides))
     if profile is not None and profile not in overrides:
         known = ", ".join(overrides) or "none"
         raise IolabError(f"no profile {profile!r} in this experiment (profiles: {known})", file=shown)
