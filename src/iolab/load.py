@@ -9,6 +9,7 @@ import difflib
 import hashlib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,7 +93,11 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def load_experiment(path, profile: str | None = None) -> Experiment:
+def load_experiment(path, profile: str | None = None,
+                    choose_profile: Callable[[list[str]], str | None] | None = None) -> Experiment:
+    """The experiment at path, with profile applied. choose_profile, when given, picks the
+    profile from the experiment's profiles instead (one read of the file where a caller must
+    see the profiles before choosing: the ReFrame loader)."""
     path = Path(path)
     shown = _shown(path)
     try:
@@ -105,10 +110,11 @@ def load_experiment(path, profile: str | None = None) -> Experiment:
                                + f"experiments: {', '.join(known)}") if known else None) from None
     except OSError as exc:
         raise IolabError(f"cannot read: {exc.strerror}", file=shown) from None
-    return load_text(decode(raw, shown), path, profile, shown)
+    return load_text(decode(raw, shown), path, profile, shown, choose_profile)
 
 
-def load_text(text: str, path, profile: str | None = None, shown: str | None = None) -> Experiment:
+def load_text(text: str, path, profile: str | None = None, shown: str | None = None,
+              choose_profile: Callable[[list[str]], str | None] | None = None) -> Experiment:
     """An experiment from its text (a run's copy of its YAML): `path` gives its id (the stem) and
     project root; errors name `shown` (default: the path)."""
     path = Path(path)
@@ -163,6 +169,8 @@ def load_text(text: str, path, profile: str | None = None, shown: str | None = N
                 continue
             overrides[pname][name] = _canonical(doc, bench, ppath, section)
 
+    if choose_profile is not None:
+        profile = choose_profile(list(overrides))
     if profile is not None and profile not in overrides:
         known = ", ".join(overrides) or "none"
         raise IolabError(f"no profile {profile!r} in this experiment (profiles: {known})", file=shown)

@@ -247,34 +247,61 @@ def varied_keys_of(exp: Experiment, part: Part | None = None) -> list[str]:
 
 
 def varied_keys(cases: list[Case]) -> list[str]:
-    """Parameters whose value differs between cases, in first-seen order."""
-    keys: list[str] = []
+    """Parameters whose value differs between cases, in first-seen order.
+
+    Two values are the same when their JSON is (1 and 1.0, or 1 and true, differ; a list and a
+    tuple of the same items do not). Linear in cases x keys: each value is checked against the
+    first case's, with JSON made only for values that are not plain text, integers or flags.
+    """
+    keys = list(dict.fromkeys(k for case in cases for k in case.params))
+    return [k for k in keys if _differs(cases, k)]
+
+
+_PLAIN = (str, int, bool, type(None))
+
+
+def _differs(cases: list[Case], key: str) -> bool:
+    first = cases[0].params.get(key)
+    kind = type(first)
+    blob = None
     for case in cases:
-        for k in case.params:
-            if k not in keys:
-                keys.append(k)
-    out = []
-    for k in keys:
-        values = {json.dumps(c.params.get(k), sort_keys=True) for c in cases}
-        if len(values) > 1:
-            out.append(k)
-    return out
+        value = case.params.get(key)
+        if value is first:
+            continue
+        if kind in _PLAIN and type(value) is kind:
+            if value != first:
+                return True
+            continue
+        if blob is None:
+            blob = json.dumps(first, sort_keys=True)
+        if json.dumps(value, sort_keys=True) != blob:
+            return True
+    return False
 
 
 def show_value(benchmark: str, key: str, value) -> str:
     """A parameter value as a person writes it: sizes as 4MiB, booleans as true/false."""
     if value is None:
         return "unset"          # a hint set without this hint, or another part's parameter
-    return format_param(schemas.param_spec(benchmark, key) or {}, value)
+    return _written(value, _is_size(benchmark, key))
 
 
 def format_param(spec: dict, value) -> str:
     """A value of the parameter `spec` (its schema) as written in a YAML: 4MiB, true."""
-    if schemas.is_size_param(spec) and isinstance(value, int) and not isinstance(value, bool):
+    return _written(value, schemas.is_size_param(spec))
+
+
+def _written(value, size: bool) -> str:
+    if size and isinstance(value, int) and not isinstance(value, bool):
         return format_size(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+@functools.cache
+def _is_size(benchmark: str, key: str) -> bool:
+    return schemas.is_size_param(schemas.param_spec(benchmark, key) or {})
 
 
 def describe(case: Case, keys: list[str]) -> str:

@@ -7,12 +7,12 @@ import functools
 import json
 import os
 from pathlib import Path
-
-import jinja2
-from jinja2.exceptions import SecurityError
-from jinja2.sandbox import SandboxedEnvironment
+from typing import TYPE_CHECKING
 
 from .errors import IolabError
+
+if TYPE_CHECKING:
+    import jinja2
 
 
 
@@ -50,6 +50,9 @@ def _pystr(value) -> str:
 
 @functools.cache
 def _env(path: str, document: bool) -> jinja2.Environment:
+    import jinja2
+    from jinja2.sandbox import SandboxedEnvironment
+
     # Sandboxed: a template (or a value it prints) cannot reach Python internals.
     env = SandboxedEnvironment(loader=jinja2.FileSystemLoader(path), undefined=jinja2.StrictUndefined,
                                keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
@@ -59,6 +62,9 @@ def _env(path: str, document: bool) -> jinja2.Environment:
 
 
 def render_template(name: str, **context) -> str:
+    import jinja2
+    from jinja2.exceptions import SecurityError
+
     document = name.startswith(DOCUMENT_TEMPLATES)
     try:
         return _env(str(templates_dir()), document).get_template(name).render(**context)

@@ -156,6 +156,71 @@ def test_a_broken_experiment_fails_the_run_and_the_others_still_load(rfm_env, tm
     assert [r["status"] for r in records(only_run(tmp_path / "results", "good"))] == ["ok"]
 
 
+# Runs ReFrame's command line in-process, counting what the loader costs: ReFrame's deprecation
+# path (inspect.stack) and reads of each experiment YAML.
+PROBE = """\
+import atexit, collections, inspect, sys
+from pathlib import Path
+import iolab.load
+calls, loads = [0], collections.Counter()
+real_stack, real_load = inspect.stack, iolab.load.load_experiment
+def stack(*a, **k):
+    calls[0] += 1
+    return real_stack(*a, **k)
+def load(path, *a, **k):
+    loads[Path(path).name] += 1
+    return real_load(path, *a, **k)
+inspect.stack, iolab.load.load_experiment = stack, load
+atexit.register(lambda: print(f"PROBE {calls[0]} {dict(loads)}"))
+from reframe.frontend.cli import main
+sys.argv[0] = "reframe"
+sys.exit(main())
+"""
+
+
+def _probe(root: Path, env: dict, args: list[str]) -> tuple[subprocess.CompletedProcess, int, dict]:
+    probe = root / "probe.py"
+    probe.write_text(PROBE)
+    out = subprocess.run([str(Path(REFRAME).with_name("python")), str(probe), "-C", _config(root),
+                          "-c", "reframe/", "-R", *args], cwd=root, env=env, capture_output=True,
+                         text=True, timeout=600)
+    line = next(line for line in out.stdout.splitlines() if line.startswith("PROBE "))
+    _, calls, loads = line.split(" ", 2)
+    return out, int(calls), eval(loads)  # noqa: S307 - our own probe's dict of counts
+
+
+def test_reframe_builds_only_the_selected_experiments_and_reads_each_yaml_once(rfm_env, tmp_path):
+    broken = GOOD.replace("id: good", "id: broken").replace("bs: 4KiB", "bz: 4KiB")
+    many = GOOD.replace("id: good", "id: many") + "matrix: {bs: [4KiB, 8KiB, 16KiB]}\nrepetitions: 3\n"
+    many = many.replace("fixed: {size: 64KiB, bs: 4KiB}", "fixed: {size: 64KiB}")
+    root = make_project(tmp_path, {"good": GOOD, "broken": broken, "many": many})
+    one, one_calls, one_loads = _probe(root, rfm_env, ["-l", "-n", "^good\\b"])
+    assert "Found 1 check(s)" in one.stdout, one.stdout[-3000:]
+    assert "cannot run" not in one.stdout, "the broken experiment was not selected, so not loaded"
+    assert one_loads == {"good.yaml": 1}
+    nine, nine_calls, nine_loads = _probe(root, rfm_env, ["-l", "-n", "many"])
+    assert "Found 9 check(s)" in nine.stdout and nine_loads == {"many.yaml": 1}
+    # ReFrame's deprecated `variables` alias walks the stack for each test that has it: iolab's
+    # tests do not, so nine tests cost what one does (ReFrame's own classes warn once at import).
+    assert nine_calls == one_calls < 9
+    everything, _, loads = _probe(root, rfm_env, ["-l"])
+    assert "Found 11 check(s)" in everything.stdout and "cannot run" in everything.stdout
+    assert loads == {"good.yaml": 1, "broken.yaml": 1, "many.yaml": 1}
+    # reframe/experiments.py and the generated shims (now written) both load: still one read each
+    _, _, loads = _probe(root, rfm_env, ["-l", "-n", "good", "-n", "many"])
+    assert loads == {"good.yaml": 1, "many.yaml": 1}
+
+    only = reframe(["-l"], dict(rfm_env, IOLAB_EXPERIMENTS="many"), cwd=root, config=_config(root))
+    assert "Found 9 check(s)" in only.stdout and "good %case" not in only.stdout
+    unknown = reframe(["-r"], dict(rfm_env, IOLAB_EXPERIMENTS="good,nosuch"), cwd=root, config=_config(root))
+    assert unknown.returncode == 1 and "PASSED" not in unknown.stdout
+    assert "IOLAB_EXPERIMENTS names 'nosuch', which is not an experiment" in unknown.stdout
+    log = (tmp_path / "rfm" / "reframe.log").read_text()
+    assert "info: " in log and "debug: " not in log, "the shipped configs log at info unless asked"
+    reframe(["-l", "-n", "good", "-v"], rfm_env, cwd=root, config=_config(root))
+    assert "debug: " in (tmp_path / "rfm" / "reframe.log").read_text()
+
+
 def test_an_unknown_profile_fails_the_run(rfm_env, tmp_path):
     text = GOOD + "profiles:\n  local: {fixed: {size: 32KiB}}\n"
     root = make_project(tmp_path, {"good": text})

@@ -239,6 +239,59 @@ def test_varied_keys(good_dir, write_experiment):
     assert varied_keys_of(parts, parts.parts[1]) == ["rw", "bs"]
 
 
+def _varied_keys_by_json(cases):
+    """varied_keys as it was first written (a value's JSON per case and key): the reference."""
+    import json
+
+    keys = []
+    for case in cases:
+        keys += [k for k in case.params if k not in keys]
+    return [k for k in keys if len({json.dumps(c.params.get(k), sort_keys=True) for c in cases}) > 1]
+
+
+def test_varied_keys_on_a_wide_matrix_answers_as_json_comparison_does(write_experiment):
+    """The linear varied_keys gives the JSON comparison's answer, also where Python's == and JSON
+    disagree (1, 1.0 and true; -0.0 and 0.0; a list and a tuple; key order in a mapping; an
+    absent key and null)."""
+    wide = _cases(write_experiment, "wide", """
+        id: wide
+        description: wide
+        parts:
+          ior:
+            benchmark: ior
+            scale: {nodes: 1, tasks_per_node: [1, 2, 4]}
+            fixed: {block_size: 8MiB}
+            matrix:
+              api: [MPIIO, HDF5]
+              transfer_size: [64KiB, 256KiB, 1MiB, 4MiB]
+              segments: [1, 2, 3, 4, 5]
+              collective: [false, true]
+          fio:
+            benchmark: fio
+            matrix: {rw: [write, randwrite], bs: [4KiB, 1MiB], numjobs: [1, 2, 3]}
+        """)
+    assert len(wide) == 3 * 2 * 4 * 5 * 2 + 12
+    assert varied_keys(wide) == _varied_keys_by_json(wide) and len(varied_keys(wide)) > 8
+    for part in ("ior", "fio"):
+        some = [c for c in wide if c.part == part]
+        assert varied_keys(some) == _varied_keys_by_json(some)
+    base = wide[0]
+
+    def with_params(**params):
+        return matrix.Case(base.experiment, base.part, base.benchmark, base.case_id,
+                           {**base.params, **params}, base.job)
+
+    pairs = [({"x": 1}, {"x": 1.0}), ({"x": 1}, {"x": True}), ({"x": 0}, {"x": False}),
+             ({"x": 0.0}, {"x": -0.0}), ({"x": 2.5}, {"x": 2.5}), ({"x": [1, 2]}, {"x": (1, 2)}),
+             ({"x": {"a": 1, "b": 2}}, {"x": {"b": 2, "a": 1}}), ({"x": None}, {}),
+             ({"x": "1"}, {"x": 1}), ({"x": float("nan")}, {"x": float("nan")}),
+             ({"x": [1, [2]]}, {"x": [1, [3]]}), ({"x": "a"}, {"x": "a"}), ({}, {"x": 0})]
+    for one, two in pairs:
+        for cases in ([with_params(**one), with_params(**two)], [with_params(**two), with_params(**one)],
+                      [with_params(**one), with_params(**one), with_params(**two)]):
+            assert varied_keys(cases) == _varied_keys_by_json(cases), (one, two)
+
+
 def test_describe(write_experiment):
     case = _cases(write_experiment, "order", ORDERED.format(id="order"))[1]
     assert describe(case, ["api", "transfer_size"]) == "api=POSIX, transfer_size=1MiB"

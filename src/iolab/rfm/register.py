@@ -1,13 +1,15 @@
 """Turn experiment YAMLs into ReFrame tests at load time.
 
 Both the stable loader (reframe/experiments.py) and each generated shim call in here; whichever
-module ReFrame imports first registers an experiment, so each is registered exactly once.
+module ReFrame imports first registers an experiment, so each is registered exactly once, and
+its YAML is read once. Only the experiments the run can select are built (select.py).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import sys
 import traceback
 from pathlib import Path
 
@@ -23,11 +25,13 @@ from ..shims import class_name, render_shim, shim_path, sync_shims, write_atomic
 from . import session
 from .base import IolabTest
 from .broken import BrokenExperiment
+from .select import Selection, from_command_line
 from .spack import build_iolab_stack
 
 _REGISTERED: dict[str, str] = {}     # experiment id -> module that registered it
 _BROKEN: set[str] = set()           # test names of experiments that could not be loaded
 _BROKEN_IDS: set[str] = set()
+_LOADED: dict[Path, object] = {}    # resolved YAML path -> Experiment (profile applied)
 
 
 def selected_profile(exp_profiles: list[str]) -> str | None:
@@ -69,11 +73,18 @@ def _system_uses_spack() -> bool:
                for p in partitions)
 
 
-def _register(module_name: str, yaml_path: Path) -> None:
-    probe = load_experiment(yaml_path)
-    if probe.id in _REGISTERED:
+def _load(yaml_path: Path):
+    """The experiment, with the profile this session selects: each YAML is read once per process
+    (the loader and the experiment's shim both ask for it)."""
+    key = yaml_path.resolve()
+    if key not in _LOADED:
+        _LOADED[key] = load_experiment(yaml_path, choose_profile=selected_profile)
+    return _LOADED[key]
+
+
+def _register(module_name: str, exp) -> None:
+    if exp.id in _REGISTERED:
         return
-    exp = load_experiment(yaml_path, profile=selected_profile(probe.profiles))
     cases = expand(exp)
     producer = producers(cases)
     consumers: dict[str, list[str]] = {}
@@ -146,6 +157,19 @@ def _broken(module_name: str, yaml_path: Path, exc: BaseException) -> None:
     rfm.simple_test(cls)
 
 
+_SELECTION: Selection | None = None
+
+
+def selection(experiments_dir: Path) -> Selection:
+    """The experiments this process builds tests for, from IOLAB_EXPERIMENTS and ReFrame's -n/-x
+    (see select.py); decided once per process."""
+    global _SELECTION
+    if _SELECTION is None:
+        known = {p.stem for p in experiments_dir.glob("*.yaml")}
+        _SELECTION = from_command_line(sys.argv, os.environ, known)
+    return _SELECTION
+
+
 def register_experiment(module_name: str, module_file: str, yaml_relpath: str, sha256: str) -> None:
     """Called by a generated shim. A stale shim is rewritten before its tests are registered."""
     shim = Path(module_file)
@@ -153,12 +177,14 @@ def register_experiment(module_name: str, module_file: str, yaml_relpath: str, s
     if not yaml_path.is_file():
         getlogger().warning(f"iolab: {shim} is an orphan: {yaml_relpath} is gone; `iolab render` removes it")
         return
+    if not selection(yaml_path.parent).wants(yaml_path.stem):
+        return
     try:
-        exp = load_experiment(yaml_path)
+        exp = _load(yaml_path)
         if exp.sha256 != sha256:
             write_atomic(shim, render_shim(yaml_path, exp.id, exp.sha256, shim.parent))
             getlogger().info(f"iolab: regenerated {shim.name}: {yaml_path.name} changed")
-        _register(module_name, yaml_path)
+        _register(module_name, exp)
     except Exception as exc:  # noqa: BLE001 - any failure becomes a failing test, never a silent skip
         _broken(module_name, yaml_path, exc)
 
@@ -169,15 +195,23 @@ def register_all(module_name: str, module_file: str) -> None:
     session.install(lambda check: isinstance(check, IolabTest), registered)
     root = Path(module_file).resolve().parent.parent
     experiments, generated = root / "experiments", root / "reframe" / "generated"
-    for yaml_path in sorted(experiments.glob("*.yaml")):
+    paths = sorted(experiments.glob("*.yaml"))
+    chosen = selection(experiments)
+    for name in chosen.unknown:
+        _broken(module_name, experiments / f"{name}.yaml", IolabError(
+            f"IOLAB_EXPERIMENTS names {name!r}, which is not an experiment in {experiments}",
+            hint=f"experiments: {', '.join(p.stem for p in paths) or 'none'}"))
+    for yaml_path in paths:
+        if not chosen.wants(yaml_path.stem):
+            continue
         try:
-            exp = load_experiment(yaml_path)
+            exp = _load(yaml_path)
             target = shim_path(generated, exp.id)
             if not target.is_file() or exp.sha256 not in target.read_text():
                 generated.mkdir(parents=True, exist_ok=True)
                 write_atomic(target, render_shim(yaml_path, exp.id, exp.sha256, generated))
                 getlogger().info(f"iolab: wrote {target.relative_to(root)} for {yaml_path.name}")
-            _register(module_name, yaml_path)
+            _register(module_name, exp)
         except Exception as exc:  # noqa: BLE001 - any failure becomes a failing test, never a silent skip
             _broken(module_name, yaml_path, exc)
 

@@ -7,6 +7,8 @@ system's config file, in the partition's extras['iolab'].
 from __future__ import annotations
 
 import os
+import re
+import sys
 import time
 
 from ..render import project_root
@@ -47,13 +49,35 @@ def general(local: bool = False) -> list:
     return [out]
 
 
+LOG_LEVELS = ("info", "verbose", "debug", "debug2")     # ReFrame's, from least to most
+
+
+def log_level(argv: list[str] | None = None, environ=None) -> str:
+    """The level of ReFrame's log file: info, unless debug is asked for, by IOLAB_RFM_LOG=debug or
+    by ReFrame's own -v (--verbose, RFM_VERBOSE), which then also reaches the terminal. At debug
+    level ReFrame logs every step of every case: megabytes a run, and seconds for `reframe -l`
+    of a thousand cases."""
+    argv = sys.argv[1:] if argv is None else argv
+    environ = os.environ if environ is None else environ
+    wanted = environ.get("IOLAB_RFM_LOG", "").strip().lower()
+    if wanted:
+        if wanted not in LOG_LEVELS:
+            raise ValueError(f"IOLAB_RFM_LOG={wanted!r}: give one of {', '.join(LOG_LEVELS)}")
+        return wanted
+    verbose = any(a == "--verbose" or re.fullmatch(r"-v+", a) for a in argv)
+    if verbose or environ.get("RFM_VERBOSE", "0").strip() not in ("", "0"):
+        return "debug"
+    return "info"
+
+
 def logging() -> list:
     os.makedirs(OUTPUT, exist_ok=True)
+    level = log_level()
     return [{
-        "level": "debug",
+        "level": level,
         "handlers": [
             {"type": "stream", "name": "stdout", "level": "info", "format": "%(message)s"},
-            {"type": "file", "name": os.path.join(OUTPUT, "reframe.log"), "level": "debug",
+            {"type": "file", "name": os.path.join(OUTPUT, "reframe.log"), "level": level,
              "format": "[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s", "append": True},
         ],
         "handlers_perflog": [{
