@@ -4,6 +4,8 @@ mdtest runs where it is on PATH; elsewhere the stand-in of tests/bin replays rea
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -73,3 +75,43 @@ def test_mdtest_cases_run_end_to_end(rfm_env, tmp_path):
     assert table.returncode == 0, table.stderr
     assert "File Create Rate" in table.stdout or "file_create_rate" in table.stdout, table.stdout
     assert "ops/s" in table.stdout
+
+
+PREFIX = os.environ.get("IOLAB_STACK_PREFIX", "")
+LIBDARSHAN = Path(PREFIX) / "lib" / "libdarshan.so" if PREFIX else None
+
+MDTEST_SMALL_FILES = """\
+id: mdtest-small-files
+description: 64 KiB files, one directory per rank, striped (not applied off Lustre)
+benchmark: mdtest
+repetitions: 1
+scale: {nodes: 1, tasks_per_node: 2}
+fixed: {items: 200, entries: files, unique_dir: true, write_bytes: 64KiB, read_bytes: 64KiB,
+        lustre.stripe_count: 1}
+"""
+
+
+@pytest.mark.skipif(LIBDARSHAN is None or not LIBDARSHAN.exists(),
+                    reason="libdarshan.so not found: set IOLAB_STACK_PREFIX to a stack with darshan-runtime")
+def test_mdtest_under_darshan_striping_and_metadata_findings(rfm_env, tmp_path):
+    rfm_env.update(IOLAB_DARSHAN="1", IOLAB_STACK_PREFIX=PREFIX)
+    root = make_project(tmp_path, {"mdtest-small-files": MDTEST_SMALL_FILES})
+    out = reframe(["-r", "-n", "mdtest_small_files"], rfm_env, cwd=root,
+                  config=str(root / "reframe" / "config" / "local.py"))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    (rec,) = records(only_run(tmp_path / "results", "mdtest-small-files"))
+    assert rec["status"] == "ok", rec["error"]
+    lay = rec["observed"]["lustre"]
+    assert lay["requested"] == {"stripe_count": 1} and lay["applied"] is False
+    assert lay["reason"] == f"{lay['fs_type']}: no striping" and lay["fs_type"] != "lustre"
+    dar = rec["observed"]["darshan"]
+    assert dar["status"] == "ok", dar.get("reason")
+    posix = dar["summary"]["modules"]["POSIX"]
+    # 200 files per rank, each opened to create and write, and again to read
+    assert posix["files"] == 400 and posix["opens"] == 800
+    assert posix["bytes_written"] == posix["bytes_read"] == 400 * 65536
+    found = {f["rule"]: f for f in dar["findings"]}
+    assert found["many_small_files"]["text"].startswith("400 files of 64.0 KiB on average")
+    assert found["many_small_files"]["numbers"]["opens"] == 800
+    if "metadata_time" in found:     # most of the time here, but a timing is not a certainty
+        assert "800 opens" in found["metadata_time"]["text"]

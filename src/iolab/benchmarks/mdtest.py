@@ -1,6 +1,13 @@
 """mdtest 4.0.0 (built with IOR 4.0.0, same Spack package): metadata rates of files,
 directories and the directory tree. Results are read from stdout's 'SUMMARY rate' table; the
-per-rank CSV (--saveRankPerformanceDetails) is kept beside it and gives the spread over ranks."""
+per-rank CSV (--saveRankPerformanceDetails) is kept beside it and gives the spread over ranks.
+
+Striping applies as to every benchmark: `lustre.*` parameters stripe the case directory, mdtest's
+-d, and the directories and files it makes inherit that layout. Under Darshan, the POSIX module
+counts mdtest's opens and their metadata time (findings: metadata share, many small files); a
+Darshan 3.4.7 runtime wraps __xstat, so a binary linked against glibc 2.33 or later, whose stat
+is a symbol of its own, shows 0 stats in the log although the stat phase ran. Darshan wraps no
+mkdir, rmdir or unlink (libdarshan.so exports no such symbol): directory phases leave no records."""
 
 from __future__ import annotations
 
