@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "56368d8be880217de84e4ecc3fd71f2a57fa9b536684b278bb44d2ce94c59ace"
+IOLAB_YAML_SHA256 = "ec40f4a0f57262421f6c4c0cfc8f4965e114d77d24603fc491d0114ed79494fd"
 
 register_experiment(__name__, __file__, "../../experiments/kaust-stripe-count.yaml", IOLAB_YAML_SHA256)

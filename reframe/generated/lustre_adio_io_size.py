@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "b4f2a0f7530b1239fce958b43f5bd99940a6abd84eba7a67c2dcfd861de7dc63"
+IOLAB_YAML_SHA256 = "2b189ee71a666924185d48723a9ab960d016fe46fba1144233a2be50df644388"
 
 register_experiment(__name__, __file__, "../../experiments/lustre-adio-io-size.yaml", IOLAB_YAML_SHA256)
