@@ -74,6 +74,7 @@ def test_phases_that_did_not_run_give_no_metric():
 def test_echo_is_what_mdtest_says_it_ran():
     echo = mdtest_text.parse(_text(OK[0])).echo
     assert echo["tasks"] == 4 and echo["iterations"] == 3
+    assert (echo["nodes"], echo["tasks_per_node"]) == (1, 4)
     assert echo["args"] == ["-n", "100", "-F", "-u", "-w", "65536", "-e", "65536", "-i", "3", "-d", "<dir>",
                             "--saveRankPerformanceDetails=mdtest_files_4r_n100_w64k_i3.csv"]
 
@@ -250,3 +251,16 @@ def test_required_metrics_follow_the_arguments():
     assert required_metrics(["-F", "-C", "-T"]) == ["file_create_rate", "tree_create_rate", "file_stat_rate"]
     assert required_metrics(["-D", "-r"]) == ["dir_remove_rate", "tree_remove_rate"]
     assert len(required_metrics([])) == 9
+
+
+def test_import_takes_what_mdtest_says_it_ran():
+    """`iolab import`: iterations, nodes and tasks per node from mdtest's own account; a --param
+    it contradicts is refused."""
+    from iolab.importer import reconcile
+
+    path = DATA / f"{OK[0]}.txt"
+    parsed = BENCH.parse_files([path])
+    full = reconcile("mdtest", {"items": 100, "entries": "files"}, [path], parsed)
+    assert (full["iterations"], full["scale.nodes"], full["scale.tasks_per_node"]) == (3, 1, 4)
+    with pytest.raises(IolabError, match="iterations 3, requested 2"):
+        reconcile("mdtest", {"iterations": 2}, [path], parsed)

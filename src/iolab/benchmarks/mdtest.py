@@ -142,8 +142,13 @@ class Mdtest(Benchmark):
                              "a requested phase did not run")
         return parsed
 
+    # what mdtest prints of its run ("launched with 4 total task(s) on 1 node(s)", "of 3
+    # iterations") -> iolab's parameter (`iolab import` fills parameters not given from these)
+    echo_params = {"iterations": "iterations", "nodes": "scale.nodes",
+                   "tasks_per_node": "scale.tasks_per_node"}
+
     def requested_echo(self, case, spec) -> dict:
-        want = {"tasks": case.num_tasks, "iterations": case.params["iterations"]}
+        want = {"tasks": case.num_tasks, **super().requested_echo(case, spec)}
         if spec is not None:
             args = list(spec.args)
             want["args"] = [mdtest_text.DIR if i and args[i - 1] == "-d" else a

@@ -41,6 +41,8 @@ def _echo(text: str) -> dict:
                   re.MULTILINE)
     if m:
         out["tasks"], out["nodes"] = int(m.group(1)), int(m.group(2))
+        if out["nodes"] and out["tasks"] % out["nodes"] == 0:
+            out["tasks_per_node"] = out["tasks"] // out["nodes"]
     m = re.search(r"^Command line used: \S+((?: '[^']*')*)\s*$", text, re.MULTILINE)
     if m:
         args = re.findall(r"'([^']*)'", m.group(1))
