@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "d516ce862a78f5a21b39ec2943b63276cd653ee2bb0b390241288f91ddc23ec1"
+IOLAB_YAML_SHA256 = "6717cbac2ab02ba6da2e7d4020d620a0bd1d20594cebb578b9c991cc4c254c21"
 
 register_experiment(__name__, __file__, "../../experiments/lustre-adio-io-size.yaml", IOLAB_YAML_SHA256)

@@ -210,6 +210,11 @@ def cmd_table(args) -> int:
     if args.format == "csv":
         _print_run_notes(state)     # CSV readers get the table only
     sys.stdout.write(render(tables, args.format, state))
+    if args.format == "md":         # an experiment tagged io500: its phase table and score
+        from . import io500
+
+        if io500.applies(state):
+            sys.stdout.write(io500.render(state.records))
     return 0
 
 

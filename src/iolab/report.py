@@ -82,8 +82,8 @@ def spec_label(key: str, spec: dict) -> tuple[str, float | None]:
         return "Number of Processes", None
     title = spec.get("title", key)
     unit = spec.get("x-unit")
-    if unit:
-        return f"{title} ({unit})", float(UNIT_BYTES[unit])
+    if unit:       # sizes are shown in their unit; any other unit (s, ops) as they are
+        return f"{title} ({unit})", float(UNIT_BYTES[unit]) if unit in UNIT_BYTES else None
     return title, None
 
 

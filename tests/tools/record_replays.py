@@ -4,12 +4,13 @@
     python tests/tools/record_replays.py [--replace] [--out tests/data/replay] RESULTS...
 
 RESULTS are results directories (or any directory above them) of runs made with the REAL
-binaries: every records.jsonl below them is read. For each IOR, BTIO and h5bench case whose
+binaries: every records.jsonl below them is read. For each IOR, mdtest, BTIO and h5bench case whose
 benchmark exited 0, the replay key is computed from what the case stored (the command line, the
 exported environment, the hints files, the BTIO deck, the h5bench config; tests/tools/replays.py,
 the same functions the stand-ins use) and the outputs the benchmark printed and wrote (stdout,
-stderr, IOR's JSON summary, h5bench's CSV) are copied unchanged to <out>/<benchmark>/<key id>/,
-with <out>/index.json mapping key ids to the key, the files and where they came from.
+stderr, IOR's JSON summary, mdtest's per-rank CSV, h5bench's CSV) are copied unchanged to
+<out>/<benchmark>/<key id>/, with <out>/index.json mapping key ids to the key, the files and
+where they came from.
 
 A key already recorded is kept (the first run found, preferring runs without Darshan) unless
 --replace is given. Not filed, with the reason: runs made with a stand-in (they are replays),
@@ -29,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import replays  # noqa: E402
 
-BENCHMARKS = ("ior", "btio", "h5bench")
+BENCHMARKS = ("ior", "mdtest", "btio", "h5bench")
 
 
 def _reader(stage: Path):
@@ -75,6 +76,10 @@ def candidate(rec: dict, run: Path) -> tuple[dict, Path, dict] | str:
         key = replays.ior_key(argv, env, ranks, read, nodes)
         summary = [a.split("=", 1)[1] for a in argv if a.startswith("summaryFile=")]
         files["summary"] = summary[-1]
+    elif rec["benchmark"] == "mdtest":
+        key = replays.mdtest_key(argv, env, ranks, read)
+        csv = [a.split("=", 1)[1] for a in argv if a.startswith("--saveRankPerformanceDetails=")]
+        files["csv"] = csv[-1]
     elif rec["benchmark"] == "btio":
         key = replays.btio_key(argv, env, ranks, read, nodes)
     else:

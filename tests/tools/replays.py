@@ -77,6 +77,20 @@ def ior_key(argv: list[str], env: dict, ranks: int, read, nodes: int = 1) -> dic
             "env": environment(env, read)}
 
 
+def mdtest_key(argv: list[str], env: dict, ranks: int, read) -> dict:
+    """Every argument but the paths (-d's directory, the per-rank CSV's name), the ranks and
+    the MPI-IO environment."""
+    args = []
+    for i, arg in enumerate(argv):
+        if i and argv[i - 1] == "-d":
+            args.append(PATH)
+        elif arg.startswith("--saveRankPerformanceDetails="):
+            args.append(f"--saveRankPerformanceDetails={PATH}")
+        else:
+            args.append(arg)
+    return {"benchmark": "mdtest", "args": args, "ranks": ranks, "env": environment(env, read)}
+
+
 def read_btio_deck(text: str) -> dict:
     """The four items of an inputbt.data that decide a run (line 5 is the directory)."""
     lines = text.splitlines()

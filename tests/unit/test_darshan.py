@@ -645,6 +645,28 @@ def test_rule_metadata_time():
     assert rules(crafted(modules={})) == []
 
 
+def test_rule_metadata_time_with_counts():
+    """mdtest's small files under Darshan: the opens and stats behind the metadata time."""
+    s = crafted()
+    s["modules"]["POSIX"] = {"meta_time_s": 0.95, "io_time_s": 0.05, "opens": 800, "stats": 400}
+    [f] = dx.findings(s, REQ)
+    assert f["text"] == ("95% of POSIX I/O time is metadata: 800 opens and 400 stats took 0.95 s, "
+                         "reads and writes 0.05 s (summed over ranks)")
+    assert (f["numbers"]["opens"], f["numbers"]["stats"]) == (800, 400)
+
+
+def test_rule_many_small_files():
+    s = crafted()
+    s["modules"]["POSIX"] = {"meta_time_s": 0.0, "io_time_s": 1.0, "files": 400, "opens": 800,
+                             "bytes_written": 400 * 64 * 1024, "bytes_read": 0}
+    [f] = dx.findings(s, REQ)
+    assert f["rule"] == "many_small_files"
+    assert f["text"] == "400 files of 64.0 KiB on average (under 1MiB): 800 opens, 2 per file"
+    assert rules(s, many_files=401) == []
+    s["modules"]["POSIX"]["bytes_written"] = 400 * MIB
+    assert rules(s) == []
+
+
 def test_rule_unaligned():
     s = crafted(unaligned={"requests": 100, "file_not_aligned": 40, "file_not_aligned_pct": 40.0,
                            "file_alignment_bytes": [MIB]})
@@ -669,7 +691,8 @@ def test_findings_of_unreadable_summary():
 
 def test_thresholds_live_in_one_place():
     assert {r.__name__ for r in dx.RULES} == {"small_requests", "collective_not_used", "no_aggregation",
-                                              "aggregators_differ", "metadata_time", "unaligned",
+                                              "aggregators_differ", "metadata_time", "many_small_files",
+                                              "unaligned",
                                               "incomplete_log"}
     custom = replace(dx.THRESHOLDS, tiny_request_bytes=1024)
     raw_rec = posix_record(SIZE_WRITE_0_100=1, SIZE_WRITE_1K_10K=3)

@@ -38,6 +38,7 @@ def _standin(program: str, args: list[str], cwd: Path, ranks: int, rank: int = 0
     if nodes != 1:
         full["SLURM_NNODES"] = str(nodes)        # as srun sets it in each rank
     full.pop("IOR_STANDIN_LOG", None)
+    full.pop("MDTEST_STANDIN_LOG", None)
     return subprocess.run([sys.executable, str(BIN / program), *args], cwd=cwd, env=full,
                           capture_output=True, timeout=60)
 
@@ -64,6 +65,11 @@ def _invocation(key: dict, tmp_path: Path) -> tuple[str, list[str], dict, dict[s
                 arg = f"{name}=ior-hints.txt"
             args.append(arg)
         return "ior", args, env, {"summary": tmp_path / "summary.json"}
+    if key["benchmark"] == "mdtest":
+        args = [str(case) if arg == replays.PATH else arg for arg in key["args"]]
+        args = ["--saveRankPerformanceDetails=ranks.csv"
+                if a == f"--saveRankPerformanceDetails={replays.PATH}" else a for a in args]
+        return "mdtest", args, env, {"csv": tmp_path / "ranks.csv"}
     if key["benchmark"] == "btio":
         if key["mode"] == "r":
             (case / ("btio.mpi" if key["method"] < 2 else "btio.nc")).write_bytes(b"\0")
@@ -79,7 +85,7 @@ def _invocation(key: dict, tmp_path: Path) -> tuple[str, list[str], dict, dict[s
 
 
 def test_the_index_names_real_recordings_by_their_keys():
-    assert {bench for bench, _kid, _entry in ENTRIES} == {"ior", "btio", "h5bench"}
+    assert {bench for bench, _kid, _entry in ENTRIES} == {"ior", "mdtest", "btio", "h5bench"}
     for bench, kid, entry in ENTRIES:
         assert entry["key"]["benchmark"] == bench and replays.key_id(entry["key"]) == kid
         where = replays.REPLAY / bench / kid
@@ -91,7 +97,7 @@ def test_the_index_names_real_recordings_by_their_keys():
     assert dirs == {(bench, kid) for bench, kid, _entry in ENTRIES}
 
 
-@pytest.mark.parametrize("bench", ["ior", "btio", "h5bench"])
+@pytest.mark.parametrize("bench", ["ior", "mdtest", "btio", "h5bench"])
 def test_a_standin_replays_its_recording_byte_for_byte(bench, tmp_path):
     kid, entry = next((k, e) for b, k, e in ENTRIES if b == bench)
     program, args, env, outputs = _invocation(entry["key"], tmp_path)
@@ -110,7 +116,7 @@ def test_a_standin_replays_its_recording_byte_for_byte(bench, tmp_path):
     assert (other.returncode, other.stdout, other.stderr) == (entry["exit_code"], b"", b"")
 
 
-@pytest.mark.parametrize("bench", ["ior", "btio", "h5bench"])
+@pytest.mark.parametrize("bench", ["ior", "mdtest", "btio", "h5bench"])
 def test_a_standin_without_a_recording_fails_naming_the_key(bench, tmp_path):
     """The same call with one rank more than recorded: no recording has that key."""
     entry = next(e for b, _k, e in ENTRIES if b == bench)

@@ -83,3 +83,10 @@ def test_csv_of_several_parts_is_one_table_with_one_header():
             from iolab.report import param_label
             col = header.index(param_label(key, table.benchmark)[0])
             assert all(r[col] != "" for r in body if r[0] == table.part)
+
+
+def test_a_parameter_unit_that_is_not_a_size_is_shown_as_is():
+    from iolab.report import spec_label
+
+    assert spec_label("stonewall", {"title": "Stonewall", "x-unit": "s"}) == ("Stonewall (s)", None)
+    assert spec_label("block_size", {"title": "Block Size", "x-unit": "MiB"}) == ("Block Size (MiB)", 1048576.0)

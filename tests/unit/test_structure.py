@@ -91,7 +91,7 @@ def test_the_reframe_test_class_is_slim():
 
 
 PRESENTATION = ("iolab.report", "iolab.plots", "iolab.compare", "iolab.publish", "iolab.importer",
-                "iolab.studies")
+                "iolab.studies", "iolab.io500", "iolab.cost", "iolab.stack")
 YAML_READERS = {"yaml", "iolab.yamlpos"}
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..units import format_size
+from ..units import format_bytes_human, format_size
 from .aggregators import is_written, observed_aggregators
 
 KIB, MIB = 1024, 1024 * 1024
@@ -23,6 +23,10 @@ class Thresholds:
     small_requests_pct: float = 50.0    # report when at least this % of requests is small
     tiny_requests_pct: float = 20.0     # ... or tiny (reported instead: the stronger statement)
     meta_time_pct: float = 30.0         # metadata share of POSIX I/O time
+    # Many small files: KAUST's warning (a file's open and close cost a metadata server round
+    # trip each, whatever its size). At least this many files, holding on average fewer bytes
+    # than small_request_bytes each.
+    many_files: int = 100
     unaligned_pct: float = 10.0         # POSIX requests not aligned to the file alignment
     independent_pct: float = 50.0       # collective requested, yet this % of MPI-IO ops independent
 
@@ -118,7 +122,8 @@ def aggregators_differ(s: dict, req: dict, t: Thresholds) -> list[dict]:
 
 
 def metadata_time(s: dict, req: dict, t: Thresholds) -> list[dict]:
-    """Metadata (open, stat, seek, close, ...) takes a large share of POSIX time."""
+    """Metadata (open, stat, seek, close, ...) takes a large share of POSIX time; the open and
+    stat counts say how many calls it took."""
     posix = s["modules"].get("POSIX")
     if not posix:
         return []
@@ -126,9 +131,33 @@ def metadata_time(s: dict, req: dict, t: Thresholds) -> list[dict]:
     if total <= 0 or 100.0 * posix["meta_time_s"] / total < t.meta_time_pct:
         return []
     pct = 100.0 * posix["meta_time_s"] / total
-    return [_finding("metadata_time", f"{_pct(pct)} of POSIX I/O time is metadata",
-                     pct=pct, meta_time_s=posix["meta_time_s"], io_time_s=posix["io_time_s"],
-                     threshold_pct=t.meta_time_pct)]
+    counts = {k: posix[k] for k in ("opens", "stats") if k in posix}
+    text = f"{_pct(pct)} of POSIX I/O time is metadata"
+    if counts:
+        calls = " and ".join(f"{n} {k}" for k, n in counts.items())
+        text += (f": {calls} took {posix['meta_time_s']:.3g} s, reads and writes "
+                 f"{posix['io_time_s']:.3g} s (summed over ranks)")
+    return [_finding("metadata_time", text, pct=pct, meta_time_s=posix["meta_time_s"],
+                     io_time_s=posix["io_time_s"], threshold_pct=t.meta_time_pct, **counts)]
+
+
+def many_small_files(s: dict, req: dict, t: Thresholds) -> list[dict]:
+    """Many files, each small: every one costs its opens and closes on the metadata server."""
+    posix = s["modules"].get("POSIX")
+    if not posix or posix.get("files", 0) < t.many_files:
+        return []
+    files = posix["files"]
+    moved = max(posix.get("bytes_written", 0), posix.get("bytes_read", 0))
+    per_file = moved / files
+    if per_file >= t.small_request_bytes:
+        return []
+    text = (f"{files} files of {format_bytes_human(per_file)} on average "
+            f"(under {format_size(t.small_request_bytes)})")
+    if "opens" in posix:
+        text += f": {posix['opens']} opens, {posix['opens'] / files:.3g} per file"
+    return [_finding("many_small_files", text, files=files, mean_file_bytes=per_file,
+                     opens=posix.get("opens"), cutoff_bytes=t.small_request_bytes,
+                     threshold_files=t.many_files)]
 
 
 def unaligned(s: dict, req: dict, t: Thresholds) -> list[dict]:
@@ -154,7 +183,7 @@ def incomplete_log(s: dict, req: dict, t: Thresholds) -> list[dict]:
 
 
 RULES = (small_requests, collective_not_used, no_aggregation, aggregators_differ, metadata_time,
-         unaligned, incomplete_log)
+         many_small_files, unaligned, incomplete_log)
 
 
 def findings(summary: dict, requested: dict | None = None, thresholds: Thresholds = THRESHOLDS) -> list[dict]:

@@ -1,0 +1,88 @@
+"""mdtest 4.0.0 text output (stdout): the 'SUMMARY rate' table.
+
+mdtest prints one row per operation with the Max, Min, Mean and Std Dev over its iterations of
+the aggregate rate (items per second of all ranks). A phase that did not run prints 0.000 in
+every column: such a row is no result and yields no metric (the descriptor then fails a case
+whose requested phase is absent). mdtest exits 0 after some errors (a failed read, a data
+verification error): any error line fails the parse.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import ParseError
+from . import Metric, Parsed, printed_number
+
+SOURCE = "mdtest-text"
+DIR = "<dir>"                   # stands for -d's directory in the echoed arguments
+# mdtest's operation names (mdtest_test_name) -> iolab's metric prefix
+OPERATIONS = {
+    "Directory creation": "dir_create", "Directory stat": "dir_stat", "Directory read": "dir_read",
+    "Directory rename": "dir_rename", "Directory removal": "dir_remove",
+    "File creation": "file_create", "File stat": "file_stat", "File read": "file_read",
+    "File removal": "file_remove", "Tree creation": "tree_create", "Tree removal": "tree_remove",
+}
+_ROW = re.compile(r"^\s+(" + "|".join(OPERATIONS) + r")\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$")
+# ERROR lines, failed calls (FAILED in ...), option errors and WARNF's "unable to ..." lines
+_ERROR = re.compile(r"(^|\s)(ERROR\b|Error invalid argument|Invalid options)|FAILED in |"
+                    r"^WARNING: [Uu]nable to |returned EOF prematurely")
+
+
+def errors(text: str) -> list[str]:
+    """Lines where mdtest (or its option parser) reports an error."""
+    return [line.strip() for line in text.splitlines() if _ERROR.search(line)]
+
+
+def _echo(text: str) -> dict:
+    """What mdtest says it ran: its tasks and nodes, and its command line's arguments."""
+    out: dict = {}
+    m = re.search(r"^mdtest-\S+ was launched with (\d+) total task\(s\) on (\d+) node\(s\)", text,
+                  re.MULTILINE)
+    if m:
+        out["tasks"], out["nodes"] = int(m.group(1)), int(m.group(2))
+        if out["nodes"] and out["tasks"] % out["nodes"] == 0:
+            out["tasks_per_node"] = out["tasks"] // out["nodes"]
+    m = re.search(r"^Command line used: \S+((?: '[^']*')*)\s*$", text, re.MULTILINE)
+    if m:
+        args = re.findall(r"'([^']*)'", m.group(1))
+        # the directory differs from run to run (and in a replay): the arguments without it
+        out["args"] = [DIR if i and args[i - 1] == "-d" else a for i, a in enumerate(args)]
+    m = re.search(r"^SUMMARY rate: \(of (\d+) iterations\)", text, re.MULTILINE)
+    if m:
+        out["iterations"] = int(m.group(1))
+    return out
+
+
+def parse(text: str, source: str = SOURCE) -> Parsed:
+    if not text.strip():
+        raise ParseError(f"{source}: the mdtest output is empty (mdtest did not run?)")
+    bad = errors(text)
+    if bad:
+        raise ParseError(f"{source}: mdtest reported an error: " + " | ".join(bad[:3]))
+    if "SUMMARY rate:" not in text:
+        if "SUMMARY time:" in text:
+            raise ParseError(f"{source}: only a 'SUMMARY time' table (-Z): iolab reads rates")
+        raise ParseError(f"{source}: no 'SUMMARY rate' table: mdtest did not finish")
+    m = re.search(r"^mdtest-(\S+) was launched", text, re.MULTILINE)
+    version = m.group(1) if m else None
+    table = text.split("SUMMARY rate:", 1)[1].split("SUMMARY time:", 1)[0]
+    metrics: list[Metric] = []
+    for line in table.splitlines():
+        row = _ROW.match(line)
+        if not row:
+            continue
+        op = OPERATIONS[row.group(1)]
+        vals = [printed_number(t, f"{row.group(1)} {c}", source)
+                for t, c in zip(row.groups()[1:], ("Max", "Min", "Mean", "Std Dev"))]
+        if not any(vals[:3]):
+            continue                    # the phase did not run
+        if vals[2] <= 0:
+            raise ParseError(f"{source}: {row.group(1)} mean rate is {vals[2]}")
+        for suffix, value in (("", vals[2]), ("_max", vals[0]), ("_min", vals[1]), ("_stddev", vals[3])):
+            metrics.append(Metric(f"{op}_rate{suffix}", value, "ops/s", SOURCE))
+    if not metrics:
+        raise ParseError(f"{source}: the summary has no operation that ran")
+    if not re.search(r"^-- finished at .* --", text, re.MULTILINE):
+        raise ParseError(f"{source}: no '-- finished at' line: the output is truncated")
+    return Parsed(metrics, version=version, echo=_echo(text))
