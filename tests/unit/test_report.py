@@ -89,4 +89,5 @@ def test_a_parameter_unit_that_is_not_a_size_is_shown_as_is():
     from iolab.report import spec_label
 
     assert spec_label("stonewall", {"title": "Stonewall", "x-unit": "s"}) == ("Stonewall (s)", None)
-    assert spec_label("block_size", {"title": "Block Size", "x-unit": "MiB"}) == ("Block Size (MiB)", 1048576.0)
+    size = {"title": "Block Size", "x-unit": "MiB"}
+    assert spec_label("block_size", size) == ("Block Size (MiB)", 1048576.0)
