@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from . import reportspec
+from . import recordcache, reportspec
 from .errors import IolabError
 from .record import STATUSES, Manifest, Record
-from .results import FALLBACK_NAME, RECORDS, BadLine, read_manifest, read_records
+from .results import FALLBACK_NAME, RECORDS, BadLine, read_manifest
 
 
 def _clock(seconds: float) -> str:
@@ -81,12 +81,15 @@ def chain_paths(path: Path) -> list[Path]:
 @contextlib.contextmanager
 def _no_gc():
     """Decoding a run builds millions of small objects and no cycles: the cyclic collector would
-    scan them again and again (a third of the time of a large run's load)."""
+    scan them again and again while they are built (a third of a large run's load), and again at
+    every later collection. So it is paused while they are built, and what was built is moved
+    out of its sight (gc.freeze: the records live as long as the command anyway)."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        gc.freeze()
         if was:
             gc.enable()
 
@@ -117,10 +120,9 @@ class Run:
         path = Path(path)
         manifest = Manifest.from_json(read_manifest(path))
         with _no_gc():
-            read = read_records(path)
-            records = [Record.from_json(d) for d in read.records]
+            records, bad = recordcache.load(path)
         run = cls.of(records, manifest, path, project_root)
-        run.unreadable = read.bad
+        run.unreadable = bad
         run.unsaved = sorted(p.name for p in path.glob(FALLBACK_NAME.format(pid="*")))
         return run
 
@@ -300,9 +302,18 @@ class Run:
             out.setdefault((rec.part, rec.case_id), []).append(rec)
         return out
 
-    def binary_versions(self, part: str, case_id: str) -> set:
-        """The benchmark versions the ok records of a case name."""
-        return {r.provenance.binary_version for r in self.by_case.get((part, case_id), ()) if r.ok}
+    def binary_versions(self, part: str, case_id: str) -> frozenset:
+        """The benchmark versions the ok records of a case name (found once per case)."""
+        key = (part, case_id)
+        found = self._versions.get(key)
+        if found is None:
+            found = self._versions[key] = frozenset(
+                r.provenance.binary_version for r in self.by_case.get(key, ()) if r.ok)
+        return found
+
+    @cached_property
+    def _versions(self) -> dict[tuple[str, str], frozenset]:
+        return {}
 
     @property
     def state(self) -> str:
