@@ -84,7 +84,13 @@ MAX_CELL_TEXT = 400
 
 # ------------------------------------------------------------------------------------ values
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _hashable(value):
+    """A key for a parameter value, equal only for equal JSON (1, 1.0 and true stay apart)."""
+    if type(value) is tuple and all(type(v) in _SCALARS for v in value):
+        return tuple((type(v), v) for v in value)    # the common case, without json.dumps
     return json.dumps(value, sort_keys=True)
 
 
@@ -372,7 +378,7 @@ def choose(run, metrics: list[str] | None = None) -> tuple[list[tuple[Table, Plo
     settings = run.report
     overrides = settings.plots
     out, notes = [], []
-    for table in build_tables(run.records, metrics, settings):
+    for table in run.tables(metrics):
         recs = [r for r in run.records if r.part == table.part]
         axes = find_axes([r.params for r in table.rows], list(recs[0].varied), run.zip_groups(table.part))
         present = {m.name for r in recs for m in r.metrics}

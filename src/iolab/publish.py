@@ -44,7 +44,7 @@ from .record import Record
 from .reportspec import StudyLink
 from .run import Run
 from .studies import compare_study, study_blocks
-from .report import LEGEND, NOISY_MARK, OUTLIER_MARK, build_tables, render, table_rows
+from .report import LEGEND, NOISY_MARK, OUTLIER_MARK, render, table_rows
 from .results import find_run, write_all
 
 MARKER = ".iolab-publish.json"
@@ -136,7 +136,7 @@ _MARKED = re.compile(rf"^(.*?) ([{NOISY_MARK}{OUTLIER_MARK}]+)$")
 
 
 def _cell(text: str) -> dict:
-    m = _MARKED.match(text)
+    m = _MARKED.match(text) if text[-1:] in _MARK_TITLES else None
     if not m:
         return {"text": text, "marks": []}
     return {"text": m.group(1), "marks": [{"mark": c, "title": _MARK_TITLES[c]} for c in m.group(2)]}
@@ -285,7 +285,7 @@ def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str
     if not run.records:
         raise IolabError(f"run {path.name} has no readable records", hint=run.describe())
     settings = run.report
-    tables = build_tables(run.records, None, settings)
+    tables = run.tables()
     made, notes = plots.make_plots(run, staging / PLOTS_DIR, prefix=prefix)
     link = settings.study()
     published = published_comparison(run, link, project_root) if link else None

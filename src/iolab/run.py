@@ -302,6 +302,20 @@ class Run:
             out.setdefault((rec.part, rec.case_id), []).append(rec)
         return out
 
+    def tables(self, metrics: list[str] | None = None) -> list:
+        """The run's tables (report.build_tables with its report settings), built once per
+        choice of metrics: a page and its plots read the same tables."""
+        from .report import build_tables
+
+        key = tuple(metrics) if metrics else None
+        if key not in self._tables:
+            self._tables[key] = build_tables(self.records, list(key) if key else None, self.report)
+        return self._tables[key]
+
+    @cached_property
+    def _tables(self) -> dict:
+        return {}
+
     def binary_versions(self, part: str, case_id: str) -> frozenset:
         """The benchmark versions the ok records of a case name (found once per case)."""
         key = (part, case_id)
