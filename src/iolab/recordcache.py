@@ -24,6 +24,7 @@ import hashlib
 import os
 import pickle
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 from . import record as record_module
@@ -34,6 +35,7 @@ from .results import RECORDS, BadLine, decode_records, read_records_bytes, warn_
 
 FORMAT = 1
 CACHE_MIN_BYTES = 1 << 20
+CHUNK = 5000           # records per pickle in an entry
 _SOURCES = (Path(record_module.__file__), Path(record_module.__file__).parent / "parsers" / "__init__.py")
 
 
@@ -73,14 +75,17 @@ def load(run_path: Path) -> tuple[list[Record], list[BadLine]]:
         records, bad = cached
         warn_bad(path, bad)
         return records, bad
-    records, bad = _decode(path, data)
+    if _SHAREABLE:      # equal records with each string once, made as the lines are read
+        share = _Shared().record
+        records, bad = decode_records(path, data, lambda d: share(Record.from_json(d)))
+    else:
+        records, bad = _decode(path, data)
     _write(where, entry, key, records, bad, _entry_prefix(path))
     return records, bad
 
 
 def _decode(path: Path, data: bytes) -> tuple[list[Record], list[BadLine]]:
-    dicts, bad = decode_records(path, data)
-    return [Record.from_json(d) for d in dicts], bad
+    return decode_records(path, data, Record.from_json)
 
 
 def _read(entry: Path, key: str):
@@ -92,7 +97,10 @@ def _read(entry: Path, key: str):
             head = pickle.load(f)
             if head != (FORMAT, key):
                 return None
-            records, bad = pickle.load(f)
+            chunks, bad = pickle.load(f)
+            records = []
+            for _ in range(chunks):
+                records += pickle.load(f)
     except FileNotFoundError:
         return None
     except Exception:  # noqa: BLE001 - a damaged or foreign entry is only a cache miss
@@ -107,14 +115,14 @@ def _write(where: Path, entry: Path, key: str, records, bad, prefix: str) -> Non
     tmp = where / f".{entry.name}.{os.getpid()}.tmp"
     try:
         where.mkdir(parents=True, exist_ok=True, mode=0o700)
-        shared = _Shared()
-        body = [shared.record(r) for r in records]
-        if body != records:      # a field the copy does not know: store the records as decoded
-            body = records
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as f:
             pickle.dump((FORMAT, key), f, protocol=pickle.HIGHEST_PROTOCOL)
-            pickle.dump((body, bad), f, protocol=pickle.HIGHEST_PROTOCOL)
+            # in chunks: a pickler remembers every object it wrote (memory), per dump
+            starts = range(0, len(records), CHUNK)
+            pickle.dump((len(starts), bad), f, protocol=pickle.HIGHEST_PROTOCOL)
+            for start in starts:
+                pickle.dump(records[start:start + CHUNK], f, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, entry)
         for old in where.glob(f"{prefix}*.pickle"):
             if old != entry:
@@ -124,6 +132,17 @@ def _write(where: Path, entry: Path, key: str, records, bad, prefix: str) -> Non
             tmp.unlink(missing_ok=True)
         except OSError:
             pass
+
+
+# The fields _Shared.record copies; a model with other fields is cached as decoded.
+_SHAREABLE = (tuple(f.name for f in fields(Record)) == (
+    "experiment", "case_id", "benchmark", "status", "part", "repetition", "params", "varied",
+    "metrics", "error", "observed", "flags", "provenance", "run_id", "experiment_sha256", "profile",
+    "raw", "recorded", "schema", "extra")
+    and tuple(f.name for f in fields(Observed)) == (
+        "storage", "lustre", "mpiio_hints", "darshan", "benchmark", "replayed", "extra")
+    and tuple(f.name for f in fields(Provenance)) == ("origin", "system", "extra")
+    and tuple(f.name for f in fields(Metric)) == ("name", "value", "unit", "source"))
 
 
 class _Shared:

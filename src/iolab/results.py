@@ -498,8 +498,9 @@ def read_records_bytes(path: Path) -> bytes:
         raise IolabError(f"{path}: cannot read: {_why(exc)}") from None
 
 
-def decode_records(path: Path, data: bytes) -> tuple[list[dict], list[BadLine]]:
-    """The records in records.jsonl's bytes, and its unreadable lines (each reported: warn_bad)."""
+def decode_records(path: Path, data: bytes, convert=None) -> tuple[list, list[BadLine]]:
+    """The records in records.jsonl's bytes, each passed through `convert` (e.g. Record.from_json)
+    as it is read, and its unreadable lines (each reported: warn_bad)."""
     lines = data.split(b"\n")
     torn = lines[-1] != b""          # no newline at the end: the last write did not finish
     if not torn:
@@ -519,7 +520,7 @@ def decode_records(path: Path, data: bytes) -> tuple[list[dict], list[BadLine]]:
                 reason = f"corrupt record ({str(exc).splitlines()[0][:80]})"
             bad.append(BadLine(n, reason, raw[:60].decode("utf-8", "replace")))
             continue
-        records.append(rec)
+        records.append(rec if convert is None else convert(rec))
     warn_bad(path, bad)
     return records, bad
 
