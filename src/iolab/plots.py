@@ -370,15 +370,17 @@ def _heatmap_panels(table, x, y, metric, rest, title, rule) -> list[PlotSpec]:
             for c in combos]
 
 
-def choose(run, metrics: list[str] | None = None) -> tuple[list[tuple[Table, PlotSpec]], list[str]]:
+def choose(run, metrics: list[str] | None = None,
+           tables: list[Table] | None = None) -> tuple[list[tuple[Table, PlotSpec]], list[str]]:
     """Plot specs for a run (run.Run): the experiment's report.plots, else the defaults.
+    `tables`: the run's tables of `metrics` when the caller has built them already.
 
     Returns (table, spec) pairs and notes on plots that could not be drawn.
     """
     settings = run.report
     overrides = settings.plots
     out, notes = [], []
-    for table in run.tables(metrics):
+    for table in tables if tables is not None else build_tables(run.records, metrics, settings):
         recs = [r for r in run.records if r.part == table.part]
         axes = find_axes([r.params for r in table.rows], list(recs[0].varied), run.zip_groups(table.part))
         present = {m.name for r in recs for m in r.metrics}
@@ -773,11 +775,12 @@ def render_plot(table: Table, spec: PlotSpec, run, out_dir: Path, prefix: str = 
 
 
 def make_plots(run, out_dir: Path, metrics: list[str] | None = None,
-               prefix: str = "") -> tuple[list[Plot], list[str]]:
-    """Every plot of a run (run.Run): (plots, notes on plots that were not drawn)."""
+               prefix: str = "", tables: list[Table] | None = None) -> tuple[list[Plot], list[str]]:
+    """Every plot of a run (run.Run): (plots, notes on plots that were not drawn). `tables`: the
+    run's tables of `metrics`, when the caller has them (a page: built once for both)."""
     if importlib.util.find_spec("matplotlib") is None:
         return [], [MISSING_MATPLOTLIB]
-    chosen, notes = choose(run, metrics)
+    chosen, notes = choose(run, metrics, tables)
     plots = []
     seen = set()
     for table, spec in chosen:

@@ -44,7 +44,7 @@ from .record import Record
 from .reportspec import StudyLink
 from .run import Run
 from .studies import compare_study, study_blocks
-from .report import LEGEND, NOISY_MARK, OUTLIER_MARK, render, table_rows
+from .report import LEGEND, NOISY_MARK, OUTLIER_MARK, build_tables, render, table_rows
 from .results import find_run, write_all
 
 MARKER = ".iolab-publish.json"
@@ -285,8 +285,8 @@ def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str
     if not run.records:
         raise IolabError(f"run {path.name} has no readable records", hint=run.describe())
     settings = run.report
-    tables = run.tables()
-    made, notes = plots.make_plots(run, staging / PLOTS_DIR, prefix=prefix)
+    tables = build_tables(run.records, None, settings)
+    made, notes = plots.make_plots(run, staging / PLOTS_DIR, prefix=prefix, tables=tables)
     link = settings.study()
     published = published_comparison(run, link, project_root) if link else None
     return RunReport(provenance(run), [html_table(t) for t in tables],

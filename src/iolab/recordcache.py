@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import stat
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -90,8 +91,8 @@ def _decode(path: Path, data: bytes) -> tuple[list[Record], list[BadLine]]:
 
 def _read(entry: Path, key: str):
     try:
-        st = entry.stat()
-        if st.st_uid != os.getuid():
+        st = entry.lstat()
+        if st.st_uid != os.getuid() or not stat.S_ISREG(st.st_mode):
             return None
         with open(entry, "rb") as f:
             head = pickle.load(f)

@@ -78,18 +78,20 @@ def chain_paths(path: Path) -> list[Path]:
     return out
 
 
+FREEZE_OVER = 5000
+
+
 @contextlib.contextmanager
 def _no_gc():
     """Decoding a run builds millions of small objects and no cycles: the cyclic collector would
-    scan them again and again while they are built (a third of a large run's load), and again at
-    every later collection. So it is paused while they are built, and what was built is moved
-    out of its sight (gc.freeze: the records live as long as the command anyway)."""
+    scan them again and again while they are built (a third of a large run's load). So it is
+    paused meanwhile; for a large run (FREEZE_OVER records) what was built is then moved out of
+    its sight for good (gc.freeze), or every later collection would scan it again."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.freeze()
         if was:
             gc.enable()
 
@@ -121,6 +123,8 @@ class Run:
         manifest = Manifest.from_json(read_manifest(path))
         with _no_gc():
             records, bad = recordcache.load(path)
+            if len(records) >= FREEZE_OVER:
+                gc.freeze()
         run = cls.of(records, manifest, path, project_root)
         run.unreadable = bad
         run.unsaved = sorted(p.name for p in path.glob(FALLBACK_NAME.format(pid="*")))
@@ -301,20 +305,6 @@ class Run:
         for rec in self.records:
             out.setdefault((rec.part, rec.case_id), []).append(rec)
         return out
-
-    def tables(self, metrics: list[str] | None = None) -> list:
-        """The run's tables (report.build_tables with its report settings), built once per
-        choice of metrics: a page and its plots read the same tables."""
-        from .report import build_tables
-
-        key = tuple(metrics) if metrics else None
-        if key not in self._tables:
-            self._tables[key] = build_tables(self.records, list(key) if key else None, self.report)
-        return self._tables[key]
-
-    @cached_property
-    def _tables(self) -> dict:
-        return {}
 
     def binary_versions(self, part: str, case_id: str) -> frozenset:
         """The benchmark versions the ok records of a case name (found once per case)."""

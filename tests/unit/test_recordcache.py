@@ -93,10 +93,13 @@ def test_a_damaged_entry_is_a_miss_and_off_means_off(run_path, records_cache, mo
     assert entries(records_cache) == []
 
 
-def test_an_entry_of_another_user_is_not_read(run_path, records_cache, monkeypatch):
+def test_an_entry_of_another_user_or_a_symlink_is_not_read(run_path, records_cache, monkeypatch):
     recordcache.load(run_path)
     (entry,) = entries(records_cache)
     key = entry.name.removesuffix(".pickle").split("-", 2)[2]          # records-<run>-<key>
     assert recordcache._read(entry, key) is not None
+    link = entry.with_name("link.pickle")
+    link.symlink_to(entry)
+    assert recordcache._read(link, key) is None                       # never through a symlink
     monkeypatch.setattr(os, "getuid", lambda: os.geteuid() + 1)
     assert recordcache._read(entry, key) is None
