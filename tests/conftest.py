@@ -56,3 +56,12 @@ def src_layout_templates(monkeypatch):
     """Render from the checkout's templates/ (the src layout), whatever the caller's environment."""
     monkeypatch.delenv("IOLAB_ROOT", raising=False)
     monkeypatch.delenv("IOLAB_TEMPLATES", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def records_cache(tmp_path_factory, monkeypatch):
+    """The decoded-records cache (recordcache) of a test's runs goes to the test's temp dir,
+    never the user's ~/.cache (and its subprocesses inherit the variable)."""
+    where = tmp_path_factory.mktemp("records-cache")
+    monkeypatch.setenv("IOLAB_CACHE", str(where))
+    return where

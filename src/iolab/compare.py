@@ -104,7 +104,7 @@ class Side:
     def tables(self, metrics):
         return build_tables(self.records, metrics, self.run.report)
 
-    def binary_versions(self, part: str, case_id: str) -> set:
+    def binary_versions(self, part: str, case_id: str) -> frozenset:
         return self.run.binary_versions(part, case_id)
 
 

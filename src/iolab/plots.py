@@ -74,11 +74,23 @@ RC = {
 METADATA = {"png": {"Software": "iolab"}, "svg": {"Date": None, "Creator": "iolab"}}
 FIGSIZE = (7.5, 4.6)
 MISSING_MATPLOTLIB = "no plots: matplotlib is not installed (pip install 'iolab[plots]')"
+# Past these a plot cannot be read: more series are pooled into one mean per x value, more bars
+# than MAX_BARS show the first x values only, and a heatmap of more cells prints no numbers in
+# them. Each plot's notes (and so the page) say what was pooled or left out; the tables keep all.
+MAX_SERIES = 40
+MAX_BARS = 200
+MAX_CELL_TEXT = 400
 
 
 # ------------------------------------------------------------------------------------ values
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _hashable(value):
+    """A key for a parameter value, equal only for equal JSON (1, 1.0 and true stay apart)."""
+    if type(value) is tuple and all(type(v) in _SCALARS for v in value):
+        return tuple((type(v), v) for v in value)    # the common case, without json.dumps
     return json.dumps(value, sort_keys=True)
 
 
@@ -358,15 +370,17 @@ def _heatmap_panels(table, x, y, metric, rest, title, rule) -> list[PlotSpec]:
             for c in combos]
 
 
-def choose(run, metrics: list[str] | None = None) -> tuple[list[tuple[Table, PlotSpec]], list[str]]:
+def choose(run, metrics: list[str] | None = None,
+           tables: list[Table] | None = None) -> tuple[list[tuple[Table, PlotSpec]], list[str]]:
     """Plot specs for a run (run.Run): the experiment's report.plots, else the defaults.
+    `tables`: the run's tables of `metrics` when the caller has built them already.
 
     Returns (table, spec) pairs and notes on plots that could not be drawn.
     """
     settings = run.report
     overrides = settings.plots
     out, notes = [], []
-    for table in build_tables(run.records, metrics, settings):
+    for table in tables if tables is not None else build_tables(run.records, metrics, settings):
         recs = [r for r in run.records if r.part == table.part]
         axes = find_axes([r.params for r in table.rows], list(recs[0].varied), run.zip_groups(table.part))
         present = {m.name for r in recs for m in r.metrics}
@@ -458,6 +472,48 @@ def _series_groups(pts: list[Point], series: tuple[Axis, ...]) -> dict[tuple, li
     for p in pts:
         groups.setdefault(tuple(a.value(p.params) for a in series), []).append(p)
     return groups
+
+
+def _pool_series(pts: list[Point], x: Axis) -> list[Point]:
+    """One point per x value pooling the repetitions of every case there (for too many series)."""
+    groups: dict = {}
+    for p in pts:
+        groups.setdefault(_hashable(x.value(p.params)), []).append(p)
+    out = []
+    for gpts in groups.values():
+        effective: dict[str, list] = {}
+        for p in gpts:
+            for key, values in p.effective.items():
+                effective.setdefault(key, []).extend(v for v in values if v not in effective[key])
+        out.append(Point(f"{len(gpts)} cases", gpts[0].params,
+                         stats.summarize([v for p in gpts for v in p.summary.values]),
+                         list(dict.fromkeys(f for p in gpts for f in p.flags)), effective))
+    return out
+
+
+def _at_scale(pts: list[Point], spec: PlotSpec, series: tuple[Axis, ...], benchmark: str,
+              notes: list[str]) -> tuple[list[Point], tuple[Axis, ...]]:
+    """Points a reader can tell apart: too many series pooled, too many bars cut, said in notes."""
+    if spec.kind == "heatmap":
+        return pts, series
+    count = len(_series_groups(pts, series))
+    if count > MAX_SERIES:
+        notes.append(f"{count} series ({_legend_title(series, benchmark)}) are more than {MAX_SERIES} "
+                     f"a plot can tell apart: each point pools the repetitions of every case at its "
+                     f"x value (mean and interval over them); the tables show each case")
+        pts, series = _pool_series(pts, spec.x), ()
+    if spec.kind == "bar" and len(pts) > MAX_BARS:
+        values = sorted({_hashable(spec.x.value(p.params)): spec.x.value(p.params) for p in pts}.values(),
+                        key=spec.x.order)
+        per_x = max(1, len(_series_groups(pts, series)))
+        kept_values = values[:max(1, MAX_BARS // per_x)]
+        kept = {_hashable(v) for v in kept_values}
+        shown = [p for p in pts if _hashable(spec.x.value(p.params)) in kept]
+        notes.append(f"{len(pts)} bars are more than {MAX_BARS} a plot can show: the first "
+                     f"{len(kept_values)} of {len(values)} values of {spec.x.title(benchmark)} are drawn "
+                     f"({len(shown)} bars); the tables show every case")
+        pts = shown
+    return pts, series
 
 
 def _series_label(series: tuple[Axis, ...], key: tuple, benchmark: str) -> str:
@@ -617,7 +673,13 @@ def _draw_heatmap(fig, ax, spec, table, pts, unit, notes):
     finite = grid[np.isfinite(grid)]
     middle = (finite.min() + finite.max()) / 2 if finite.size else 0
     any_flag, lowered = False, []
-    for (r, c), cps in cells.items():
+    if len(cells) > MAX_CELL_TEXT:
+        flagged = sum(any(p.flags for p in cps) for cps in cells.values())
+        notes.append(f"{len(cells)} cells are more than {MAX_CELL_TEXT} to print numbers in: "
+                     "the colour shows each cell's mean; the tables show the values"
+                     + (f" ({flagged} cells with a setting not applied as requested: see Requested "
+                        "vs applied)" if flagged else ""))
+    for (r, c), cps in cells.items() if len(cells) <= MAX_CELL_TEXT else ():
         s = stats.summarize([v for p in cps for v in p.summary.values])
         text = fmt_measure(s.mean)
         if s.ci_half_width is not None:
@@ -662,19 +724,22 @@ def render_plot(table: Table, spec: PlotSpec, run, out_dir: Path, prefix: str = 
     unit = table.units.get(spec.metric, "")
     varied = list(next((r.varied for r in run.records if r.part == table.part), []))
     series = _unique_series(pts, spec.x, spec.series, varied) if spec.kind != "heatmap" else ()
+    notes: list[str] = []
+    pts, series = _at_scale(pts, spec, series, bench, notes)
     xlabel = spec.x.title(bench)
     if any(p.effective.get(spec.x.single) for p in pts):
         xlabel += " (requested)"
     ylabel = _ylabel(spec.metric, unit) if spec.kind != "heatmap" else spec.y.title(bench)
     if spec.y is not None and any(p.effective.get(spec.y.single) for p in pts):
         ylabel += " (requested)"
-    notes: list[str] = []
     width, height = FIGSIZE
     lines = max(spec.x.label(spec.x.value(p.params), bench, "\n").count("\n") for p in pts)
     height += 0.16 * lines
-    outside = spec.kind != "heatmap" and len(_series_groups(pts, series)) > 3
+    count = len(_series_groups(pts, series)) if spec.kind != "heatmap" else 0
+    outside = count > 3
     if outside:
         width += 2.4
+        height = max(height, 1.2 + 0.17 * count)    # room for the legend's entries (up to MAX_SERIES)
     with mpl.rc_context(RC):
         fig = _figure(width, height)
         ax = fig.add_subplot()
@@ -710,11 +775,12 @@ def render_plot(table: Table, spec: PlotSpec, run, out_dir: Path, prefix: str = 
 
 
 def make_plots(run, out_dir: Path, metrics: list[str] | None = None,
-               prefix: str = "") -> tuple[list[Plot], list[str]]:
-    """Every plot of a run (run.Run): (plots, notes on plots that were not drawn)."""
+               prefix: str = "", tables: list[Table] | None = None) -> tuple[list[Plot], list[str]]:
+    """Every plot of a run (run.Run): (plots, notes on plots that were not drawn). `tables`: the
+    run's tables of `metrics`, when the caller has them (a page: built once for both)."""
     if importlib.util.find_spec("matplotlib") is None:
         return [], [MISSING_MATPLOTLIB]
-    chosen, notes = choose(run, metrics)
+    chosen, notes = choose(run, metrics, tables)
     plots = []
     seen = set()
     for table, spec in chosen:

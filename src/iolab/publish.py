@@ -136,7 +136,7 @@ _MARKED = re.compile(rf"^(.*?) ([{NOISY_MARK}{OUTLIER_MARK}]+)$")
 
 
 def _cell(text: str) -> dict:
-    m = _MARKED.match(text)
+    m = _MARKED.match(text) if text[-1:] in _MARK_TITLES else None
     if not m:
         return {"text": text, "marks": []}
     return {"text": m.group(1), "marks": [{"mark": c, "title": _MARK_TITLES[c]} for c in m.group(2)]}
@@ -286,7 +286,7 @@ def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str
         raise IolabError(f"run {path.name} has no readable records", hint=run.describe())
     settings = run.report
     tables = build_tables(run.records, None, settings)
-    made, notes = plots.make_plots(run, staging / PLOTS_DIR, prefix=prefix)
+    made, notes = plots.make_plots(run, staging / PLOTS_DIR, prefix=prefix, tables=tables)
     link = settings.study()
     published = published_comparison(run, link, project_root) if link else None
     return RunReport(provenance(run), [html_table(t) for t in tables],

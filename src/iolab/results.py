@@ -35,7 +35,7 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
@@ -467,6 +467,7 @@ def read_manifest(run_path: Path) -> dict:
 class BadLine:
     line: int
     reason: str
+    shown: str = field(default="", compare=False)     # the line's start, as the warning shows it
 
 
 @dataclass
@@ -483,12 +484,23 @@ def read_records(run_path: Path) -> RecordsRead:
     """Every readable record of a run; unreadable lines are reported (once per process and
     line, on stderr), skipped and returned in `bad`. Only a missing file is an error."""
     path = Path(run_path) / RECORDS
+    records, bad = decode_records(path, read_records_bytes(path))
+    return RecordsRead(path, records, bad)
+
+
+def read_records_bytes(path: Path) -> bytes:
+    """records.jsonl's bytes (path: the file); a missing or unreadable file is an error."""
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         raise IolabError(f"{path} not found: not a results run") from None
     except OSError as exc:
         raise IolabError(f"{path}: cannot read: {_why(exc)}") from None
+
+
+def decode_records(path: Path, data: bytes, convert=None) -> tuple[list, list[BadLine]]:
+    """The records in records.jsonl's bytes, each passed through `convert` (e.g. Record.from_json)
+    as it is read, and its unreadable lines (each reported: warn_bad)."""
     lines = data.split(b"\n")
     torn = lines[-1] != b""          # no newline at the end: the last write did not finish
     if not torn:
@@ -506,14 +518,19 @@ def read_records(run_path: Path) -> RecordsRead:
                 reason = "torn last line (a write was interrupted)"
             else:
                 reason = f"corrupt record ({str(exc).splitlines()[0][:80]})"
-            bad.append(BadLine(n, reason))
-            if (str(path), n) not in _WARNED:
-                _WARNED.add((str(path), n))
-                shown = raw[:60].decode("utf-8", "replace")
-                print(f"iolab: warning: {path}:{n}: {reason}, skipped: {shown!r}", file=sys.stderr)
+            bad.append(BadLine(n, reason, raw[:60].decode("utf-8", "replace")))
             continue
-        records.append(rec)
-    return RecordsRead(path, records, bad)
+        records.append(rec if convert is None else convert(rec))
+    warn_bad(path, bad)
+    return records, bad
+
+
+def warn_bad(path: Path, bad: list[BadLine]) -> None:
+    """Report unreadable lines on stderr, once per process and line."""
+    for b in bad:
+        if (str(path), b.line) not in _WARNED:
+            _WARNED.add((str(path), b.line))
+            print(f"iolab: warning: {path}:{b.line}: {b.reason}, skipped: {b.shown!r}", file=sys.stderr)
 
 
 # ------------------------------------------------------------------------------ finding runs

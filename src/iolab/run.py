@@ -10,16 +10,18 @@ it is now.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
+import gc
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from . import reportspec
+from . import recordcache, reportspec
 from .errors import IolabError
 from .record import STATUSES, Manifest, Record
-from .results import FALLBACK_NAME, RECORDS, BadLine, read_manifest, read_records
+from .results import FALLBACK_NAME, RECORDS, BadLine, read_manifest
 
 
 def _clock(seconds: float) -> str:
@@ -76,6 +78,24 @@ def chain_paths(path: Path) -> list[Path]:
     return out
 
 
+FREEZE_OVER = 5000
+
+
+@contextlib.contextmanager
+def _no_gc():
+    """Decoding a run builds millions of small objects and no cycles: the cyclic collector would
+    scan them again and again while they are built (a third of a large run's load). So it is
+    paused meanwhile; for a large run (FREEZE_OVER records) what was built is then moved out of
+    its sight for good (gc.freeze), or every later collection would scan it again."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def _job(part, case_id, repetition) -> tuple:
     return (part or "main", str(case_id), repetition)
 
@@ -101,9 +121,12 @@ class Run:
     def load(cls, path, project_root: Path | None = None) -> Run:
         path = Path(path)
         manifest = Manifest.from_json(read_manifest(path))
-        read = read_records(path)
-        run = cls.of([Record.from_json(d) for d in read.records], manifest, path, project_root)
-        run.unreadable = read.bad
+        with _no_gc():
+            records, bad = recordcache.load(path)
+            if len(records) >= FREEZE_OVER:
+                gc.freeze()
+        run = cls.of(records, manifest, path, project_root)
+        run.unreadable = bad
         run.unsaved = sorted(p.name for p in path.glob(FALLBACK_NAME.format(pid="*")))
         return run
 
@@ -283,9 +306,18 @@ class Run:
             out.setdefault((rec.part, rec.case_id), []).append(rec)
         return out
 
-    def binary_versions(self, part: str, case_id: str) -> set:
-        """The benchmark versions the ok records of a case name."""
-        return {r.provenance.binary_version for r in self.by_case.get((part, case_id), ()) if r.ok}
+    def binary_versions(self, part: str, case_id: str) -> frozenset:
+        """The benchmark versions the ok records of a case name (found once per case)."""
+        key = (part, case_id)
+        found = self._versions.get(key)
+        if found is None:
+            found = self._versions[key] = frozenset(
+                r.provenance.binary_version for r in self.by_case.get(key, ()) if r.ok)
+        return found
+
+    @cached_property
+    def _versions(self) -> dict[tuple[str, str], frozenset]:
+        return {}
 
     @property
     def state(self) -> str:

@@ -43,10 +43,18 @@ def _scipy():
     return stats
 
 
+def _special():
+    """scipy.special: the t distribution's functions that scipy.stats.t calls (stdtrit for ppf,
+    stdtr for sf), the same numbers without the second it takes to import scipy.stats."""
+    from scipy import special
+
+    return special
+
+
 @functools.lru_cache(maxsize=4096)
 def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
     """Two-sided Student t critical value: t(1 - (1 - confidence)/2, df), once per df."""
-    return float(_scipy().t.ppf(1 - (1 - confidence) / 2, df))
+    return float(_special().stdtrit(df, 1 - (1 - confidence) / 2))
 
 
 def stdev(xs: tuple[float, ...], mean: float) -> float:
@@ -151,7 +159,7 @@ def welch(a: Summary, b: Summary) -> Welch | None:
                      0.0 if diff else 1.0, degenerate=True)
     t = diff / math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1))
-    p = float(2 * _scipy().t.sf(abs(t), df))
+    p = float(2 * _special().stdtr(df, -abs(t)))
     return Welch(t, df, p)
 
 

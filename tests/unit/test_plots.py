@@ -242,3 +242,45 @@ def test_without_matplotlib_there_are_no_plots_and_a_note(tmp_path, monkeypatch)
     made, notes = make_plots(run, tmp_path / "plots")
     assert made == [] and notes == [plots_module.MISSING_MATPLOTLIB]
     assert not (tmp_path / "plots").exists()
+
+
+def test_too_many_series_are_pooled_and_too_many_bars_cut_and_the_notes_say_so(tmp_path):
+    """Three axes give bars; 7 x 6 combinations of the other two are more series than a plot can
+    tell apart (MAX_SERIES): one bar per x value pools every case there, and the notes say so."""
+    from iolab import plots as plotmod
+
+    exp = own_experiment(tmp_path, """\
+        id: many-series
+        description: more series than a legend can hold
+        benchmark: ior
+        scale: {nodes: 1, tasks_per_node: 2}
+        fixed: {transfer_size: 1MiB, api: POSIX}
+        matrix:
+          block_size: [1MiB, 2MiB, 4MiB, 8MiB, 16MiB, 32MiB, 64MiB, 128MiB]
+          segments: [1, 2, 3, 4, 5, 6, 7]
+          iterations: [1, 2, 3, 4, 5, 6]
+        repetitions: 2
+        """)
+    run = run_of(tmp_path, exp, reps=2)
+    plots, _ = make_plots(run, tmp_path / "plots", ["write_bw"])
+    (plot,) = plots
+    assert plot.spec.kind == "bar" and plot.spec.x.keys == ("block_size",)
+    pooled = [n for n in plot.notes if "are more than 40 a plot can tell apart" in n]
+    assert pooled and pooled[0].startswith("42 series (Iterations / Segments)")
+    text = plot.files["svg"].read_text()
+    assert 'id="series-0"' in text and 'id="series-1"' not in text    # one pooled series
+    # each bar's mean is the mean over every repetition of every case at its block size
+    table = next(t for t, s in plotmod.choose(run, ["write_bw"])[0])
+    pts = plotmod.points(table, "write_bw", run)
+    first = [p for p in pts if p.params["block_size"] == 1 << 20]
+    pool = plotmod._pool_series(pts, plot.spec.x)[0]
+    assert pool.summary.n == 2 * len(first) == 84
+    # bars past MAX_BARS: the first x values only, said in the notes
+    old = plotmod.MAX_BARS
+    try:
+        plotmod.MAX_BARS = 5
+        (cut,), _ = make_plots(run, tmp_path / "cut", ["write_bw"])
+    finally:
+        plotmod.MAX_BARS = old
+    assert any("8 bars are more than 5 a plot can show: the first 5 of 8 values of Block Size" in n
+               for n in cut.notes)

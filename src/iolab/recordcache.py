@@ -1,0 +1,178 @@
+"""A run's records, decoded once: a cache of the typed records keyed by records.jsonl's bytes.
+
+records.jsonl stays the truth. Each read hashes the file's bytes (size and sha256) and takes the
+records from the cache only when an entry for exactly those bytes exists, was written by this
+version of the record model (record.py, parsers), and loads whole; anything else decodes the
+JSON lines as before (results.decode_records) and writes a new entry. Unreadable lines are kept
+in the entry and reported on every read exactly as a decode reports them.
+
+Where: $IOLAB_CACHE, else $XDG_CACHE_HOME/iolab, else ~/.cache/iolab; never inside results/,
+so a run directory holds only what the run wrote (it can be read-only, copied or published as
+is). One entry per run path: a new entry replaces the run's older ones. Entries are written to
+a temporary file and renamed, readable by their owner only, and read only when this user owns
+them. IOLAB_CACHE=off turns the cache off. Files under CACHE_MIN_BYTES are decoded directly: for
+a small run hashing and loading cost more than they save.
+
+An entry is a pickle of the Record objects with their repeated strings (parameter names, metric
+names and units, provenance values) shared, which loads several times faster than decoding the
+JSON and building the records again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import stat
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+from . import record as record_module
+from .errors import IolabError
+from .parsers import Metric
+from .record import Observed, Provenance, Record
+from .results import RECORDS, BadLine, decode_records, read_records_bytes, warn_bad
+
+FORMAT = 1
+CACHE_MIN_BYTES = 1 << 20
+CHUNK = 5000           # records per pickle in an entry
+_SOURCES = (Path(record_module.__file__), Path(record_module.__file__).parent / "parsers" / "__init__.py")
+
+
+def cache_dir() -> Path | None:
+    where = os.environ.get("IOLAB_CACHE")
+    if where == "off":
+        return None
+    if where:
+        return Path(where)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "iolab"
+
+
+def _code_key() -> str:
+    """What the cached objects depend on: the record model's source and the pickle format."""
+    h = hashlib.sha256(f"{FORMAT} {sys.version_info[:2]} {pickle.HIGHEST_PROTOCOL}".encode())
+    for src in _SOURCES:
+        h.update(src.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _entry_prefix(path: Path) -> str:
+    return "records-" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16] + "-"
+
+
+def load(run_path: Path) -> tuple[list[Record], list[BadLine]]:
+    """The typed records of a run and its unreadable lines (reported on stderr as always)."""
+    path = Path(run_path) / RECORDS
+    data = read_records_bytes(path)
+    where = cache_dir() if len(data) >= CACHE_MIN_BYTES else None
+    if where is None:
+        return _decode(path, data)
+    key = f"{len(data)}-{hashlib.sha256(data).hexdigest()}-{_code_key()}"
+    entry = where / f"{_entry_prefix(path)}{key}.pickle"
+    cached = _read(entry, key)
+    if cached is not None:
+        records, bad = cached
+        warn_bad(path, bad)
+        return records, bad
+    if _SHAREABLE:      # equal records with each string once, made as the lines are read
+        share = _Shared().record
+        records, bad = decode_records(path, data, lambda d: share(Record.from_json(d)))
+    else:
+        records, bad = _decode(path, data)
+    _write(where, entry, key, records, bad, _entry_prefix(path))
+    return records, bad
+
+
+def _decode(path: Path, data: bytes) -> tuple[list[Record], list[BadLine]]:
+    return decode_records(path, data, Record.from_json)
+
+
+def _read(entry: Path, key: str):
+    try:
+        st = entry.lstat()
+        if st.st_uid != os.getuid() or not stat.S_ISREG(st.st_mode):
+            return None
+        with open(entry, "rb") as f:
+            head = pickle.load(f)
+            if head != (FORMAT, key):
+                return None
+            chunks, bad = pickle.load(f)
+            records = []
+            for _ in range(chunks):
+                records += pickle.load(f)
+    except FileNotFoundError:
+        return None
+    except Exception:  # noqa: BLE001 - a damaged or foreign entry is only a cache miss
+        return None
+    if not isinstance(records, list) or not all(type(r) is Record for r in records[:1]):
+        return None
+    return records, bad
+
+
+def _write(where: Path, entry: Path, key: str, records, bad, prefix: str) -> None:
+    """Atomically; a cache that cannot be written (read-only home, full disk) is skipped."""
+    tmp = where / f".{entry.name}.{os.getpid()}.tmp"
+    try:
+        where.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump((FORMAT, key), f, protocol=pickle.HIGHEST_PROTOCOL)
+            # in chunks: a pickler remembers every object it wrote (memory), per dump
+            starts = range(0, len(records), CHUNK)
+            pickle.dump((len(starts), bad), f, protocol=pickle.HIGHEST_PROTOCOL)
+            for start in starts:
+                pickle.dump(records[start:start + CHUNK], f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, entry)
+        for old in where.glob(f"{prefix}*.pickle"):
+            if old != entry:
+                old.unlink(missing_ok=True)
+    except (OSError, IolabError, pickle.PicklingError):
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+# The fields _Shared.record copies; a model with other fields is cached as decoded.
+_SHAREABLE = (tuple(f.name for f in fields(Record)) == (
+    "experiment", "case_id", "benchmark", "status", "part", "repetition", "params", "varied",
+    "metrics", "error", "observed", "flags", "provenance", "run_id", "experiment_sha256", "profile",
+    "raw", "recorded", "schema", "extra")
+    and tuple(f.name for f in fields(Observed)) == (
+        "storage", "lustre", "mpiio_hints", "darshan", "benchmark", "replayed", "extra")
+    and tuple(f.name for f in fields(Provenance)) == ("origin", "system", "extra")
+    and tuple(f.name for f in fields(Metric)) == ("name", "value", "unit", "source"))
+
+
+class _Shared:
+    """Copies of records whose equal strings are one object, so the pickle stores each once
+    (and a loaded run keeps each once in memory)."""
+
+    def __init__(self):
+        self.strings: dict[str, str] = {}
+
+    def value(self, x):
+        if type(x) is str:
+            return self.strings.setdefault(x, x)
+        if type(x) is dict:
+            return {self.value(k): self.value(v) for k, v in x.items()}
+        if type(x) is list:
+            return [self.value(v) for v in x]
+        return x
+
+    def record(self, rec: Record) -> Record:
+        v = self.value
+        obs, prov = rec.observed, rec.provenance
+        return Record(
+            experiment=v(rec.experiment), case_id=v(rec.case_id), benchmark=v(rec.benchmark),
+            status=v(rec.status), part=v(rec.part), repetition=rec.repetition, params=v(rec.params),
+            varied=v(rec.varied),
+            metrics=[Metric(v(m.name), m.value, v(m.unit), v(m.source)) for m in rec.metrics],
+            error=v(rec.error),
+            observed=Observed(v(obs.storage), v(obs.lustre), v(obs.mpiio_hints), v(obs.darshan),
+                              v(obs.benchmark), v(obs.replayed), v(obs.extra)),
+            flags=v(rec.flags), provenance=Provenance(v(prov.origin), v(prov.system), v(prov.extra)),
+            run_id=v(rec.run_id), experiment_sha256=v(rec.experiment_sha256), profile=v(rec.profile),
+            raw=v(rec.raw), recorded=v(rec.recorded), schema=rec.schema, extra=v(rec.extra))

@@ -1,0 +1,105 @@
+"""The decoded-records cache: records.jsonl stays the truth, the cache only spares decoding it.
+
+Runs are built as the ReFrame session writes them (tests/golden/publish_data.py); the cache
+threshold is lowered so these small runs use it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from iolab import recordcache, results
+from iolab.record import Record
+from iolab.results import RECORDS, read_records
+from iolab.run import Run
+from tests.golden.publish_data import experiment, make_run, records
+
+RUN = "20261121T000000Z-cccccc"
+
+
+@pytest.fixture
+def run_path(tmp_path, monkeypatch):
+    monkeypatch.setattr(recordcache, "CACHE_MIN_BYTES", 0)
+    exp = experiment("archer-fpp-vs-ssf")
+    return make_run(tmp_path / "results", exp, RUN, records(exp, RUN, reps=2))
+
+
+def decoded(path):
+    return [Record.from_json(d) for d in read_records(path).records]
+
+
+def entries(where):
+    return sorted(where.glob("records-*.pickle"))
+
+
+def test_a_second_read_comes_from_the_cache_and_equals_the_file(run_path, records_cache):
+    first, bad = recordcache.load(run_path)
+    assert bad == [] and first == decoded(run_path)
+    (entry,) = entries(records_cache)
+    assert stat.S_IMODE(entry.stat().st_mode) == 0o600
+    assert not any(p.suffix == ".pickle" for p in run_path.rglob("*"))      # nothing in the run
+    mtime = entry.stat().st_mtime_ns
+    second, _ = recordcache.load(run_path)
+    assert second == first and entry.stat().st_mtime_ns == mtime            # read, not rewritten
+    # what the tables are made of: the same through Run.load
+    assert Run.load(run_path).records == first
+
+
+def test_a_changed_file_is_decoded_again_and_replaces_the_entry(run_path, records_cache):
+    recordcache.load(run_path)
+    (old,) = entries(records_cache)
+    path = run_path / RECORDS
+    text = path.read_text()
+    line = json.loads(text.splitlines()[0])
+    value = line["metrics"][0]["value"]
+    changed = text.replace(json.dumps(value), json.dumps(value + 1), 1)    # same records, one value
+    assert changed != text
+    path.write_text(changed)
+    recs, _ = recordcache.load(run_path)
+    assert recs == decoded(run_path) and recs[0].metrics[0].value == value + 1
+    assert entries(records_cache) != [old] and len(entries(records_cache)) == 1
+
+
+def test_unreadable_lines_are_reported_on_every_process_from_the_cache_too(run_path, capfd):
+    with open(run_path / RECORDS, "ab") as f:
+        f.write(b"\x00garbage\n")
+        f.write(b'{"case_id": "torn')
+    for _ in range(2):                        # decoded, then from the cache, each a new process
+        results._WARNED.clear()
+        recs, bad = recordcache.load(run_path)
+        assert [(b.line, b.reason.split(" (")[0]) for b in bad] == [
+            (len(recs) + 1, "corrupt record"), (len(recs) + 2, "torn last line")]
+        err = capfd.readouterr().err
+        assert f"{run_path / RECORDS}:{len(recs) + 1}: corrupt record" in err
+        assert f"{run_path / RECORDS}:{len(recs) + 2}: torn last line (a write was interrupted), " \
+               "skipped: '{\"case_id\": \"torn'" in err
+
+
+def test_a_damaged_entry_is_a_miss_and_off_means_off(run_path, records_cache, monkeypatch):
+    recordcache.load(run_path)
+    (entry,) = entries(records_cache)
+    entry.write_bytes(entry.read_bytes()[:100])
+    recs, _ = recordcache.load(run_path)
+    assert recs == decoded(run_path)
+    assert entries(records_cache)[0].stat().st_size > 100                   # written again
+    monkeypatch.setenv("IOLAB_CACHE", "off")
+    for e in entries(records_cache):
+        e.unlink()
+    assert recordcache.load(run_path)[0] == decoded(run_path)
+    assert entries(records_cache) == []
+
+
+def test_an_entry_of_another_user_or_a_symlink_is_not_read(run_path, records_cache, monkeypatch):
+    recordcache.load(run_path)
+    (entry,) = entries(records_cache)
+    key = entry.name.removesuffix(".pickle").split("-", 2)[2]          # records-<run>-<key>
+    assert recordcache._read(entry, key) is not None
+    link = entry.with_name("link.pickle")
+    link.symlink_to(entry)
+    assert recordcache._read(link, key) is None                       # never through a symlink
+    monkeypatch.setattr(os, "getuid", lambda: os.geteuid() + 1)
+    assert recordcache._read(entry, key) is None
