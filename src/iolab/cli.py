@@ -518,6 +518,19 @@ def cmd_resume(args) -> int:
     return status
 
 
+def cmd_search_report(args) -> int:
+    """A search's answer: the best setting found with its interval, the runner-up, the model."""
+    from .results import find_run, results_root
+    from .run import Run
+    from .search import report_run
+
+    root = _root()
+    run = Run.load_chain(find_run(results_root(root), args.experiment, args.run, True), root)
+    text, found = report_run(run, args.objective)
+    sys.stdout.write(text)
+    return 0 if found else 1
+
+
 def cmd_publish(args) -> int:
     from .publish import publish
 
@@ -664,6 +677,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("reframe_args", nargs="*", metavar="-- REFRAME_ARG",
                    help="more ReFrame options after --, e.g. -- --exec-policy=serial")
     s.set_defaults(func=cmd_resume)
+
+    s = sub.add_parser("search-report", help="a search's answer: the best setting found, its 95%% "
+                       "interval, cases run of the grid, the runner-up (Welch) and the model's optimum")
+    s.add_argument("experiment", metavar="ID")
+    s.add_argument("run", nargs="?", metavar="RUN", help="a run of the chain (default: the latest)")
+    s.add_argument("--objective", metavar="METRIC",
+                   help="the metric to answer for (default: the search's; needed for a run of the "
+                        "whole grid)")
+    s.set_defaults(func=cmd_search_report)
 
     s = sub.add_parser("publish", help="write a self-contained report folder (HTML, Markdown, CSV, plots)",
                        description="iolab publish ID [--runs RUN ...] --out DIR: index.html with the "

@@ -34,6 +34,7 @@ from .record import Record
 
 NOT_APPLIED = "not applied"
 PART = "part"           # the pseudo-axis of an experiment with several parts
+GRID = "grid"           # Answer.search.strategy of a run that asked for the whole grid
 
 
 # ------------------------------------------------------------------------------------ space
@@ -351,3 +352,166 @@ def _halving(search: Search, space: Space, state: State) -> list[tuple]:
 
 def _mean(xs) -> float:
     return math.fsum(xs) / len(xs)
+
+
+# ---------------------------------------------------------------------------------- answer
+
+@dataclass
+class Answer:
+    """What a search found: the best setting with its interval, the runner-up and whether the two
+    can be told apart, and where the model puts the optimum (iolab search-report)."""
+
+    search: Search
+    grid: int                       # cases in the grid
+    cases_run: int                  # cases asked for
+    jobs: int                       # jobs recorded (any status)
+    ranked: list[Point]             # points on the grid with values, best first
+    off_grid: list[Point]           # settings in effect that are on no case of the grid
+    no_value: list[str]             # cases asked for that gave no value (failed, skipped)
+    welch: object | None = None     # stats.Welch of the best against the runner-up
+    predicted: tuple | None = None  # (Case, predicted value) where the model differs
+
+    @property
+    def best(self) -> Point | None:
+        return self.ranked[0] if self.ranked else None
+
+    @property
+    def runner_up(self) -> Point | None:
+        return self.ranked[1] if len(self.ranked) > 1 else None
+
+
+def answer(search: Search, space: Space, records: list[Record]) -> Answer:
+    from . import stats
+
+    state = observe(space, records, search.objective)
+    sign = -1 if search.maximize else 1
+    ranked = sorted((p for p in state.points if p.case is not None and p.values),
+                    key=lambda p: (sign * p.mean, -len(p.values)))
+    valued = {cid for p in state.points for cid in p.requested}
+    out = Answer(search, len(space.cases), len(state.spent), state.jobs, ranked,
+                 [p for p in state.points if p.case is None],
+                 [cid for cid in state.spent if cid not in valued])
+    if len(ranked) > 1:
+        out.welch = stats.welch(stats.summarize(ranked[1].values), stats.summarize(ranked[0].values))
+    model = predict(space, ranked)
+    if model:
+        top = (max if search.maximize else min)(model, key=lambda t: t[1])
+        if ranked and top[0] is not ranked[0].case:
+            out.predicted = top
+    return out
+
+
+def report_run(run, objective: str | None = None) -> tuple[str, bool]:
+    """`iolab search-report`: the answer of a run (with its continuations), from its records and
+    the experiment as run, and whether it found anything. A run without `search:` (a full grid)
+    is answered for `objective`."""
+    from .benchmarks import get as get_benchmark
+    from .matrix import expand
+
+    exp = run.experiment
+    if exp is None:
+        raise IolabError(f"run {run.run_id}: the experiment as run does not load: {run._loaded[1]}")
+    search = exp.search
+    if objective is not None or search is None:
+        if objective is None:
+            raise IolabError(f"{exp.id} as run (run {run.run_id}) has no search: section",
+                             hint="give --objective METRIC to find the best case of the grid it ran")
+        better = {get_benchmark(p.benchmark).metric(objective) for p in exp.parts}
+        if None in better:
+            raise IolabError(f"{objective!r} is not a metric of {', '.join(exp.benchmarks)}")
+        sides = {m.better for m in better}
+        if len(sides) != 1 or None in sides:
+            raise IolabError(f"{objective} is not better higher or lower by itself: nothing to "
+                             "optimise")
+        direction = "max" if sides.pop() == "higher" else "min"
+        if search is None:
+            search = Search(objective, direction, budget=0, strategy=GRID,
+                            repetitions=exp.repetitions)
+        else:
+            search = Search(objective, direction, search.budget, search.strategy,
+                            search.repetitions, search.seed, search.initial)
+    space = Space.of(expand(exp))
+    unit = next((f" {m.unit}" for r in run.records for m in r.metrics
+                 if m.name == search.objective and m.unit), "")
+    head = f"{exp.id} run {run.run_id}" + (f" (+{len(run.chain) - 1} continuations)"
+                                           if len(run.chain) > 1 else "")
+    found = answer(search, space, run.records)
+    return head + "\n" + render_answer(found, space, unit), found.best is not None
+
+
+def predict(space: Space, points: list[Point]) -> list[tuple] | None:
+    """The model of the report: each axis value adds its own effect (main effects, least squares
+    over the means of the cases run); (case, predicted value) for every case of the grid. None
+    below 3 cases run: too few to say anything."""
+    import numpy as np
+
+    if len(points) < 3:
+        return None
+    columns = [(i, j) for i, k in enumerate(space.axes) for j in range(len(space.values[k]))]
+
+    def row(at):
+        return [1.0] + [1.0 if at[i] == j else 0.0 for i, j in columns]
+
+    x = np.array([row(space.coords(p.setting)) for p in points])
+    y = np.array([p.mean for p in points])
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    return [(c, float(np.array(row(space.coords(space.setting(c)))) @ coef)) for c in space.cases]
+
+
+def render_answer(a: Answer, space: Space, unit: str = "") -> str:
+    from . import stats
+    from .matrix import show_value
+
+    s = a.search
+    keys = [k for k in space.axes if k != PART] + ([PART] if PART in space.axes else [])
+
+    def setting(p_setting: dict, bench: str) -> str:
+        return ", ".join(f"{k}={show_value(bench, k, v) if v != NOT_APPLIED else v}"
+                         for k, v in ((k, p_setting.get(k)) for k in keys)) or "(one case)"
+
+    def shown(p: Point) -> str:
+        m = stats.summarize(p.values)
+        ci = (f" ± {m.ci_half_width:.4g} (95% CI {m.ci[0]:.4g} to {m.ci[1]:.4g})"
+              if m.ci else " (n too small for an interval)")
+        return f"{setting(p.setting, p.case.benchmark)}\n    {s.objective} {m.mean:.4g}{unit}{ci}, n={m.n}"
+
+    lines = [(f"search: {s.strategy}, {s.direction} {s.objective}, budget {s.budget} cases x "
+              f"{s.repetitions} repetitions, seed {s.seed}") if s.strategy != GRID else
+             f"search: none (the run asked for the grid); {s.direction} {s.objective}",
+             f"cases run: {a.cases_run} of the grid's {a.grid} ({a.jobs} jobs; the grid: "
+             f"{a.grid * s.repetitions})"]
+    if a.best is None:
+        lines.append(f"no case of the grid gave a value of {s.objective}: nothing found")
+    else:
+        lines.append(f"best found: {shown(a.best)}")
+        lines += [f"    (asked for {', '.join(a.best.requested)}: {n})" for n in a.best.notes]
+    if a.runner_up is not None:
+        lines.append(f"runner-up: {shown(a.runner_up)}")
+        w = a.welch
+        if w is None:
+            lines.append("best vs runner-up: n too small for Welch's test (2 values each needed)")
+        elif w.p < stats.ALPHA:
+            lines.append(f"best vs runner-up: distinguishable (Welch p={w.p:.3g} < {stats.ALPHA})")
+        else:
+            lines.append(f"best vs runner-up: NOT distinguishable (Welch p={w.p:.3g} >= {stats.ALPHA}):"
+                         " either may be the better; more repetitions of both would tell")
+    if a.predicted is not None:
+        case, value = a.predicted
+        ran = next((p for p in a.ranked if p.case is case), None)
+        status = f"run: {ran.mean:.4g}{unit}" if ran else "not run"
+        lines.append(f"model's optimum (each axis's main effect, fitted to the cases run): "
+                     f"{setting(space.setting(case), case.benchmark)}, predicted {value:.4g}{unit} "
+                     f"({status})")
+    elif a.best is not None and len(a.ranked) >= 3:
+        lines.append("model's optimum: the best found")
+    for p in a.off_grid:
+        lines.append(f"ran on no setting of the grid (not counted as any case): "
+                     f"{setting(p.setting, space_bench(space, p))}, "
+                     f"{s.objective} {p.mean:.4g}{unit}, n={len(p.values)}; " + "; ".join(p.notes))
+    if a.no_value:
+        lines.append(f"cases run without a value of {s.objective}: {', '.join(a.no_value)}")
+    return "\n".join(lines) + "\n"
+
+
+def space_bench(space: Space, p: Point) -> str:
+    return next(c.benchmark for c in space.cases if c.case_id in p.requested)

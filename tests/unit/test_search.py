@@ -175,3 +175,88 @@ def test_striping_not_applied_is_off_the_grid_and_never_the_best(hints_space):
     s = Search("write_bw", "max", 4, "bayes", 1, 0, 1)
     nxt = {cid for _, cid, _ in S.propose(s, space, records, n=2)}
     assert len(nxt) == 2 and not nxt & {striped.case_id, plain.case_id}
+
+
+# -------------------------------------------------------------------------- search-report
+
+RUN_ID = "20261123T190316Z-dd7f42"
+
+
+def _file_run(results, records, search_yaml=None):
+    """The measured grid run filed under `results`, with these records, and `search:` added to
+    the experiment as run."""
+    manifest = json.loads((GRID / "manifest.json").read_text())
+    if search_yaml:
+        manifest["experiment_yaml"] += search_yaml
+    run = results / "grid-ior-local" / RUN_ID
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    (run / "records.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in records))
+    return run
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch):
+    monkeypatch.setenv("IOLAB_RESULTS", str(tmp_path / "results"))
+    return tmp_path / "results"
+
+
+def test_search_report_of_a_search(grid, results, capsys):
+    from iolab.cli import main
+
+    space, by_job = grid
+    s = search("bayes", budget=9, seed=2, initial=3)
+    records = S.drive(s, space, replay(by_job))
+    _file_run(results, records, "search: {objective: write_bw, budget: 9, seed: 2, initial: 3}\n")
+    assert main(["search-report", "grid-ior-local"]) == 0
+    out = capsys.readouterr().out
+    a = S.answer(s, space, records)
+    best, second = a.best, a.runner_up
+    assert f"grid-ior-local run {RUN_ID}\nsearch: bayes, max write_bw, budget 9 cases x 3 " \
+           "repetitions, seed 2\ncases run: 9 of the grid's 36 (27 jobs; the grid: 108)\n" in out
+    from iolab import stats
+
+    m = stats.summarize(best.values)
+    assert (f"best found: api=POSIX, block_size={best.setting['block_size'] // 2**20}MiB, "
+            in out) and f"write_bw {m.mean:.4g} MiB/s ± {m.ci_half_width:.4g}" in out
+    assert f"write_bw {stats.summarize(second.values).mean:.4g} MiB/s" in out.split("runner-up: ")[1]
+    assert best.mean > second.mean >= max(p.mean for p in a.ranked[2:])
+
+
+def test_search_report_of_the_whole_grid(grid, results, capsys):
+    from iolab.cli import main
+
+    _space, by_job = grid
+    _file_run(results, list(by_job.values()))
+    assert main(["search-report", "grid-ior-local"]) == 2
+    assert "has no search: section (give --objective METRIC" in capsys.readouterr().err
+    assert main(["search-report", "grid-ior-local", "--objective", "write_bw"]) == 0
+    out = capsys.readouterr().out
+    assert "search: none (the run asked for the grid); max write_bw\n" in out
+    assert "cases run: 36 of the grid's 36 (108 jobs; the grid: 108)" in out
+    assert ("best found: api=POSIX, block_size=64MiB, collective=false, file_per_process=true, "
+            "transfer_size=256KiB\n    write_bw 1703 MiB/s ± 110 (95% CI 1593 to 1813), n=3") in out
+    assert ("runner-up: api=POSIX, block_size=16MiB, collective=false, file_per_process=true, "
+            "transfer_size=256KiB\n    write_bw 1516 MiB/s") in out
+    assert "best vs runner-up: distinguishable (Welch p=0.0339 < 0.05)" in out
+    # the main-effects model puts the optimum elsewhere, and says it was run and what it gave
+    assert "model's optimum (each axis's main effect, fitted to the cases run): " in out
+    assert "(run: 1516 MiB/s)" in out
+    assert main(["search-report", "grid-ior-local", "--objective", "write_bww"]) == 1
+    assert "no case of the grid gave a value of write_bww: nothing found" in capsys.readouterr().out
+    assert main(["search-report", "grid-ior-local", "--objective", "write_bw_stddev"]) == 2
+    assert "not better higher or lower" in capsys.readouterr().err
+
+
+def test_report_says_when_two_best_cannot_be_told_apart(hints_space):
+    space = hints_space
+    a, b = _case(space, mpiio__cb_nodes=1, lustre__stripe_count=1), _case(space, mpiio__cb_nodes=2,
+                                                                          lustre__stripe_count=1)
+    records = [_record(a, v, rep=i) for i, v in enumerate([100, 140, 120], 1)]
+    records += [_record(b, v, rep=i) for i, v in enumerate([110, 130, 125], 1)]
+    s = Search("write_bw", "max", 4, "random", 3, 0, 1)
+    text = S.render_answer(S.answer(s, space, records), space)
+    assert "best vs runner-up: NOT distinguishable (Welch p=" in text
+    assert "model's optimum" not in text        # two cases: too few for the model
+    one = S.render_answer(S.answer(s, space, records[:1] + records[3:4]), space)
+    assert "n too small for Welch's test" in one and "(n too small for an interval)" in one
