@@ -164,8 +164,8 @@ def observe(space: Space, records: list[Record], objective: str) -> State:
     spent: dict[str, set] = {}
     by_request: dict[str, list[float]] = {}
     for r in records:
-        if r.case_id not in ids:
-            continue        # not a case of this grid (another experiment version): not counted
+        if r.case_id not in ids or r.status == "aborted":
+            continue        # another grid's case, or interrupted: not spent (it runs again)
         spent.setdefault(r.case_id, set()).add(r.repetition)
         value = r.value(objective) if r.ok else None
         if value is None or not math.isfinite(value):
@@ -208,6 +208,13 @@ def propose(search: Search, space: Space, records: list[Record], n: int = 1) -> 
     state = observe(space, records, search.objective)
     if search.strategy == "halving":
         return _halving(search, space, state)
+    # a case begun and not finished (an interrupted round) is finished first
+    ids = {c.case_id: c for c in space.cases}
+    begun = [(ids[cid], [r for r in range(1, search.repetitions + 1) if r not in reps])
+             for cid, reps in state.spent.items()]
+    begun = [(c, missing) for c, missing in begun if missing][:n]
+    if begun:
+        return [(c.part, c.case_id, r) for c, missing in begun for r in missing]
     room = min(n, search.budget - len(state.spent), len(space.cases) - len(state.spent))
     if room <= 0:
         return []
@@ -515,3 +522,64 @@ def render_answer(a: Answer, space: Space, unit: str = "") -> str:
 
 def space_bench(space: Space, p: Point) -> str:
     return next(c.benchmark for c in space.cases if c.case_id in p.requested)
+
+
+# ------------------------------------------------------------------------ rounds via ReFrame
+
+def search_chain(root, exp_id: str):
+    """The latest search of `exp_id` (its first run and continuations), or None."""
+    from .record import Manifest
+    from .results import list_runs, read_manifest, results_root
+    from .run import Run
+
+    for path in reversed(list_runs(results_root(root), exp_id)):
+        if Manifest.from_json(read_manifest(path)).get("search_round") is not None:
+            return Run.load_chain(path, root)
+    return None
+
+
+def run_search(root, exp, config, system, batch: int, rounds: int | None = None, new: bool = False,
+               allow_changes: bool = False, reframe_args=(), dry_run: bool = False, say=print) -> int:
+    """`iolab search`: rounds of proposed jobs, each a ReFrame run of only those jobs (a
+    continuation of the search's previous round), until the budget is spent (or `rounds`)."""
+    from . import campaign
+    from .matrix import expand
+    from .run import Run
+
+    if exp.search is None:
+        raise IolabError(f"{exp.id} has no search: section", file=str(exp.path),
+                         hint="add search: {objective: METRIC, budget: N} (README: Search)")
+    space = Space.of(expand(exp))
+    chain = None if new else search_chain(root, exp.id)
+    if chain is not None:
+        changed = campaign.changes(chain, root)
+        if changed and not allow_changes:
+            raise IolabError("refusing to continue the search of run " + chain.run_id + ": what it "
+                             "would run differs:\n  " + "\n  ".join(changed),
+                             hint="--new starts another search; --allow-changes continues anyway")
+        say(f"continuing the search of run {chain.run_id} ({len(chain.chain) or 1} rounds so far)")
+    done_rounds = 0
+    while rounds is None or done_rounds < rounds:
+        records = chain.records if chain is not None else []
+        jobs = propose(exp.search, space, records, batch)
+        if not jobs:
+            say("the search's budget is spent" if records else "nothing to propose")
+            return 0
+        last = (chain.chain[-1] if chain and chain.chain else chain)
+        number = (len(chain.chain) or 1) + 1 if chain is not None else 1
+        cont = campaign.Continuation(exp.id, last.run_id if last else "", chain.run_id if chain else "",
+                                     exp.profile, [list(j) for j in jobs], kind="search", round=number)
+        cases = list(dict.fromkeys(cid for _p, cid, _r in jobs))
+        say(f"round {number}: {len(cases)} case(s), {len(jobs)} job(s): {', '.join(cases)}")
+        status, path = campaign.run_reframe(root, cont, config, system, reframe_args, dry_run)
+        if dry_run:
+            return 0
+        if path is None:
+            raise IolabError(f"round {number}: reframe made no run (exit status {status})")
+        chain = Run.load_chain(path, root)
+        got = [r for r in chain.records if r.run_id == path.name]
+        if not got:
+            raise IolabError(f"round {number}: run {path.name} recorded nothing (exit status "
+                             f"{status}): the search stops here")
+        done_rounds += 1
+    return 0

@@ -260,3 +260,15 @@ def test_report_says_when_two_best_cannot_be_told_apart(hints_space):
     assert "model's optimum" not in text        # two cases: too few for the model
     one = S.render_answer(S.answer(s, space, records[:1] + records[3:4]), space)
     assert "n too small for Welch's test" in one and "(n too small for an interval)" in one
+
+
+def test_an_interrupted_case_is_finished_before_anything_new(grid):
+    space, by_job = grid
+    s = search("bayes", budget=6, seed=4)
+    whole = S.drive(s, space, replay(by_job))
+    # the fourth case's round was cut after its first repetition; its second was aborted
+    cut = [r for r in whole if r.job in {j for j in [x.job for x in whole][:10]}]
+    aborted = replace(whole[10], status="aborted", metrics=[])
+    jobs = S.propose(s, space, cut + [aborted])
+    assert jobs == [whole[10].job, whole[11].job]
+    assert [r.job for r in S.drive(s, space, replay(by_job), records=cut)] == [r.job for r in whole]
