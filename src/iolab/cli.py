@@ -526,6 +526,8 @@ def cmd_search(args) -> int:
     from .run import Run
     from .search import report_run, run_search, search_chain
 
+    if args.batch < 1 or (args.rounds is not None and args.rounds < 1):
+        raise IolabError("--batch and --rounds count cases and rounds: give 1 or more")
     root = _root()
     exp = load_experiment(_experiment_path(args.experiment), args.profile)
     if args.config:

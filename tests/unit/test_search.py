@@ -272,3 +272,13 @@ def test_an_interrupted_case_is_finished_before_anything_new(grid):
     jobs = S.propose(s, space, cut + [aborted])
     assert jobs == [whole[10].job, whole[11].job]
     assert [r.job for r in S.drive(s, space, replay(by_job), records=cut)] == [r.job for r in whole]
+
+
+def test_search_refuses_what_it_cannot_do(write_experiment, capsys):
+    from iolab.cli import main
+
+    plain = write_experiment("plain", "id: plain\ndescription: x\nbenchmark: ior\n")
+    assert main(["search", str(plain), "--dry-run"]) == 2
+    assert "plain has no search: section" in capsys.readouterr().err
+    assert main(["search", str(plain), "--batch", "0"]) == 2
+    assert "give 1 or more" in capsys.readouterr().err
