@@ -282,3 +282,19 @@ def test_search_refuses_what_it_cannot_do(write_experiment, capsys):
     assert "plain has no search: section" in capsys.readouterr().err
     assert main(["search", str(plain), "--batch", "0"]) == 2
     assert "give 1 or more" in capsys.readouterr().err
+
+
+def test_real_lowered_aggregators_count_as_the_setting_in_effect():
+    """ROMIO on one node lowered cb_nodes 2 and 4 to 1 in every run of the measured ROMIO grid:
+    its 27 cases are 9 settings in effect, all at cb_nodes 1."""
+    root = GRID.parent / "romio-local"
+    space = S.Space.of(expand(load_experiment(root / "grid-romio-local.yaml")))
+    records = [Record.from_json(json.loads(line)) for line in (root / "records.jsonl").open()]
+    assert len(space.cases) == 27 and len(records) == 81
+    state = S.observe(space, records, "write_bw")
+    assert len(state.spent) == 27 and len(state.points) == 9
+    assert {p.case.params["mpiio.cb_nodes"] for p in state.points} == {1}
+    assert all(len(p.values) == 9 and len(p.requested) == 3 for p in state.points)
+    lowered = [n for p in state.points for n in p.notes]
+    assert sorted(set(lowered)) == ["mpiio.cb_nodes: requested 2, effective 1",
+                                    "mpiio.cb_nodes: requested 4, effective 1"]
