@@ -33,7 +33,9 @@ class Continuation:
     jobs: list[list] = field(default_factory=list)      # [part, case_id, repetition]
     changes: list[str] = field(default_factory=list)    # allowed differences, in words
     added: list[str] = field(default_factory=list)      # why jobs that were ok run again
-    kind: str = "resume"              # resume: continues the chain; reproduce: a run of its own
+    kind: str = "resume"              # resume: continues the chain; reproduce: a run of its own;
+                                      # search: a round of a search (the first has no parent)
+    round: int | None = None          # search: which round
 
     def write(self, path: Path) -> Path:
         path.write_text(json.dumps(asdict(self), indent=1) + "\n")
@@ -51,10 +53,43 @@ class Continuation:
         return [part, case_id, repetition] in self.jobs
 
     def manifest_extra(self) -> dict:
+        if self.kind == "search":
+            chain = {"parent": self.parent, "chain_root": self.root} if self.parent else {}
+            return {"search_round": self.round, "search_jobs": len(self.jobs), **chain}
         if self.kind == "reproduce":
             return {"reproduces": {"run": self.parent, "jobs": self.jobs}, "differences": self.changes}
         return {"parent": self.parent, "chain_root": self.root, "resumed_jobs": len(self.jobs),
                 "allowed_changes": self.changes}
+
+
+def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None,
+                reframe_args=(), dry_run: bool = False) -> tuple[int, Path | None]:
+    """ReFrame on only the continuation's jobs; (exit status, the new run's directory or None)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from .results import list_runs, results_root
+    from .shims import class_name
+
+    res = results_root(root)
+    before = {p.name for p in list_runs(res, cont.experiment)}
+    with tempfile.TemporaryDirectory(prefix=f"iolab-{cont.kind}-") as tmp:
+        env = dict(os.environ, **{RESUME_ENV: str(cont.write(Path(tmp) / "continuation.json"))})
+        if cont.profile:
+            env["IOLAB_PROFILE"] = cont.profile
+        sibling = Path(sys.executable).parent / "reframe"
+        cmd = [str(sibling) if sibling.is_file() else "reframe", "-C", str(config), "-c", "reframe/",
+               "-R", "-r", "-n", f"^{class_name(cont.experiment)}\\b"]
+        if system:
+            cmd += ["--system", system]
+        cmd += list(reframe_args)
+        if dry_run:
+            print("would run: " + " ".join(cmd))
+            return 0, None
+        status = subprocess.run(cmd, cwd=root, env=env).returncode
+    new = [p for p in list_runs(res, cont.experiment) if p.name not in before]
+    return status, (new[-1] if new else None)
 
 
 def jobs_to_resume(chain: Run, failed_only: bool = False, missing_only: bool = False) -> list[tuple]:

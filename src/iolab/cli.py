@@ -524,6 +524,50 @@ def cmd_resume(args) -> int:
     return status
 
 
+def cmd_search(args) -> int:
+    """Rounds of a search through ReFrame, then its answer."""
+    from . import campaign
+    from .load import load_experiment
+    from .results import find_run, results_root
+    from .run import Run
+    from .search import report_run, run_search, search_chain
+
+    if args.batch < 1 or (args.rounds is not None and args.rounds < 1):
+        raise IolabError("--batch and --rounds count cases and rounds: give 1 or more")
+    root = _root()
+    exp = load_experiment(_experiment_path(args.experiment), args.profile)
+    if args.config:
+        config, system = Path(args.config), None
+    else:
+        chain = None if args.new else search_chain(root, exp.id)
+        config, system = (campaign.config_for(chain, root) if chain is not None
+                          else (root / "reframe" / "config" / "local.py", None))
+    status = run_search(root, exp, config, system, args.batch, args.rounds, args.new,
+                        args.allow_changes, args.reframe_args, args.dry_run)
+    if args.dry_run:
+        return status
+    chain = search_chain(root, exp.id)
+    if chain is None:
+        return status
+    text, found = report_run(Run.load_chain(find_run(results_root(root), exp.id, chain.run_id, True),
+                                            root))
+    sys.stdout.write(text)
+    return status or (0 if found else 1)
+
+
+def cmd_search_report(args) -> int:
+    """A search's answer: the best setting found with its interval, the runner-up, the model."""
+    from .results import find_run, results_root
+    from .run import Run
+    from .search import report_run
+
+    root = _root()
+    run = Run.load_chain(find_run(results_root(root), args.experiment, args.run, True), root)
+    text, found = report_run(run, args.objective)
+    sys.stdout.write(text)
+    return 0 if found else 1
+
+
 def cmd_publish(args) -> int:
     from .publish import publish
 
@@ -670,6 +714,33 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("reframe_args", nargs="*", metavar="-- REFRAME_ARG",
                    help="more ReFrame options after --, e.g. -- --exec-policy=serial")
     s.set_defaults(func=cmd_resume)
+
+    s = sub.add_parser("search", help="run an experiment's search: rounds of adaptively chosen cases "
+                       "through ReFrame (each a continuation run) until the budget is spent, then its "
+                       "answer; run again to resume")
+    s.add_argument("experiment", metavar="YAML|ID")
+    s.add_argument("--profile")
+    s.add_argument("--config", metavar="PATH",
+                   help="ReFrame configuration (default: the search's, or reframe/config/local.py)")
+    s.add_argument("--batch", type=int, default=1, metavar="N", help="cases per round (default 1)")
+    s.add_argument("--rounds", type=int, metavar="N", help="stop after N rounds (resume later)")
+    s.add_argument("--new", action="store_true", help="start another search instead of continuing "
+                   "the latest")
+    s.add_argument("--allow-changes", action="store_true",
+                   help="continue even if the experiment YAML, spack.lock or a binary changed")
+    s.add_argument("--dry-run", action="store_true", help="print the first round and stop")
+    s.add_argument("reframe_args", nargs="*", metavar="-- REFRAME_ARG",
+                   help="more ReFrame options after --")
+    s.set_defaults(func=cmd_search)
+
+    s = sub.add_parser("search-report", help="a search's answer: the best setting found, its 95%% "
+                       "interval, cases run of the grid, the runner-up (Welch) and the model's optimum")
+    s.add_argument("experiment", metavar="ID")
+    s.add_argument("run", nargs="?", metavar="RUN", help="a run of the chain (default: the latest)")
+    s.add_argument("--objective", metavar="METRIC",
+                   help="the metric to answer for (default: the search's; needed for a run of the "
+                        "whole grid)")
+    s.set_defaults(func=cmd_search_report)
 
     s = sub.add_parser("publish", help="write a self-contained report folder (HTML, Markdown, CSV, plots)",
                        description="iolab publish ID [--runs RUN ...] --out DIR: index.html with the "

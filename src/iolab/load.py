@@ -46,6 +46,29 @@ class Verify:
     hints: str = "warn"     # effective MPI-IO hints that differ are flagged (or fail the case)
 
 
+@dataclass(frozen=True)
+class Search:
+    """`search:`: run at most `budget` cases of the matrix, chosen by `strategy`, optimising
+    `objective` in `direction` (search.py)."""
+
+    objective: str
+    direction: str                      # max or min
+    budget: int
+    strategy: str = "bayes"            # bayes, halving or random
+    repetitions: int = 1
+    seed: int = 0
+    initial: int = 2
+
+    @property
+    def maximize(self) -> bool:
+        return self.direction == "max"
+
+
+def default_initial(budget: int) -> int:
+    """Random cases before the model: about a third of the budget, at least 2, at most 10."""
+    return max(1, min(budget, max(2, min(10, budget // 3))))
+
+
 @dataclass
 class Part:
     """One benchmark's slice of an experiment. Flat experiments have one part, named 'main'."""
@@ -78,6 +101,7 @@ class Experiment:
     verify: Verify = field(default_factory=Verify)
     darshan: Darshan | None = None      # None: the system config decides
     report: reportspec.Report = field(default_factory=reportspec.Report)
+    search: Search | None = None
 
     @property
     def benchmarks(self) -> list[str]:
@@ -185,17 +209,59 @@ def load_text(text: str, path, profile: str | None = None, shown: str | None = N
                           fixed=section["fixed"], matrix=section["matrix"],
                           zips=section["zips"], exclude=section["exclude"]))
 
+    repetitions = prof.get("repetitions", data.get("repetitions", 1))
+    search = _search(doc, data["search"], parts, repetitions) if "search" in data else None
     return Experiment(
         id=data["id"], description=data["description"], source=data.get("source"),
         path=path, sha256=sha256_text(text), text=text, profile=profile,
         profiles=list(data.get("profiles", {})),
-        repetitions=prof.get("repetitions", data.get("repetitions", 1)),
+        repetitions=repetitions,
         keep_data=prof.get("keep_data", data.get("keep_data", False)),
         tags=list(data.get("tags", [])), parts=parts, raw=data,
         require_lustre=data.get("require_lustre", False), verify=Verify(**data.get("verify", {})),
         darshan=Darshan(**data["darshan"]) if "darshan" in data else None,
-        report=reportspec.from_doc(data.get("report") or {}),
+        report=reportspec.from_doc(data.get("report") or {}), search=search,
     )
+
+
+def _search(doc: Located, raw: dict, parts: list[Part], repetitions: int) -> Search:
+    """`search:` typed; what the schema cannot say (the objective is a metric of every benchmark,
+    the direction agrees with it, halving has repetitions to halve over) said here."""
+    from .benchmarks import get as get_benchmark
+
+    objective = raw["objective"]
+    better = set()
+    for part in parts:
+        spec = get_benchmark(part.benchmark).metric(objective)
+        if spec is None:
+            known = ", ".join(m.name for m in get_benchmark(part.benchmark).metrics)
+            raise doc.error(("search", "objective"), f"{part.benchmark} reports no metric "
+                            f"{brief(objective)}", hint=f"{part.benchmark} metrics: {known}")
+        better.add(spec.better)
+    implied = {"higher": "max", "lower": "min"}
+    direction = raw.get("direction")
+    if direction is None:
+        if len(better) != 1 or None in better:
+            raise doc.error(("search",), f"missing required key 'direction': {objective} is not "
+                            "better higher or lower by itself", hint="direction: max or min")
+        direction = implied[better.pop()]
+    elif len(better) == 1 and None not in better and implied[next(iter(better))] != direction:
+        side = next(iter(better))
+        raise doc.error(("search", "direction"), f"{direction} of {objective}, which is better "
+                        f"{side}", hint=f"direction: {implied[side]}")
+    reps = raw.get("repetitions", repetitions)
+    strategy = raw.get("strategy", "bayes")
+    if strategy == "halving" and reps < 2:
+        at = ("search", "repetitions") if "repetitions" in raw else ("search", "strategy")
+        raise doc.error(at, f"halving needs at least 2 repetitions to halve over, got {reps}",
+                        hint="set search.repetitions (e.g. 4) or choose strategy bayes or random")
+    budget = raw["budget"]
+    initial = raw.get("initial", default_initial(budget))
+    if initial > budget:
+        raise doc.error(("search", "initial"), f"{initial} random cases are more than the budget "
+                        f"of {budget}", hint=f"at most {budget}")
+    return Search(objective=objective, direction=direction, budget=budget, strategy=strategy,
+                  repetitions=reps, seed=raw.get("seed", 0), initial=initial)
 
 
 def _shown(path: Path) -> str:

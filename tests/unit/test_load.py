@@ -168,6 +168,77 @@ MORE_ERRORS = [
         profiles:
           small: {repetitions: 2.0}
         """, "float-repetitions.yaml:5: profiles.small.repetitions: expected integer, got number 2.0"),
+    ("search-budget", """
+        id: search-budget
+        description: a search without a budget to spend
+        benchmark: ior
+        matrix: {transfer_size: [1m, 2m]}
+        search: {objective: write_bw, budget: 0}
+        """, "search-budget.yaml:5: search.budget: 0 is out of range (minimum 1)"),
+    ("search-key", """
+        id: search-key
+        description: a misspelt search key
+        benchmark: ior
+        matrix: {transfer_size: [1m, 2m]}
+        search:
+          objective: write_bw
+          budget: 4
+          stratgy: random
+        """, "search-key.yaml:8: search.stratgy: unknown key 'stratgy' (did you mean 'strategy'?"),
+    ("search-strategy", """
+        id: search-strategy
+        description: a strategy iolab does not have
+        benchmark: ior
+        matrix: {transfer_size: [1m, 2m]}
+        search: {objective: write_bw, budget: 4, strategy: genetic}
+        """, "search-strategy.yaml:5: search.strategy: 'genetic' is not allowed (allowed: bayes, "
+             "halving, random)"),
+    ("search-objective", """
+        id: search-objective
+        description: an objective fio does not report
+        benchmark: fio
+        matrix: {bs: [4k, 1m]}
+        search:
+          budget: 2
+          objective: write_time
+        """, "search-objective.yaml:7: search.objective: fio reports no metric 'write_time' "
+             "(fio metrics: *_bw, *_iops"),
+    ("search-direction", """
+        id: search-direction
+        description: minimising a bandwidth
+        benchmark: ior
+        matrix: {transfer_size: [1m, 2m]}
+        search:
+          objective: write_bw
+          direction: min
+          budget: 2
+        """, "search-direction.yaml:7: search.direction: min of write_bw, which is better higher "
+             "(direction: max)"),
+    ("search-no-direction", """
+        id: search-no-direction
+        description: an objective without a better side
+        benchmark: fio
+        matrix: {bs: [4k, 1m]}
+        search: {objective: write_bytes, budget: 2}
+        """, "search-no-direction.yaml:5: search: missing required key 'direction'"),
+    ("search-halving", """
+        id: search-halving
+        description: halving with one repetition
+        benchmark: ior
+        repetitions: 1
+        matrix: {transfer_size: [1m, 2m]}
+        search:
+          objective: write_bw
+          budget: 2
+          strategy: halving
+        """, "search-halving.yaml:9: search.strategy: halving needs at least 2 repetitions"),
+    ("search-initial", """
+        id: search-initial
+        description: more random cases than the budget
+        benchmark: ior
+        matrix: {transfer_size: [1m, 2m]}
+        search: {objective: write_bw, budget: 2, initial: 3}
+        """, "search-initial.yaml:5: search.initial: 3 random cases are more than the budget of 2"),
 ]
 
 
@@ -177,6 +248,23 @@ def test_more_error_cases(write_experiment, name, text, expected):
         load_experiment(write_experiment(name, text))
     message = str(info.value)
     assert f"/{expected}" in f"/{message}", message
+
+
+def test_search_typed_with_defaults(write_experiment):
+    exp = load_experiment(write_experiment("srch", HEAD.format(id="srch") + """repetitions: 3
+matrix: {transfer_size: [1m, 2m, 4m]}
+search: {objective: write_time, budget: 12}
+"""))
+    s = exp.search
+    assert (s.objective, s.direction, s.budget, s.strategy, s.repetitions, s.seed, s.initial) == (
+        "write_time", "min", 12, "bayes", 3, 0, 4)
+    assert not s.maximize and exp.repetitions == 3
+    exp = load_experiment(write_experiment("srch2", HEAD.format(id="srch2") + """matrix: {transfer_size: [1m]}
+search: {objective: write_bw, budget: 30, strategy: halving, repetitions: 4, seed: 7, initial: 0}
+"""))
+    assert (exp.search.strategy, exp.search.repetitions, exp.search.seed, exp.search.initial,
+            exp.search.maximize) == ("halving", 4, 7, 0, True)
+    assert load_experiment(write_experiment("nos", HEAD.format(id="nos"))).search is None
 
 
 def test_missing_file(tmp_path):
@@ -514,7 +602,7 @@ def test_every_schema_error_is_reported_one_line_each_by_line(write_experiment, 
     assert str(err).splitlines() == [
         "many.yaml:4: repetitons: unknown key 'repetitons' (did you mean 'repetitions'? allowed: "
         "id, description, source, benchmark, scale, job, fixed, matrix, zip, exclude, parts, "
-        "repetitions, keep_data, require_lustre, verify, report, darshan, profiles, tags)",
+        "repetitions, search, keep_data, require_lustre, verify, report, darshan, profiles, tags)",
         "many.yaml:5: verify.layout: 'loud' is not allowed (allowed: fail, warn)",
         "many.yaml:6: job.exclusive: expected boolean, got string 'maybe'",
         "many.yaml:6: job.time_limt: unknown key 'time_limt' (did you mean 'time_limit'? allowed: "

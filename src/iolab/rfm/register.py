@@ -22,7 +22,7 @@ from ..errors import IolabError
 from ..load import load_experiment
 from ..matrix import expand, producers, varied_keys
 from ..shims import class_name, render_shim, shim_path, sync_shims, write_atomic
-from . import session
+from . import continuation, session
 from .base import IolabTest
 from .broken import BrokenExperiment
 from .select import Selection, from_command_line
@@ -87,12 +87,16 @@ def _register(module_name: str, exp) -> None:
         return
     cases = expand(exp)
     producer = producers(cases)
+    # a continuation may name later repetitions than the experiment's (a search's rounds run
+    # search.repetitions of each case): those tests exist too, the others are skipped at load
+    cont = continuation.current(exp.id)
+    repetitions = max([exp.repetitions] + [int(j[2]) for j in (cont.jobs if cont else [])])
     consumers: dict[str, list[str]] = {}
     for reader, writer in producer.items():
         consumers.setdefault(writer, []).append(reader)
     body = {
         "case": builtins.parameter([c.case_id for c in cases], loggable=True),
-        "repetition": builtins.parameter(list(range(1, exp.repetitions + 1)), type=int, loggable=True),
+        "repetition": builtins.parameter(list(range(1, repetitions + 1)), type=int, loggable=True),
         "iolab_experiment": builtins.variable(str, value=exp.id, loggable=True),
         "iolab_profile": builtins.variable(str, value=exp.profile or "", loggable=True),
         "_iolab_exp": exp,

@@ -1,0 +1,79 @@
+"""`iolab search`: a search's rounds run through ReFrame as continuation runs of its first round,
+with real fio; it resumes from its records, and its report states the answer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from iolab import search as S
+from iolab.load import load_experiment
+from iolab.matrix import expand
+from iolab.record import Record
+
+from .conftest import REPO, have, iolab, make_project, records
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(not have("fio"), reason="fio is not installed")]
+
+FIO_SEARCH = """\
+id: fio-search
+description: the fastest fio block size and pattern, searched
+benchmark: fio
+fixed: {size: 256KiB}
+matrix:
+  bs: [4KiB, 16KiB, 64KiB, 256KiB]
+  rw: [write, randwrite]
+search: {objective: write_bw, budget: 4, strategy: bayes, repetitions: 2, seed: 1, initial: 2}
+"""
+
+
+def test_search_rounds_are_continuation_runs_and_resume(rfm_env, tmp_path):
+    root = make_project(tmp_path, {"fio-search": FIO_SEARCH})
+    env = dict(rfm_env, IOLAB_ROOT=str(root), IOLAB_TEMPLATES=str(REPO / "templates"))
+    results = tmp_path / "results" / "fio-search"
+    exp = load_experiment(root / "experiments" / "fio-search.yaml")
+    space = S.Space.of(expand(exp))
+
+    # one round of two cases, then stop: as a search interrupted between rounds is left
+    out = iolab(["search", "fio-search", "--batch", "2", "--rounds", "1"], env, cwd=root)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    (first,) = sorted(p for p in results.iterdir() if p.is_dir())
+    manifest = json.loads((first / "manifest.json").read_text())
+    assert manifest["search_round"] == 1 and "parent" not in manifest
+    got = records(first)
+    assert sorted((r["case_id"], r["repetition"]) for r in got) == sorted(
+        (cid, rep) for _p, cid, rep in S.propose(exp.search, space, [], 2))
+    assert all(r["status"] == "ok" for r in got)
+    assert "cases run: 2 of the grid's 8 (4 jobs; the grid: 16)" in out.stdout
+
+    # run again: it continues from the records, one case a round, until the budget is spent
+    out = iolab(["search", "fio-search"], env, cwd=root)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert f"continuing the search of run {first.name} (1 rounds so far)" in out.stdout
+    assert "the search's budget is spent" in out.stdout
+    runs = sorted((p for p in results.iterdir() if p.is_dir()),
+                  key=lambda p: json.loads((p / "manifest.json").read_text())["search_round"])
+    assert len(runs) == 3
+    seen = []
+    for i, run in enumerate(runs):
+        man = json.loads((run / "manifest.json").read_text())
+        if i:
+            assert man["parent"] == runs[i - 1].name and man["chain_root"] == first.name
+        recs = [Record.from_json(r) for r in records(run)]
+        # each round is what the records before it propose, and nothing else
+        want = S.propose(exp.search, space, seen, 2 if i == 0 else 1)
+        assert sorted(r.job for r in recs) == sorted(want)
+        seen += recs
+    assert len({r.case_id for r in seen}) == 4 and len(seen) == 8
+
+    report = iolab(["search-report", "fio-search"], env, cwd=root)
+    assert report.returncode == 0, report.stderr
+    assert f"fio-search run {first.name} (+2 continuations)" in report.stdout
+    assert "cases run: 4 of the grid's 8 (8 jobs; the grid: 16)" in report.stdout
+    assert "best found: bs=" in report.stdout and "(95% CI " in report.stdout
+    # a search whose budget is spent runs nothing more
+    again = iolab(["search", "fio-search"], env, cwd=root)
+    assert again.returncode == 0 and "the search's budget is spent" in again.stdout
+    assert len([p for p in results.iterdir() if p.is_dir()]) == 3
