@@ -576,7 +576,8 @@ def no_runs_error(root: Path, experiment_id: str) -> IolabError:
     from .render import project_root
 
     defined = sorted(p.stem for p in (project_root() / "experiments").glob("*.yaml"))
-    near = difflib.get_close_matches(experiment_id, known or defined, n=1)
+    near = [n for n in difflib.get_close_matches(experiment_id, known or defined, n=2)
+            if n != experiment_id][:1]      # never "did you mean" the name itself
     listed = (f"experiments with results: {', '.join(known)}" if known
               else "no experiment has results there yet"
               + (f"; experiments: {', '.join(defined)}" if defined else ""))
