@@ -63,8 +63,10 @@ class Continuation:
 
 
 def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None,
-                reframe_args=(), dry_run: bool = False) -> tuple[int, Path | None]:
-    """ReFrame on only the continuation's jobs; (exit status, the new run's directory or None)."""
+                reframe_args=(), dry_run: bool = False, cwd: Path | None = None,
+                env_changes: dict | None = None) -> tuple[int, Path | None]:
+    """ReFrame on only the continuation's jobs, in `cwd` (default: the project) with
+    `env_changes` (None removes a variable); (exit status, the new run's directory or None)."""
     import subprocess
     import sys
     import tempfile
@@ -78,16 +80,21 @@ def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None
         env = dict(os.environ, **{RESUME_ENV: str(cont.write(Path(tmp) / "continuation.json"))})
         if cont.profile:
             env["IOLAB_PROFILE"] = cont.profile
+        for name, value in (env_changes or {}).items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
         sibling = Path(sys.executable).parent / "reframe"
-        cmd = [str(sibling) if sibling.is_file() else "reframe", "-C", str(config), "-c", "reframe/",
-               "-R", "-r", "-n", f"^{class_name(cont.experiment)}\\b"]
+        cmd = [str(sibling) if sibling.is_file() else "reframe", "-C", str(Path(config).resolve()),
+               "-c", "reframe/", "-R", "-r", "-n", f"^{class_name(cont.experiment)}\\b"]
         if system:
             cmd += ["--system", system]
         cmd += list(reframe_args)
         if dry_run:
             print("would run: " + " ".join(cmd))
             return 0, None
-        status = subprocess.run(cmd, cwd=root, env=env).returncode
+        status = subprocess.run(cmd, cwd=cwd or root, env=env).returncode
     new = [p for p in list_runs(res, cont.experiment) if p.name not in before]
     return status, (new[-1] if new else None)
 

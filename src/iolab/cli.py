@@ -397,15 +397,12 @@ def cmd_status(args) -> int:
 
 def cmd_reproduce(args) -> int:
     """Re-run one recorded case from what its run stored, then set the new result against it."""
-    import os
-    import subprocess
     import tempfile
 
     from . import campaign
     from .compare import Side, compare_runs, render_comparison
-    from .results import find_run, list_runs, results_root
+    from .results import find_run, results_root
     from .run import Run
-    from .shims import class_name
 
     root = _root()
     res = results_root(root)
@@ -436,27 +433,17 @@ def cmd_reproduce(args) -> int:
     config, system = (Path(args.config), None) if args.config else campaign.config_for(run, root)
     cont = campaign.Continuation(exp_id, run.run_id, run.run_id, run.manifest.profile,
                                  [[part, case_id, r] for r in reps], differ, kind="reproduce")
-    before = {p.name for p in list_runs(res, exp_id)}
     print(f"reproducing {exp_id} run {run.run_id} case {case_id} rep {', '.join(map(str, reps))} "
           f"on {system or config.stem}, profile {run.manifest.profile or '(base)'}")
     with tempfile.TemporaryDirectory(prefix="iolab-reproduce-") as tmp:
         project = campaign.reproduction_project(run, root, Path(tmp) / "project")
-        env = dict(os.environ, **{campaign.RESUME_ENV: str(cont.write(Path(tmp) / "job.json"))},
-                   IOLAB_RESULTS=str(res))
-        env.pop("IOLAB_ROOT", None)
-        if run.manifest.profile:
-            env["IOLAB_PROFILE"] = run.manifest.profile
-        sibling = Path(sys.executable).parent / "reframe"
-        cmd = [str(sibling) if sibling.is_file() else "reframe", "-C", str(config.resolve()), "-c",
-               "reframe/", "-R", "-r", "-n", f"^{class_name(exp_id)}\\b"]
-        if system and not args.config:
-            cmd += ["--system", system]
-        status = subprocess.run(cmd, cwd=project, env=env).returncode
-    new = [p for p in list_runs(res, exp_id) if p.name not in before]
-    if not new:
+        status, new = campaign.run_reframe(root, cont, config, None if args.config else system,
+                                           cwd=project, env_changes={"IOLAB_RESULTS": str(res),
+                                                                     "IOLAB_ROOT": None})
+    if new is None:
         print(f"iolab: error: reframe made no run (exit status {status})", file=sys.stderr)
         return status or 1
-    again = Run.load(new[-1], root)
+    again = Run.load(new, root)
     print(render_comparison(compare_runs(Side("original", run.with_records(recs)),
                                          Side("reproduced", again))))
     return status
@@ -464,14 +451,10 @@ def cmd_reproduce(args) -> int:
 
 def cmd_resume(args) -> int:
     """Run the jobs of a run's chain that have no ok record, as a continuation of it."""
-    import os
-    import subprocess
-    import tempfile
 
     from . import campaign
-    from .results import find_run, list_runs, results_root
+    from .results import find_run, results_root
     from .run import Run
-    from .shims import class_name
 
     root = _root()
     res = results_root(root)
@@ -499,27 +482,15 @@ def cmd_resume(args) -> int:
           f"({', '.join(f'{c} rep {r}' for _p, c, r in jobs[:6])}{', …' if len(jobs) > 6 else ''})")
     for line in added + [f"allowed change: {c}" for c in changed]:
         print(f"  {line}")
-    before = {p.name for p in list_runs(res, chain.experiment_id)}
-    with tempfile.TemporaryDirectory(prefix="iolab-resume-") as tmp:
-        env = dict(os.environ, **{campaign.RESUME_ENV: str(cont.write(Path(tmp) / "continuation.json"))})
-        if chain.manifest.profile:
-            env["IOLAB_PROFILE"] = chain.manifest.profile
-        sibling = Path(sys.executable).parent / "reframe"
-        cmd = [str(sibling) if sibling.is_file() else "reframe", "-C", str(config), "-c", "reframe/",
-               "-R", "-r", "-n", f"^{class_name(chain.experiment_id)}\\b"]
-        if system and not args.config:
-            cmd += ["--system", system]
-        cmd += list(args.reframe_args)
-        if args.dry_run:
-            print("would run: " + " ".join(cmd))
-            return 0
-        status = subprocess.run(cmd, cwd=root, env=env).returncode
-    new = [p for p in list_runs(res, chain.experiment_id) if p.name not in before]
-    if not new:
+    status, new = campaign.run_reframe(root, cont, config, None if args.config else system,
+                                       args.reframe_args, args.dry_run)
+    if args.dry_run:
+        return 0
+    if new is None:
         print(f"iolab: error: reframe made no continuation run (exit status {status})", file=sys.stderr)
         return status or 1
-    whole = Run.load_chain(new[-1], root)
-    print(f"continuation run {new[-1].name} of {chain.run_id}: chain {whole.describe()}; "
+    whole = Run.load_chain(new, root)
+    print(f"continuation run {new.name} of {chain.run_id}: chain {whole.describe()}; "
           f"{whole.counts_text()}")
     return status
 

@@ -11,6 +11,22 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+def flag_of(arg: str) -> str:
+    """The option an argument sets: `--name` (without `=value`), or the two-character `-x`."""
+    return arg.split("=", 1)[0] if arg.startswith("--") else arg[:2]
+
+
+def extra_arg_problem(arg: str, owned: dict, rejected: dict) -> str | None:
+    """Why an `extra_args` item cannot be passed: a flag iolab sets from a typed parameter
+    (owned: flag -> parameter) or one the benchmark's run cannot take (rejected: flag -> why)."""
+    flag = flag_of(arg)
+    if flag in rejected:
+        return f"extra_args {arg!r}: {rejected[flag]}"
+    if flag in owned:
+        return f"extra_args {arg!r}: use the parameter {owned[flag]!r} instead"
+    return None
+
+
 @dataclass
 class RunSpec:
     """Everything needed to run one case, independent of ReFrame."""

@@ -8,7 +8,7 @@ from ..errors import ParseError
 from ..parsers import ior_json, ior_text
 from ..mpiio import ior_hints_file
 from ..units import ior_size_arg
-from .base import Benchmark, MetricSpec, RunSpec, read_output
+from .base import Benchmark, MetricSpec, RunSpec, extra_arg_problem, read_output
 
 SUMMARY = "ior-summary.json"
 HINTS_FILE = "iolab-ior-hints.txt"
@@ -27,10 +27,6 @@ _REJECTED = {
     "-v": "-v makes IOR 4.0.0 write invalid JSON",
     "-f": "script files run several tests; iolab runs one per case",
 }
-
-
-def _flag(arg: str) -> str:
-    return arg.split("=", 1)[0] if arg.startswith("--") else arg[:2]
 
 
 def _summary_directive(args: list[str], i: int) -> str | None:
@@ -90,11 +86,9 @@ class Ior(Benchmark):
             return "IOR's NCMPI backend rejects file_per_process"
         args = p["extra_args"]
         for i, arg in enumerate(args):
-            flag = _flag(arg)
-            if flag in _REJECTED:
-                return f"extra_args {arg!r}: {_REJECTED[flag]}"
-            if flag in _OWNED:
-                return f"extra_args {arg!r}: use the parameter {_OWNED[flag]!r} instead"
+            problem = extra_arg_problem(arg, _OWNED, _REJECTED)
+            if problem:
+                return problem
             owned = _summary_directive(args, i)
             if owned:
                 return f"extra_args {owned!r}: iolab owns the summary file ({SUMMARY}, JSON)"

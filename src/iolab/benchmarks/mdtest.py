@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import ParseError
 from ..parsers import mdtest_csv, mdtest_text
-from .base import Benchmark, MetricSpec, RunSpec, read_output
+from .base import Benchmark, MetricSpec, RunSpec, extra_arg_problem, read_output
 
 RANKS_CSV = "mdtest-ranks.csv"
 _PHASES = (("create", "-C"), ("stat", "-T"), ("read", "-E"), ("remove", "-r"))
@@ -41,10 +41,6 @@ _REJECTED = {
     "--run-cmd-before-phase": "iolab runs no commands of a YAML inside a measurement",
     "--run-cmd-after-phase": "iolab runs no commands of a YAML inside a measurement",
 }
-
-
-def _flag(arg: str) -> str:
-    return arg.split("=", 1)[0] if arg.startswith("--") else arg[:2]
 
 
 class Mdtest(Benchmark):
@@ -80,11 +76,9 @@ class Mdtest(Benchmark):
         if p["stonewall"] and not p["create"]:
             return "stonewall stops the create phase, which is not enabled"
         for arg in p["extra_args"]:
-            flag = _flag(arg)
-            if flag in _REJECTED:
-                return f"extra_args {arg!r}: {_REJECTED[flag]}"
-            if flag in _OWNED:
-                return f"extra_args {arg!r}: use the parameter {_OWNED[flag]!r} instead"
+            problem = extra_arg_problem(arg, _OWNED, _REJECTED)
+            if problem:
+                return problem
         return None
 
     def bytes_written(self, case) -> int:
