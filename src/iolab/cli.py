@@ -108,6 +108,8 @@ def _plan_cost(args, exp, cases, keys) -> None:
     spent = cost.plan_cost(cases, exp.repetitions, cost.durations(runs, cases) if runs else None)
     for line in spent.lines(len(cases)):
         print(line)
+    if args.budget is not None and not args.budget > 0:
+        raise IolabError(f"--budget {args.budget:g}: give a positive number of node-hours")
     if args.budget is not None and spent.node_hours > args.budget:
         trims = cost.trim_suggestions(cases, spent, keys, exp.repetitions)
         raise IolabError(f"the plan needs {spent.node_hours:.2f} node-hours at its time limits, over the "

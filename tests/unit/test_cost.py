@@ -44,3 +44,8 @@ def test_budget_refuses_and_names_what_to_trim(capsys):
     assert "the plan needs 12276.00 node-hours at its time limits, over the budget of 10" in captured.err
     assert "scale.nodes: 10 values" in captured.err
     assert main(["plan", "archer-fpp-vs-ssf", "--profile", "full", "--budget", "20000"]) == 0
+
+
+def test_a_budget_that_is_not_positive_is_refused(capsys):
+    assert main(["plan", "quickstart", "--budget", "-1"]) == 2
+    assert "--budget -1: give a positive number of node-hours" in capsys.readouterr().err
