@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import math
 import statistics
+from statistics import NormalDist
 from dataclasses import dataclass, field
 
 CONFIDENCE = 0.95
@@ -36,25 +37,119 @@ _MEANAD_K = 1.253314       # sqrt(pi/2): the same for the mean absolute deviatio
 MAX_SUGGESTED_REPS = 10000
 
 
-def _scipy():
-    """scipy.stats, imported when a statistic needs it (it takes most of a short command's time)."""
-    from scipy import stats
+# Student's t from the regularized incomplete beta function, in floats: the same numbers as
+# scipy.special's stdtr/stdtrit (to about 1e-12 relative for df up to 1e5; tests compare them)
+# without importing SciPy, which took most of a short command's time.
+_TINY = 1e-300
+_EPS = 1e-16
+_MAX_TERMS = 100000
 
-    return stats
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the incomplete beta function (modified Lentz)."""
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > _TINY else _TINY)
+    h = d
+    for m in range(1, _MAX_TERMS):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > _TINY else _TINY)
+        c = 1.0 + aa / c
+        c = c if abs(c) > _TINY else _TINY
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > _TINY else _TINY)
+        c = 1.0 + aa / c
+        c = c if abs(c) > _TINY else _TINY
+        step = d * c
+        h *= step
+        if abs(step - 1.0) < _EPS:
+            return h
+    raise ArithmeticError(f"incomplete beta: no convergence for a={a}, b={b}, x={x}")
 
 
-def _special():
-    """scipy.special: the t distribution's functions that scipy.stats.t calls (stdtrit for ppf,
-    stdtr for sf), the same numbers without the second it takes to import scipy.stats."""
-    from scipy import special
+def _stirling_tail(x: float) -> float:
+    """lgamma(x) - ((x - 1/2) log x - x + log(2 pi)/2), for x >= 10."""
+    r = 1.0 / (x * x)
+    return (1 / 12 - r * (1 / 360 - r * (1 / 1260 - r * (1 / 1680 - r / 1188)))) / x
 
-    return special
+
+def _log_beta(a: float, b: float) -> float:
+    """log B(a, b); for a large a as a difference of Stirling series, where three lgammas of
+    nearly equal size would cancel most digits."""
+    big, small = max(a, b), min(a, b)
+    if big < 10:
+        return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+    # lgamma(big) - lgamma(big + small), then + lgamma(small)
+    ratio = (-(big - 0.5) * math.log1p(small / big) - small * math.log(big + small) + small
+             + _stirling_tail(big) - _stirling_tail(big + small))
+    return math.lgamma(small) + ratio
+
+
+def _ibeta(a: float, b: float, x: float, y: float, log_x: float, log_y: float) -> float:
+    """I_x(a, b) with y = 1 - x and both logs given to full precision by the caller."""
+    if x <= 0.0:
+        return 0.0
+    if y <= 0.0:
+        return 1.0
+    front = math.exp(a * log_x + b * log_y - _log_beta(a, b))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _beta_fraction(a, b, x) / a
+    return 1.0 - front * _beta_fraction(b, a, y) / b
+
+
+def t_sf(t: float, df: float) -> float:
+    """P(T > t) for Student's t with df degrees of freedom."""
+    if math.isinf(t):
+        return 0.0 if t > 0 else 1.0
+    if t == 0:
+        return 0.5
+    t2 = t * t
+    x, y = df / (df + t2), t2 / (df + t2)
+    tail = 0.5 * _ibeta(df / 2.0, 0.5, x, y, -math.log1p(t2 / df), math.log(y))
+    return tail if t > 0 else 1.0 - tail
+
+
+def _t_pdf(t: float, df: float) -> float:
+    # 1 / (sqrt(df) B(df/2, 1/2)) (1 + t^2/df)^(-(df+1)/2)
+    return math.exp(-_log_beta(df / 2, 0.5) - 0.5 * math.log(df) - (df + 1) / 2 * math.log1p(t * t / df))
+
+
+def t_isf(q: float, df: float) -> float:
+    """The t with P(T > t) = q, 0 < q < 1/2 (an upper quantile)."""
+    if df == 1:
+        return math.tan(math.pi * (0.5 - q))
+    if df == 2:
+        return (1 - 2 * q) * math.sqrt(2 / (4 * q * (1 - q)))
+    z = NormalDist().inv_cdf(1 - q)
+    # Cornish-Fisher start, then Newton on the survival function inside a bracket
+    t = z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
+    lo, hi = z, max(t, z) * 2 + 1
+    while t_sf(hi, df) > q:
+        hi *= 2
+    for _ in range(200):
+        if not lo < t < hi:
+            t = (lo + hi) / 2
+        f = t_sf(t, df) - q
+        if f > 0:
+            lo = t
+        else:
+            hi = t
+        step = f / _t_pdf(t, df)
+        t_new = t + step
+        if abs(step) <= 1e-15 * abs(t) or hi - lo <= 1e-15 * hi:
+            return t_new if lo <= t_new <= hi else t
+        t = t_new
+    return t
 
 
 @functools.lru_cache(maxsize=4096)
 def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
     """Two-sided Student t critical value: t(1 - (1 - confidence)/2, df), once per df."""
-    return float(_special().stdtrit(df, 1 - (1 - confidence) / 2))
+    return t_isf((1 - confidence) / 2, df)
 
 
 def stdev(xs: tuple[float, ...], mean: float) -> float:
@@ -159,7 +254,7 @@ def welch(a: Summary, b: Summary) -> Welch | None:
                      0.0 if diff else 1.0, degenerate=True)
     t = diff / math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1))
-    p = float(2 * _special().stdtr(df, -abs(t)))
+    p = 2 * t_sf(abs(t), df)
     return Welch(t, df, p)
 
 
@@ -197,4 +292,24 @@ def spearman(x, y) -> float | None:
         return None
     if len(set(x)) < 2 or len(set(y)) < 2:
         return None
-    return float(_scipy().spearmanr(x, y).statistic)
+    rx, ry = _ranks(x), _ranks(y)
+    mx, my = math.fsum(rx) / len(rx), math.fsum(ry) / len(ry)
+    sxy = math.fsum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    sxx = math.fsum((a - mx) ** 2 for a in rx)
+    syy = math.fsum((b - my) ** 2 for b in ry)
+    return sxy / math.sqrt(sxx * syy)
+
+
+def _ranks(values) -> list[float]:
+    """Ranks from 1, ties given their average rank."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks

@@ -18,6 +18,46 @@ def test_t_quantiles_match_printed_tables():
     assert stats.t_quantile(30) == pytest.approx(2.042, abs=1e-3)
 
 
+# degrees of freedom as they occur (n - 1, Welch's fractional df) and far beyond
+_DFS = [0.3, 0.5, 1, 1.5, 2, 2.5, 3, 4, 5, 7, 9, 9.99, 10, 10.01, 19, 29, 30.7, 50, 99, 100,
+        333.3, 1000, 1e4, 1e5]
+
+
+def test_t_quantile_agrees_with_scipy():
+    special = pytest.importorskip("scipy.special")
+    for df in _DFS:
+        for confidence in (0.5, 0.8, 0.9, 0.95, 0.99, 0.999):
+            want = float(special.stdtrit(df, 1 - (1 - confidence) / 2))
+            assert stats.t_quantile(df, confidence) == pytest.approx(want, rel=1e-12), (df, confidence)
+
+
+def test_t_tail_agrees_with_scipy():
+    special = pytest.importorskip("scipy.special")
+    for df in _DFS:
+        for t in (0.0, 1e-3, 0.1, 0.5, 1, 1.96, 2, 3, 5, 10, 30, 100, 1e3):
+            want = float(special.stdtr(df, -t))
+            assert stats.t_sf(t, df) == pytest.approx(want, rel=1e-11, abs=1e-300), (df, t)
+            assert stats.t_sf(-t, df) == pytest.approx(1 - want, rel=1e-12), (df, t)
+
+
+def test_t_tail_by_hand():
+    # df = 1 is Cauchy: P(T > 1) = 1/4; df = 2: P(T > t) = (1 - t / sqrt(2 + t^2)) / 2
+    assert stats.t_sf(1.0, 1) == pytest.approx(0.25, rel=1e-14)
+    assert stats.t_sf(3.0, 2) == pytest.approx((1 - 3 / math.sqrt(11)) / 2, rel=1e-13)
+    assert stats.t_sf(math.inf, 5) == 0.0 and stats.t_sf(-math.inf, 5) == 1.0
+
+
+def test_no_scipy_import_for_statistics():
+    import subprocess
+    import sys
+
+    code = ("import sys; from iolab import stats; s = stats.summarize([1, 2, 4]); "
+            "stats.welch(s, stats.summarize([2, 3, 9])); stats.spearman([1, 2, 3], [3, 1, 2]); "
+            "print('scipy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 def test_summary_three_values_by_hand():
     s = stats.summarize([10, 12, 14])
     # mean = 36 / 3 = 12; deviations -2, 0, 2; s^2 = (4 + 0 + 4) / (3 - 1) = 4, s = 2
@@ -173,3 +213,9 @@ def test_spearman():
     assert stats.spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
     assert stats.spearman([1, 2], [1, 2]) is None
     assert stats.spearman([1, 2, 3], [5, 5, 5]) is None
+
+
+def test_spearman_with_ties_agrees_with_scipy():
+    x = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3]
+    y = [2, 7, 1, 8, 2, 8, 1, 8, 2, 8]
+    assert stats.spearman(x, y) == pytest.approx(sp.spearmanr(x, y).statistic, rel=1e-12)
