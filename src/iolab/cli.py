@@ -140,7 +140,7 @@ def _run_state(exp_id: str, run: str | None, include_imported: bool):
     from .run import Run
 
     state = Run.load_chain(find_run(results_root(_root()), exp_id, run, include_imported), _root())
-    if not state.records:
+    if not state.record_count:
         why = f" ({len(state.unreadable)} unreadable line(s) skipped)" if state.unreadable else ""
         raise IolabError(f"run {state.run_id} of {exp_id!r} has no readable records{why}",
                          hint=f"{state.describe()}; see `iolab runs {exp_id}`")
@@ -148,12 +148,12 @@ def _run_state(exp_id: str, run: str | None, include_imported: bool):
 
 
 def _tables(state, metrics, darshan_columns: str | None = None):
-    from .report import DARSHAN, build_tables, default_metrics, with_darshan_columns
+    from .report import DARSHAN, build_tables, default_metrics, tables_from, with_darshan_columns
 
-    records = state.records
     if darshan_columns:
         from .darshan import parse_columns
 
+        records = state.records
         columns = parse_columns(darshan_columns)
         records = with_darshan_columns(records, columns)
         if metrics is None:
@@ -161,7 +161,8 @@ def _tables(state, metrics, darshan_columns: str | None = None):
             present = {m.name for r in records for m in r.metrics}
             metrics = [m for m in metrics if m in present]
         metrics = metrics + [DARSHAN + c for c in columns]
-    return build_tables(records, metrics, state.report)
+        return build_tables(records, metrics, state.report)
+    return tables_from(state.digest, metrics, state.report)
 
 
 def _pooled(exp_id: str, runs: list[str] | None, since: str | None, include_imported: bool):
@@ -188,7 +189,7 @@ def _pooled(exp_id: str, runs: list[str] | None, since: str | None, include_impo
     if not roots:
         raise IolabError(f"no run of {exp_id!r} since {since!r}")
     state = Run.pooled(roots, _root())
-    if not state.records:
+    if not state.record_count:
         raise IolabError(f"the runs of {exp_id!r} have no readable records")
     return state
 

@@ -22,7 +22,7 @@ from .matrix import format_param, show_value
 from .published import DEFAULT, DESCRIPTIVE, VALUE_COLUMNS, PublishedRow, Study, coerce_param
 from .published import spec_of as _param_spec
 from .record import Manifest, Record, param_value
-from .report import build_tables, fmt_mean_ci, fmt_measure, fmt_value, metric_label, param_label, spec_label
+from .report import fmt_mean_ci, fmt_measure, fmt_value, metric_label, param_label, spec_label, tables_from
 from .results import case_index, same_case
 from .run import Run
 
@@ -70,7 +70,7 @@ class Side:
     @classmethod
     def load(cls, path: Path, label: str) -> Side:
         run = Run.load(path)
-        if not run.records:
+        if not run.record_count:
             raise IolabError(f"run {path.name} has no records yet")
         return cls(label, run)
 
@@ -102,7 +102,7 @@ class Side:
         return f"{self.label} = run {self.run_id} (system {self.system or 'unknown'})"
 
     def tables(self, metrics):
-        return build_tables(self.records, metrics, self.run.report)
+        return tables_from(self.run.digest, metrics, self.run.report)
 
     def binary_versions(self, part: str, case_id: str) -> frozenset:
         return self.run.binary_versions(part, case_id)
@@ -176,7 +176,19 @@ def _headers(table) -> list[str]:
 
 
 def _key_values(table, row) -> list[str]:
-    return [fmt_value(v, param_label(k, table.benchmark)[1]) for k, v in zip(table.keys, row.key_values)]
+    return _key_values_of(table)(row)
+
+
+def _key_values_of(table):
+    """A row's parameters as shown, for the rows of one table (each row formatted once)."""
+    divisors = [param_label(k, table.benchmark)[1] for k in table.keys]
+    done: dict[int, list[str]] = {}
+
+    def shown(row) -> list[str]:
+        if id(row) not in done:
+            done[id(row)] = [fmt_value(v, d) for d, v in zip(divisors, row.key_values)]
+        return list(done[id(row)])
+    return shown
 
 
 def _flag_notes(label: str, row) -> list[str]:
@@ -259,28 +271,30 @@ def compare_by_param(side: Side, key: str, baseline: str, metrics: list[str] | N
         for r in rows:
             seen_values.add(r.params[key])
         # the baseline of each case: the one differing only in `key`, found by the other values
+        others = [_without(r.params, key) for r in rows]
         bases: dict[str, object] = {}
-        for r in rows:
+        for r, rest in zip(rows, others):
             if r.params[key] == base_value:
-                bases.setdefault(_without(r.params, key), r)
+                bases.setdefault(rest, r)
         if not rows or not bases:
             continue
+        shown = _key_values_of(table)
         for m in table.metrics:
             pairs = []
-            for r in rows:
+            for r, rest in zip(rows, others):
                 if r.params[key] == base_value:
                     continue
-                base = bases.get(_without(r.params, key))
+                base = bases.get(rest)
                 sb = r.cells[m].summary
                 notes = _flag_notes("this case", r)
                 if base is None:
-                    pairs.append(Pair(_key_values(table, r), None, r.case_id, stats.summarize([]), sb,
+                    pairs.append(Pair(shown(r), None, r.case_id, stats.summarize([]), sb,
                                       notes + ["no baseline case differing only in " + key]))
                     continue
                 notes = _flag_notes("baseline", base) + notes
                 notes += _version_note(side, side, table.part, base.case_id, r.case_id,
                                        ("baseline", "this case"))
-                pairs.append(Pair(_key_values(table, r), base.case_id, r.case_id,
+                pairs.append(Pair(shown(r), base.case_id, r.case_id,
                                   base.cells[m].summary, sb, notes))
             out.append(MetricTable(table.part, table.benchmark, m, table.units.get(m, ""),
                                    _headers(table), pairs))
@@ -305,7 +319,7 @@ def _without(params: dict, key: str) -> str:
 
 
 def _all_varied(side: Side) -> set:
-    return {k for r in side.records for k in r.varied}
+    return set(side.run.digest.varied)
 
 
 # ------------------------------------------------------------------------------------- published
@@ -376,7 +390,7 @@ class PublishedComparison:
 
     @property
     def run_better(self) -> str | None:
-        bench = next((r.benchmark for r in self.side.records), None)
+        bench = next((p.benchmark for p in self.side.run.digest.parts.values()), None)
         return direction(self.run_metric, self.run_unit, bench)
 
     @property
@@ -822,7 +836,7 @@ def _source(cite: dict) -> str:
 
 
 def _bench(side: Side) -> str:
-    return side.records[0].benchmark if side.records else "ior"
+    return next((p.benchmark for p in side.run.digest.parts.values()), "ior")
 
 
 def _setting_value(key: str, value) -> str:

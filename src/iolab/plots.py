@@ -28,7 +28,7 @@ from pathlib import Path
 from . import stats
 from .lustre import all_osts
 from .record import NUM_TASKS, param_value
-from .report import Table, build_tables, fmt_measure, fmt_value, metric_label, param_label
+from .report import Table, fmt_measure, fmt_value, metric_label, param_label, tables_from
 from .reportspec import PlotRequest
 
 # The default choice of plots, in order (default_specs implements them; pages print them).
@@ -380,10 +380,10 @@ def choose(run, metrics: list[str] | None = None,
     settings = run.report
     overrides = settings.plots
     out, notes = [], []
-    for table in tables if tables is not None else build_tables(run.records, metrics, settings):
-        recs = [r for r in run.records if r.part == table.part]
-        axes = find_axes([r.params for r in table.rows], list(recs[0].varied), run.zip_groups(table.part))
-        present = {m.name for r in recs for m in r.metrics}
+    for table in tables if tables is not None else tables_from(run.digest, metrics, settings):
+        facts = run.digest.parts[table.part]
+        axes = find_axes([r.params for r in table.rows], list(facts.varied), run.zip_groups(table.part))
+        present = facts.present
         if overrides:
             for i, item in enumerate(overrides):
                 specs, why = override_specs(item, table, axes, table.metrics, present)
@@ -392,7 +392,8 @@ def choose(run, metrics: list[str] | None = None,
                 for spec in specs:
                     shown = table
                     if spec.metric not in table.metrics:     # a metric the tables do not show
-                        shown = build_tables(recs, [spec.metric], settings)[0]
+                        shown = next(t for t in tables_from(run.digest, [spec.metric], settings)
+                                     if t.part == table.part)
                     out.append((shown, spec))
             continue
         if not axes:

@@ -44,7 +44,7 @@ from .record import Record
 from .reportspec import StudyLink
 from .run import Run
 from .studies import compare_study, study_blocks
-from .report import LEGEND, NOISY_MARK, OUTLIER_MARK, build_tables, render, table_rows
+from .report import LEGEND, NOISY_MARK, OUTLIER_MARK, render, table_rows, tables_from
 from .results import find_run, write_all
 
 MARKER = ".iolab-publish.json"
@@ -230,7 +230,7 @@ def published_comparison(run: Run, link: StudyLink, project_root: Path) -> Publi
     section.seed = study.citation.get("seed", "")
     if link.why:
         section.adjustments.append(link.why)
-    if not run.records:
+    if not run.record_count:
         section.error = "the run has no records"
         return section
     try:
@@ -282,10 +282,10 @@ def _alt(plot: plots.Plot) -> str:
 def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str,
                prefix: str = "") -> RunReport:
     run = Run.load_chain(path, project_root)
-    if not run.records:
+    if not run.record_count:
         raise IolabError(f"run {path.name} has no readable records", hint=run.describe())
     settings = run.report
-    tables = build_tables(run.records, None, settings)
+    tables = tables_from(run.digest, None, settings)
     made, notes = plots.make_plots(run, staging / PLOTS_DIR, prefix=prefix, tables=tables)
     link = settings.study()
     published = published_comparison(run, link, project_root) if link else None

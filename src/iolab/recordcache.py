@@ -15,7 +15,9 @@ a small run hashing and loading cost more than they save.
 
 An entry is a pickle of the Record objects with their repeated strings (parameter names, metric
 names and units, provenance values) shared, which loads several times faster than decoding the
-JSON and building the records again.
+JSON and building the records again. Beside it, for the same bytes, a second entry holds the
+records' fold by case (digest.py): a verb that needs only that (a table, a comparison) reads it
+and decodes no record; the records are read from their entry when first asked for.
 """
 
 from __future__ import annotations
@@ -25,10 +27,13 @@ import os
 import pickle
 import stat
 import sys
-from dataclasses import fields
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
 
+from . import digest as digest_module
 from . import record as record_module
+from .digest import Digest, fold
 from .errors import IolabError
 from .parsers import Metric
 from .record import Observed, Provenance, Record
@@ -37,7 +42,8 @@ from .results import RECORDS, BadLine, decode_records, read_records_bytes, warn_
 FORMAT = 1
 CACHE_MIN_BYTES = 1 << 20
 CHUNK = 5000           # records per pickle in an entry
-_SOURCES = (Path(record_module.__file__), Path(record_module.__file__).parent / "parsers" / "__init__.py")
+_SOURCES = (Path(record_module.__file__), Path(record_module.__file__).parent / "parsers" / "__init__.py",
+            Path(digest_module.__file__))
 
 
 def cache_dir() -> Path | None:
@@ -58,38 +64,116 @@ def _code_key() -> str:
     return h.hexdigest()[:16]
 
 
-def _entry_prefix(path: Path) -> str:
-    return "records-" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16] + "-"
+def _entry_prefix(path: Path, kind: str = "records") -> str:
+    return f"{kind}-" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16] + "-"
+
+
+@dataclass
+class Loaded:
+    """A run's records, or (from the cache) only their fold by case with a way to the records."""
+    records: list[Record] | None
+    digest: Digest | None
+    bad: list[BadLine]
+    later: Callable[[], list[Record]] | None = None
 
 
 def load(run_path: Path) -> tuple[list[Record], list[BadLine]]:
     """The typed records of a run and its unreadable lines (reported on stderr as always)."""
+    got = open_run(run_path, digest_only=False)
+    return got.records, got.bad
+
+
+def open_run(run_path: Path, digest_only: bool = True) -> Loaded:
+    """A run's records and their digest. From a cache entry only the digest is read (with
+    digest_only); its records are decoded when first asked for (`later`), from their own entry
+    for the same bytes."""
     path = Path(run_path) / RECORDS
-    data = read_records_bytes(path)
-    where = cache_dir() if len(data) >= CACHE_MIN_BYTES else None
-    if where is None:
-        return _decode(path, data)
-    key = f"{len(data)}-{hashlib.sha256(data).hexdigest()}-{_code_key()}"
+    where = cache_dir()
+    key = _key(path) if where is not None else None
+    if key is None:         # a small file, or no cache: decode it as it is
+        records, bad = _decode(path, read_records_bytes(path))
+        return Loaded(records, None, bad)
     entry = where / f"{_entry_prefix(path)}{key}.pickle"
+    digest_entry = where / f"{_entry_prefix(path, 'digest')}{key}.pickle"
+    if digest_only and (cached := _read_digest(digest_entry, key)) is not None:
+        facts, bad = cached
+        warn_bad(path, bad)
+        return Loaded(None, facts, bad, lambda: _records_of(path, where, entry, key)[0])
     cached = _read(entry, key)
     if cached is not None:
         records, bad = cached
         warn_bad(path, bad)
-        return records, bad
-    if _SHAREABLE:      # equal records with each string once, made as the lines are read
-        share = _Shared().record
-        records, bad = decode_records(path, data, lambda d: share(Record.from_json(d)))
+    else:       # decode the bytes as they are now (a run may still be appending to them)
+        data = read_records_bytes(path)
+        key = _key(path, data)
+        if key is None:
+            records, bad = _decode(path, data)
+            return Loaded(records, None, bad)
+        entry = where / f"{_entry_prefix(path)}{key}.pickle"
+        digest_entry = where / f"{_entry_prefix(path, 'digest')}{key}.pickle"
+        records, bad = _decoded(path, data)
+        _write(where, entry, key, records, bad, _entry_prefix(path))
+    if not digest_only:
+        return Loaded(records, None, bad)
+    facts = fold(records)
+    _write(where, digest_entry, key, [facts], bad, _entry_prefix(path, "digest"))
+    return Loaded(records, facts, bad)
+
+
+def _key(path: Path, data: bytes | None = None) -> str | None:
+    """What an entry is for: the file's size and sha256 (streamed: a campaign's file is hundreds
+    of megabytes) and the code's; None for a file under CACHE_MIN_BYTES."""
+    h, size = hashlib.sha256(), 0
+    if data is not None:
+        h.update(data)
+        size = len(data)
     else:
-        records, bad = _decode(path, data)
+        try:
+            with open(path, "rb", buffering=0) as f:
+                if os.fstat(f.fileno()).st_size < CACHE_MIN_BYTES:
+                    return None
+                buf = bytearray(1 << 20)
+                view = memoryview(buf)
+                while n := f.readinto(buf):
+                    h.update(view[:n])
+                    size += n
+        except OSError:
+            read_records_bytes(path)        # says what is wrong, as a read does
+            raise
+    if size < CACHE_MIN_BYTES:
+        return None
+    return f"{size}-{h.hexdigest()}-{_code_key()}"
+
+
+def _records_of(path: Path, where: Path, entry: Path, key: str):
+    """The records (and unreadable lines) of exactly the bytes `key` names (a digest read from
+    the cache): from their entry, else decoded (and the entry written); bytes that changed
+    since are an error, never a mix of two versions."""
+    cached = _read(entry, key)
+    if cached is not None:
+        warn_bad(path, cached[1])
+        return cached
+    data = read_records_bytes(path)
+    if _key(path, data) != key:
+        raise IolabError(f"{path} changed while it was being read (a run still writing it?)",
+                         hint="run the command again")
+    records, bad = _decoded(path, data)
     _write(where, entry, key, records, bad, _entry_prefix(path))
     return records, bad
+
+
+def _decoded(path: Path, data: bytes):
+    if _SHAREABLE:      # equal records with each string once, made as the lines are read
+        share = _Shared().record
+        return decode_records(path, data, lambda d: share(Record.from_json(d)))
+    return _decode(path, data)
 
 
 def _decode(path: Path, data: bytes) -> tuple[list[Record], list[BadLine]]:
     return decode_records(path, data, Record.from_json)
 
 
-def _read(entry: Path, key: str):
+def _read(entry: Path, key: str, kind: type = Record):
     try:
         st = entry.lstat()
         if st.st_uid != os.getuid() or not stat.S_ISREG(st.st_mode):
@@ -106,9 +190,14 @@ def _read(entry: Path, key: str):
         return None
     except Exception:  # noqa: BLE001 - a damaged or foreign entry is only a cache miss
         return None
-    if not isinstance(records, list) or not all(type(r) is Record for r in records[:1]):
+    if not isinstance(records, list) or not all(type(r) is kind for r in records[:1]):
         return None
     return records, bad
+
+
+def _read_digest(entry: Path, key: str):
+    got = _read(entry, key, Digest)
+    return None if got is None else (got[0][0], got[1])
 
 
 def _write(where: Path, entry: Path, key: str, records, bad, prefix: str) -> None:

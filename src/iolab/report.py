@@ -13,7 +13,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from . import reportspec, stats
+from . import digest, reportspec, stats
 from . import schema as schemas
 from .parsers import Metric
 from .record import NUM_TASKS, Record, param_value
@@ -145,8 +145,7 @@ class Row:
     own_max: dict[str, Cell] = field(default_factory=dict)
 
 
-# A benchmark's own maximum of a metric (over its iterations) is reported as <metric>_max.
-OWN_MAX_SUFFIX = "_max"
+OWN_MAX_SUFFIX = digest.OWN_MAX_SUFFIX
 
 
 @dataclass
@@ -200,64 +199,41 @@ def _param(params: dict, key: str, benchmark: str | None = None):
 def build_tables(records: list[Record], metrics: list[str] | None = None,
                  settings: reportspec.Report | None = None) -> list[Table]:
     """One table per part (benchmark), rows in first-seen case order."""
+    return tables_from(digest.fold(records), metrics, settings)
+
+
+def tables_from(facts: digest.Digest, metrics: list[str] | None = None,
+                settings: reportspec.Report | None = None) -> list[Table]:
+    """build_tables from a run's records already folded by case (Run.digest)."""
     settings = settings or reportspec.Report()
-    by_part: dict[str, list[Record]] = {}
-    for rec in records:
-        by_part.setdefault(rec.part, []).append(rec)
     tables = []
-    for part, recs in by_part.items():
-        bench = recs[0].benchmark
-        keys = _display_keys(recs[0].varied, list(settings.derived))
-        present = {m.name for r in recs for m in r.metrics}
+    for part, pf in facts.parts.items():
+        bench = pf.benchmark
+        keys = _display_keys(pf.varied, list(settings.derived))
         wanted = metrics or list(settings.metrics) or default_metrics(bench)
-        chosen = metrics or [m for m in wanted if m in present]
+        chosen = metrics or [m for m in wanted if m in pf.present]
         if not chosen:
-            chosen = sorted(present)[:2]
-        units: dict[str, str] = {}
-        rows: dict[str, Row] = {}
-        for rec in recs:
-            row = rows.get(rec.case_id)
-            if row is None:
-                row = rows[rec.case_id] = Row(part, bench, rec.case_id, rec.params,
-                                              [_param(rec.params, k, bench) for k in keys],
-                                              cells={m: Cell([]) for m in chosen})
+            chosen = sorted(pf.present)[:2]
+        units = {m: pf.units[m] for m in chosen if m in pf.units}
+        rows = []
+        for case in pf.cases.values():
+            key_values = [_param(case.params, k, bench) for k in keys]
             for i, k in enumerate(keys):
-                if k.endswith(EFFECTIVE) and rec.ok:
-                    key = k.removesuffix(EFFECTIVE)
-                    text = rec.observed.effective_text(key)
-                    if text is None:
-                        continue
-                    seen = rec.observed.effective(key)     # typed like the request (4, not "4")
-                    seen = text if seen is None else seen  # unverified | absent
-                    current = row.key_values[i]
-                    values = [] if current is None else list(current) if isinstance(current, tuple) \
-                        else [current]
-                    if seen not in values:
-                        values.append(seen)
-                        # one value keeps its type (and unit); several are a tuple, shown a/b
-                        row.key_values[i] = values[0] if len(values) == 1 else tuple(values)
-            if rec.ok:
-                row.ok += 1
-                for m in rec.metrics:
-                    cell = row.cells.get(m.name)
-                    if cell is not None:
-                        cell.values.append(m.value)
-                        cell.reps.append(rec.repetition)
-                        units[m.name] = m.unit
-                    base = m.name.removesuffix(OWN_MAX_SUFFIX)
-                    if base != m.name and base in row.cells:
-                        row.own_max.setdefault(base, Cell([])).values.append(m.value)
-            elif rec.status == "skipped":
-                row.skipped.append(rec.error or "skipped")
-            elif rec.status == "aborted":
-                row.aborted.append(rec.error or "aborted")
-            else:
-                row.failed.append(rec.error or "failed")
-            for note in rec.notes():
-                if note not in row.notes:
-                    row.notes.append(note)
-        tables.append(Table(recs[0].experiment, recs[0].run_id, part, bench, keys,
-                            chosen, units, list(rows.values())))
+                seen = case.effective.get(k.removesuffix(EFFECTIVE)) if k.endswith(EFFECTIVE) else None
+                if not seen:
+                    continue
+                current = key_values[i]
+                values = [] if current is None else list(current) if isinstance(current, tuple) \
+                    else [current]
+                values += [v for v in seen if v not in values]
+                # one value keeps its type (and unit); several are a tuple, shown a/b
+                key_values[i] = values[0] if len(values) == 1 else tuple(values)
+            rows.append(Row(part, bench, case.case_id, case.params, key_values, case.ok,
+                            list(case.failed), list(case.skipped), list(case.aborted), list(case.notes),
+                            {m: Cell(list(case.values.get(m, ())), list(case.reps.get(m, ())))
+                             for m in chosen},
+                            {m: Cell(list(case.own_max[m])) for m in chosen if m in case.own_max}))
+        tables.append(Table(pf.experiment, pf.run_id, part, bench, keys, chosen, units, rows))
     return tables
 
 
@@ -369,8 +345,9 @@ def table_rows(table: Table, style: str = "md") -> tuple[list[str], list[list[st
     notes: list[str] = []
     reasons: list[tuple[str, str]] = []        # (status, reason) of failed/skipped/aborted jobs
     body = []
+    divisors = [param_label(k, table.benchmark)[1] for k in table.keys]
     for row in table.rows:
-        line = [fmt_value(v, param_label(k, table.benchmark)[1]) for k, v in zip(table.keys, row.key_values)]
+        line = [fmt_value(v, d) for d, v in zip(divisors, row.key_values)]
         if not table.keys:
             line = []
         noisy = []

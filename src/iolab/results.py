@@ -450,17 +450,42 @@ def _write_new(path: Path, text: str) -> None:
 
 def read_manifest(run_path: Path) -> dict:
     path = Path(run_path) / MANIFEST
+    return _parse_manifest(path, _manifest_bytes(path))
+
+
+def _manifest_bytes(path: Path) -> bytes:
     try:
-        data = json.loads(path.read_text())
+        return path.read_bytes()
     except FileNotFoundError:
         raise IolabError(f"{path} not found: not a results run") from None
     except OSError as exc:
         raise IolabError(f"{path}: cannot read: {_why(exc)}") from None
+
+
+def _parse_manifest(path: Path, data: bytes) -> dict:
+    try:
+        manifest = json.loads(data.decode("utf-8"))
     except ValueError as exc:
         raise IolabError(f"unreadable manifest: {exc}", file=str(path)) from None
-    if not isinstance(data, dict):
+    if not isinstance(manifest, dict):
         raise IolabError("unreadable manifest: not a JSON object", file=str(path))
-    return data
+    return manifest
+
+
+_SHARED_MANIFESTS: dict[Path, tuple[str, dict]] = {}
+
+
+def read_manifest_shared(run_path: Path) -> dict:
+    """read_manifest for readers: parsed once per process while the file's bytes stay the same
+    (a campaign's plan makes a manifest megabytes, and finding a run reads every run's). The
+    dict is shared: never change it."""
+    path = Path(run_path) / MANIFEST
+    data = _manifest_bytes(path)
+    sha = hashlib.sha256(data).hexdigest()
+    known = _SHARED_MANIFESTS.get(path)
+    if known is None or known[0] != sha:
+        known = _SHARED_MANIFESTS[path] = (sha, _parse_manifest(path, data))
+    return known[1]
 
 
 @dataclass
@@ -587,8 +612,8 @@ def no_runs_error(root: Path, experiment_id: str) -> IolabError:
 
 def _is_imported(path: Path) -> bool:
     try:
-        return json.loads((path / MANIFEST).read_text()).get("origin") == "imported"
-    except (OSError, ValueError, AttributeError):
+        return read_manifest_shared(path).get("origin") == "imported"
+    except IolabError:
         return False
 
 

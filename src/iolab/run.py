@@ -14,14 +14,15 @@ import contextlib
 import dataclasses
 import datetime
 import gc
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from . import recordcache, reportspec
+from . import digest, recordcache, reportspec
 from .errors import IolabError
 from .record import STATUSES, Manifest, Record
-from .results import FALLBACK_NAME, RECORDS, BadLine, read_manifest
+from .results import FALLBACK_NAME, RECORDS, BadLine, read_manifest_shared
 
 
 def _clock(seconds: float) -> str:
@@ -48,6 +49,19 @@ def provenance_key(rec: Record) -> tuple:
     return (prov.system, prov.binary_sha256, prov.binary_version, prov.stack.get("spack_lock_sha256"))
 
 
+_MANIFESTS: dict[Path, tuple[dict, Manifest]] = {}
+
+
+def _manifest(path: Path) -> Manifest:
+    """A run's manifest, typed once per process while its bytes stay the same (finding a chain
+    reads every run's manifest; a campaign's plan makes one megabytes)."""
+    data = read_manifest_shared(path)
+    known = _MANIFESTS.get(Path(path))
+    if known is None or known[0] is not data:
+        known = _MANIFESTS[Path(path)] = (data, Manifest.from_json(data))
+    return known[1]
+
+
 def chain_paths(path: Path) -> list[Path]:
     """A run's chain: its first run (following `parent` in the manifests) and every run that
     continues it, oldest first. Runs live side by side in results/<id>/."""
@@ -55,7 +69,7 @@ def chain_paths(path: Path) -> list[Path]:
 
     def parent_of(p: Path) -> str | None:
         try:
-            parent = Manifest.from_json(read_manifest(p)).get("parent")
+            parent = _manifest(p).get("parent")
         except IolabError:
             return None
         return parent if isinstance(parent, str) else None
@@ -96,15 +110,20 @@ def _no_gc():
             gc.enable()
 
 
-def _job(part, case_id, repetition) -> tuple:
-    return (part or "main", str(case_id), repetition)
+def _planned(manifest: Manifest, recorded: set) -> tuple[int | None, list[tuple]]:
+    """The number of planned jobs (None: no plan) and those without a record."""
+    if not isinstance(manifest.planned, list):
+        return None, []
+    jobs = list(dict.fromkeys([(j.get("part") or "main", str(j.get("case_id")), j.get("repetition"))
+                               for j in manifest.planned if type(j) is dict]))
+    return len(jobs), [j for j in jobs if j not in recorded]
 
 
 @dataclass
 class Run:
     path: Path
     manifest: Manifest
-    records: list[Record]
+    _records: list[Record] | None              # None: not read yet (see records)
     unreadable: list[BadLine] = field(default_factory=list)
     planned: int | None = None                 # jobs in the manifest's plan; None: no plan
     counts: dict[str, int] = field(default_factory=dict)     # records by status
@@ -115,18 +134,45 @@ class Run:
     chain: list[Run] = field(default_factory=list)     # a run and its continuations, oldest first
     pool: list[Run] = field(default_factory=list)      # runs pooled into this one (table --runs)
     superseded: int = 0                        # non-ok records a later run of the chain re-ran ok
+    _digest: digest.Digest | None = None       # the records folded by case (see digest)
+    _later: Callable[[], list[Record]] | None = field(default=None, repr=False)
+
+    @property
+    def records(self) -> list[Record]:
+        """Every record, in file order; read from the cache on first use when the run was
+        loaded from its digest alone."""
+        if self._records is None:
+            with _no_gc():
+                self._records = self._later()
+            self._later = None
+        return self._records
+
+    @property
+    def digest(self) -> digest.Digest:
+        """The records folded by case: what tables and comparisons read."""
+        if self._digest is None:
+            self._digest = digest.fold(self.records)
+        return self._digest
+
+    @property
+    def record_count(self) -> int:
+        return sum(self.counts.values())
 
     # ------------------------------------------------------------------------------- reading
     @classmethod
     def load(cls, path, project_root: Path | None = None) -> Run:
         path = Path(path)
-        manifest = Manifest.from_json(read_manifest(path))
+        manifest = _manifest(path)
         with _no_gc():
-            records, bad = recordcache.load(path)
-            if len(records) >= FREEZE_OVER:
+            got = recordcache.open_run(path)
+            if got.records is not None and len(got.records) >= FREEZE_OVER:
                 gc.freeze()
-        run = cls.of(records, manifest, path, project_root)
-        run.unreadable = bad
+        if got.records is None:
+            run = cls.of_digest(got.digest, got.later, manifest, path, project_root)
+        else:
+            run = cls.of(got.records, manifest, path, project_root)
+            run._digest = got.digest
+        run.unreadable = got.bad
         run.unsaved = sorted(p.name for p in path.glob(FALLBACK_NAME.format(pid="*")))
         return run
 
@@ -203,15 +249,20 @@ class Run:
         for rec in records:
             counts[rec.status] = counts.get(rec.status, 0) + 1
             recorded.add(rec.job)
-        planned = missing = None
-        if isinstance(manifest.planned, list):
-            jobs = list(dict.fromkeys(_job(j.get("part"), j.get("case_id"), j.get("repetition"))
-                                      for j in manifest.planned if isinstance(j, dict)))
-            planned = len(jobs)
-            missing = [j for j in jobs if j not in recorded]
+        planned, missing = _planned(manifest, recorded)
         raw_errors = sum(bool(r.raw.get("errors")) for r in records)
-        return cls(path, manifest, records, [], planned, counts, missing or [], [], raw_errors,
+        return cls(path, manifest, records, [], planned, counts, missing, [], raw_errors,
                    project_root)
+
+    @classmethod
+    def of_digest(cls, facts: digest.Digest, later, manifest: Manifest, path: Path,
+                  project_root: Path | None = None) -> Run:
+        """A run from its records' digest; the records are read by `later` when first used."""
+        if not manifest.experiment:
+            manifest.experiment = facts.experiment
+        planned, missing = _planned(manifest, facts.jobs)
+        return cls(Path(path), manifest, None, [], planned, dict(facts.counts), missing, [],
+                   facts.raw_errors, project_root, _digest=facts, _later=later)
 
     def with_records(self, records: list[Record]) -> Run:
         """The same run restricted to some of its records (a part, picked cases)."""
@@ -277,7 +328,7 @@ class Run:
 
     @property
     def experiment_id(self) -> str:
-        return self.manifest.experiment or (self.records[0].experiment if self.records else "")
+        return self.manifest.experiment or (self.digest.experiment if self.record_count else "")
 
     @property
     def origin(self) -> str:
@@ -307,17 +358,9 @@ class Run:
         return out
 
     def binary_versions(self, part: str, case_id: str) -> frozenset:
-        """The benchmark versions the ok records of a case name (found once per case)."""
-        key = (part, case_id)
-        found = self._versions.get(key)
-        if found is None:
-            found = self._versions[key] = frozenset(
-                r.provenance.binary_version for r in self.by_case.get(key, ()) if r.ok)
-        return found
-
-    @cached_property
-    def _versions(self) -> dict[tuple[str, str], frozenset]:
-        return {}
+        """The benchmark versions the ok records of a case name."""
+        case = self.digest.case(part, case_id)
+        return frozenset() if case is None else case.versions
 
     @property
     def state(self) -> str:

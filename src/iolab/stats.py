@@ -118,31 +118,50 @@ def _t_pdf(t: float, df: float) -> float:
     return math.exp(-_log_beta(df / 2, 0.5) - 0.5 * math.log(df) - (df + 1) / 2 * math.log1p(t * t / df))
 
 
+def _hill(q: float, df: float) -> float:
+    """Hill's approximation of the upper t quantile (Algorithm 396, 1970; as R's qt starts),
+    good to about 1e-6 for df > 1."""
+    a = 1 / (df - 0.5)
+    b = 48 / (a * a)
+    c = ((20700 * a / b - 98) * a - 16) * a + 96.36
+    d = ((94.5 / (b + c) - 3) / b + 1) * math.sqrt(a * math.pi / 2) * df
+    y = (d * 2 * q) ** (2 / df)
+    if y > 0.05 + a:
+        x = NormalDist().inv_cdf(q)
+        y = x * x
+        if df < 5:
+            c += 0.3 * (df - 4.5) * (x + 0.6)
+        c = (((0.05 * d * x - 5) * x - 7) * x - 2) * x + b + c
+        y = (((((0.4 * y + 6.3) * y + 36) * y + 94.5) / c - y - 3) / b + 1) * x
+        y = math.expm1(a * y * y)
+    else:
+        y = ((1 / (((df + 6) / (df * y) - 0.089 * d - 0.822) * (df + 2) * 3) + 0.5 / (df + 4)) * y - 1) \
+            * (df + 1) / (df + 2) + 1 / y
+    return math.sqrt(df * y)
+
+
 def t_isf(q: float, df: float) -> float:
     """The t with P(T > t) = q, 0 < q < 1/2 (an upper quantile)."""
     if df == 1:
         return math.tan(math.pi * (0.5 - q))
     if df == 2:
         return (1 - 2 * q) * math.sqrt(2 / (4 * q * (1 - q)))
-    z = NormalDist().inv_cdf(1 - q)
-    # Cornish-Fisher start, then Newton on the survival function inside a bracket
-    t = z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
-    lo, hi = z, max(t, z) * 2 + 1
-    while t_sf(hi, df) > q:
-        hi *= 2
+    lo, hi = NormalDist().inv_cdf(1 - q), math.inf        # the normal's is below any t's
+    t = _hill(q, df) if df > 1 else lo
+    # Newton on the survival function, kept inside the bracket; quadratic convergence: once
+    # a step is below 1e-7 of t, the value after it is good to about 1e-14
     for _ in range(200):
         if not lo < t < hi:
-            t = (lo + hi) / 2
+            t = (lo + hi) / 2 if hi < math.inf else 2 * lo + 1
         f = t_sf(t, df) - q
         if f > 0:
             lo = t
         else:
             hi = t
         step = f / _t_pdf(t, df)
-        t_new = t + step
-        if abs(step) <= 1e-15 * abs(t) or hi - lo <= 1e-15 * hi:
-            return t_new if lo <= t_new <= hi else t
-        t = t_new
+        if abs(step) <= 1e-7 * t and lo <= t + step <= hi:
+            return t + step
+        t += step
     return t
 
 
@@ -154,7 +173,7 @@ def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
 
 def stdev(xs: tuple[float, ...], mean: float) -> float:
     """Sample standard deviation in floats (math.fsum), n >= 2."""
-    return math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (len(xs) - 1))
+    return math.sqrt(math.fsum([(x - mean) ** 2 for x in xs]) / (len(xs) - 1))
 
 
 @dataclass(frozen=True)
@@ -198,14 +217,17 @@ class Summary:
         return self.n < 2
 
 
-def modified_z_scores(values) -> list[float] | None:
-    """Iglewicz-Hoaglin modified z-scores, or None when they are undefined (n < 3, all equal)."""
-    xs = [float(v) for v in values]
-    if len(xs) < OUTLIER_MIN_N:
-        return None
-    med = statistics.median(xs)
+def _median(ordered: list[float]) -> float:
+    """statistics.median of values already sorted (the same arithmetic)."""
+    n = len(ordered)
+    if n % 2:
+        return ordered[n // 2]
+    return (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
+def _z_scores(xs, med: float) -> list[float] | None:
     deviations = [abs(x - med) for x in xs]
-    mad = statistics.median(deviations)
+    mad = _median(sorted(deviations))
     if mad > 0:
         return [_MAD_K * (x - med) / mad for x in xs]
     mean_ad = statistics.fmean(deviations)
@@ -214,24 +236,41 @@ def modified_z_scores(values) -> list[float] | None:
     return None
 
 
-def outliers(values) -> tuple[Outlier, ...]:
-    scores = modified_z_scores(values)
+def modified_z_scores(values) -> list[float] | None:
+    """Iglewicz-Hoaglin modified z-scores, or None when they are undefined (n < 3, all equal)."""
+    xs = [float(v) for v in values]
+    if len(xs) < OUTLIER_MIN_N:
+        return None
+    return _z_scores(xs, _median(sorted(xs)))
+
+
+def _outliers(xs, scores) -> tuple[Outlier, ...]:
     if scores is None:
         return ()
-    return tuple(Outlier(i, float(v), z) for i, (v, z) in enumerate(zip(values, scores))
-                 if abs(z) > OUTLIER_Z)
+    return tuple(Outlier(i, x, z) for i, (x, z) in enumerate(zip(xs, scores)) if abs(z) > OUTLIER_Z)
+
+
+def outliers(values) -> tuple[Outlier, ...]:
+    return _outliers([float(v) for v in values], modified_z_scores(values))
 
 
 def summarize(values) -> Summary:
-    xs = tuple(float(v) for v in values)
+    # one sort serves the median, the extremes and the outliers' median (tables summarize
+    # every cell of a campaign)
+    xs = tuple(map(float, values))
     n = len(xs)
     if n == 0:
         return Summary(xs, 0, None, None, None, None, None, None, None)
+    ordered = sorted(xs)
+    med = _median(ordered)
     mean = math.fsum(xs) / n
-    sd = stdev(xs, mean) if n >= 2 else None
-    cv = sd / abs(mean) if sd is not None and mean != 0 else None
-    half = t_quantile(n - 1) * sd / math.sqrt(n) if sd is not None else None
-    return Summary(xs, n, mean, statistics.median(xs), min(xs), max(xs), sd, cv, half, outliers(xs))
+    if n < 2:
+        return Summary(xs, n, mean, med, ordered[0], ordered[-1], None, None, None, ())
+    sd = stdev(xs, mean)
+    cv = sd / abs(mean) if mean != 0 else None
+    half = t_quantile(n - 1) * sd / math.sqrt(n)
+    found = _outliers(xs, _z_scores(xs, med)) if n >= OUTLIER_MIN_N else ()
+    return Summary(xs, n, mean, med, ordered[0], ordered[-1], sd, cv, half, found)
 
 
 @dataclass(frozen=True)

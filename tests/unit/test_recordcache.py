@@ -103,3 +103,60 @@ def test_an_entry_of_another_user_or_a_symlink_is_not_read(run_path, records_cac
     assert recordcache._read(link, key) is None                       # never through a symlink
     monkeypatch.setattr(os, "getuid", lambda: os.geteuid() + 1)
     assert recordcache._read(entry, key) is None
+
+
+# ---------------------------------------------------------------- the digest: tables without records
+
+def test_a_warm_run_is_read_from_its_digest_and_its_tables_equal_the_records(run_path, records_cache):
+    from iolab.report import build_tables, render, tables_from
+
+    cold = Run.load(run_path)               # decodes, writes the records' entry and the digest's
+    assert cold._records is not None
+    assert len(list(records_cache.glob("digest-*.pickle"))) == 1
+    warm = Run.load(run_path)
+    assert warm._records is None            # a table needs no record: none decoded
+    assert (warm.counts, warm.planned, warm.missing) == (cold.counts, cold.planned, cold.missing)
+    want = render(build_tables(decoded(run_path), None, cold.report), "md", cold)
+    assert render(tables_from(warm.digest, None, warm.report), "md", warm) == want
+    assert warm._records is None
+    assert warm.records == decoded(run_path)        # and the records are there when asked for
+
+
+def test_records_of_a_digest_whose_file_changed_since_are_refused(run_path, records_cache):
+    from iolab.errors import IolabError
+
+    Run.load(run_path)
+    warm = Run.load(run_path)
+    for e in entries(records_cache):        # their entry gone, and the file appended to
+        e.unlink()
+    with open(run_path / RECORDS, "a") as f:
+        f.write((run_path / RECORDS).read_text().splitlines()[0] + "\n")
+    with pytest.raises(IolabError, match="changed while it was being read"):
+        _ = warm.records
+
+
+def test_a_digest_folds_every_status_hint_and_version(run_path):
+    from iolab import digest
+
+    recs = decoded(run_path)
+    facts = digest.fold(recs)
+    assert facts.records == len(recs) and facts.jobs == {r.job for r in recs}
+    for rec in recs:
+        case = facts.case(rec.part, rec.case_id)
+        assert case.params == next(r.params for r in recs if (r.part, r.case_id) == (rec.part, rec.case_id))
+        if rec.ok:
+            assert rec.provenance.binary_version in case.versions
+            for m in rec.metrics:
+                assert m.value in case.values[m.name]
+    assert sum(c.ok + len(c.failed) + len(c.skipped) + len(c.aborted)
+               for p in facts.parts.values() for c in p.cases.values()) == len(recs)
+
+
+def test_a_manifest_is_parsed_again_when_it_changes(tmp_path):
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "manifest.json").write_text('{"experiment": "a"}')
+    first = results.read_manifest_shared(run)
+    assert results.read_manifest_shared(run) is first
+    (run / "manifest.json").write_text('{"experiment": "b"}')
+    assert results.read_manifest_shared(run)["experiment"] == "b"
