@@ -11,8 +11,10 @@ without decoding a record; anything else a verb needs still comes from the recor
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 
+from . import stats
 from .record import STATUSES, Record
 
 # A benchmark's own maximum of a metric (over its iterations) is reported as <metric>_max.
@@ -32,10 +34,13 @@ class CaseFacts:
     notes: list[str] = field(default_factory=list)      # requested vs applied, each once
     # mpiio.* key varied in the part -> the values in effect over its ok repetitions, each once
     effective: dict[str, list] = field(default_factory=dict)
-    values: dict[str, list[float]] = field(default_factory=dict)    # metric -> ok values
-    reps: dict[str, list] = field(default_factory=dict)             # metric -> their repetitions
-    own_max: dict[str, list[float]] = field(default_factory=dict)   # metric -> <metric>_max values
+    # metric -> its values over the ok repetitions (doubles: a record's values are floats), and
+    # their repetitions; metric -> the benchmark's own maxima (<metric>_max)
+    values: dict[str, array] = field(default_factory=dict)
+    reps: dict[str, list] = field(default_factory=dict)
+    own_max: dict[str, array] = field(default_factory=dict)
     versions: frozenset = frozenset()       # benchmark versions its ok records name
+    summaries: dict[str, stats.Summary] | None = None     # of values, once computed (summarize)
 
 
 @dataclass
@@ -54,7 +59,7 @@ class PartFacts:
 class Digest:
     parts: dict[str, PartFacts]
     counts: dict[str, int]          # records by status
-    jobs: set[tuple]                # (part, case_id, repetition) of every record
+    reps_of: dict[tuple, tuple]     # (part, case_id) -> the repetitions it has a record of
     raw_errors: int                 # records whose raw outputs were not all stored
     experiment: str                 # the first record's
     varied: set[str]                # every record's varied keys
@@ -62,6 +67,16 @@ class Digest:
     @property
     def records(self) -> int:
         return sum(self.counts.values())
+
+    def recorded(self, job: tuple) -> bool:
+        """Whether a (part, case_id, repetition) job has a record."""
+        return job[2] in self.reps_of.get(job[:2], ())
+
+    def summarize(self) -> None:
+        """Each case's summary of each metric, computed now (for a digest that is kept)."""
+        for part in self.parts.values():
+            for case in part.cases.values():
+                case.summaries = {m: stats.summarize(v) for m, v in case.values.items()}
 
     def case(self, part: str, case_id: str) -> CaseFacts | None:
         facts = self.parts.get(part)
@@ -71,14 +86,14 @@ class Digest:
 def fold(records: list[Record]) -> Digest:
     parts: dict[str, PartFacts] = {}
     counts = {s: 0 for s in STATUSES}
-    jobs: set[tuple] = set()
+    reps_of: dict[tuple, list] = {}
     varied: set[str] = set()
     raw_errors = 0
     versions: dict[tuple, set] = {}
     hints: dict[str, list[str]] = {}        # part -> its varied MPI-IO keys
     for rec in records:
         counts[rec.status] = counts.get(rec.status, 0) + 1
-        jobs.add(rec.job)
+        reps_of.setdefault((rec.part, rec.case_id), []).append(rec.repetition)
         varied.update(rec.varied)
         raw_errors += bool(rec.raw.get("errors"))
         part = parts.get(rec.part)
@@ -105,12 +120,12 @@ def fold(records: list[Record]) -> Digest:
                 if seen not in values:
                     values.append(seen)
             for m in rec.metrics:
-                case.values.setdefault(m.name, []).append(m.value)
+                case.values.setdefault(m.name, array("d")).append(m.value)
                 case.reps.setdefault(m.name, []).append(rec.repetition)
                 part.units[m.name] = m.unit
                 base = m.name.removesuffix(OWN_MAX_SUFFIX)
                 if base != m.name:
-                    case.own_max.setdefault(base, []).append(m.value)
+                    case.own_max.setdefault(base, array("d")).append(m.value)
         elif rec.status == "skipped":
             case.skipped.append(rec.error or "skipped")
         elif rec.status == "aborted":
@@ -120,7 +135,15 @@ def fold(records: list[Record]) -> Digest:
         for note in rec.notes():
             if note not in case.notes:
                 case.notes.append(note)
+    # equal lists once (most cases have the same repetitions, most lists are empty): a smaller
+    # cache entry that loads faster; nothing changes a digest once folded
+    same: dict[tuple, object] = {}
     for part in parts.values():
         for case in part.cases.values():
             case.versions = frozenset(versions[(part.part, case.case_id)])
-    return Digest(parts, counts, jobs, raw_errors, records[0].experiment if records else "", varied)
+            case.reps = {m: same.setdefault(tuple(r), r) for m, r in case.reps.items()}
+            for name in ("failed", "skipped", "aborted", "notes"):
+                if not getattr(case, name):
+                    setattr(case, name, same.setdefault((name,), []))
+    reps = {k: same.setdefault(("reps",) + tuple(v), tuple(v)) for k, v in reps_of.items()}
+    return Digest(parts, counts, reps, raw_errors, records[0].experiment if records else "", varied)

@@ -25,12 +25,12 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from . import cache, stats
 from . import digest as digest_module
 from . import record as record_module
 from .digest import Digest, fold
@@ -39,21 +39,12 @@ from .parsers import Metric
 from .record import Observed, Provenance, Record
 from .results import RECORDS, BadLine, decode_records, read_records_bytes, warn_bad
 
-FORMAT = 1
-CACHE_MIN_BYTES = 1 << 20
+FORMAT = cache.FORMAT
+CACHE_MIN_BYTES = cache.MIN_BYTES
 CHUNK = 5000           # records per pickle in an entry
 _SOURCES = (Path(record_module.__file__), Path(record_module.__file__).parent / "parsers" / "__init__.py",
-            Path(digest_module.__file__))
-
-
-def cache_dir() -> Path | None:
-    where = os.environ.get("IOLAB_CACHE")
-    if where == "off":
-        return None
-    if where:
-        return Path(where)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "iolab"
+            Path(digest_module.__file__), Path(stats.__file__))
+cache_dir = cache.cache_dir
 
 
 def _code_key() -> str:
@@ -65,7 +56,7 @@ def _code_key() -> str:
 
 
 def _entry_prefix(path: Path, kind: str = "records") -> str:
-    return f"{kind}-" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16] + "-"
+    return cache.prefix(kind, path)
 
 
 @dataclass
@@ -75,6 +66,7 @@ class Loaded:
     digest: Digest | None
     bad: list[BadLine]
     later: Callable[[], list[Record]] | None = None
+    key: str | None = None          # of the bytes the digest is of, when it is cached
 
 
 def load(run_path: Path) -> tuple[list[Record], list[BadLine]]:
@@ -98,7 +90,7 @@ def open_run(run_path: Path, digest_only: bool = True) -> Loaded:
     if digest_only and (cached := _read_digest(digest_entry, key)) is not None:
         facts, bad = cached
         warn_bad(path, bad)
-        return Loaded(None, facts, bad, lambda: _records_of(path, where, entry, key)[0])
+        return Loaded(None, facts, bad, lambda: _records_of(path, where, entry, key)[0], key)
     cached = _read(entry, key)
     if cached is not None:
         records, bad = cached
@@ -116,8 +108,9 @@ def open_run(run_path: Path, digest_only: bool = True) -> Loaded:
     if not digest_only:
         return Loaded(records, None, bad)
     facts = fold(records)
+    facts.summarize()           # once, for every later table of these bytes
     _write(where, digest_entry, key, [facts], bad, _entry_prefix(path, "digest"))
-    return Loaded(records, facts, bad)
+    return Loaded(records, facts, bad, key=key)
 
 
 def _key(path: Path, data: bytes | None = None) -> str | None:
@@ -174,20 +167,16 @@ def _decode(path: Path, data: bytes) -> tuple[list[Record], list[BadLine]]:
 
 
 def _read(entry: Path, key: str, kind: type = Record):
+    if not cache.readable(entry):
+        return None
     try:
-        st = entry.lstat()
-        if st.st_uid != os.getuid() or not stat.S_ISREG(st.st_mode):
-            return None
         with open(entry, "rb") as f:
-            head = pickle.load(f)
-            if head != (FORMAT, key):
+            if pickle.load(f) != (FORMAT, key):
                 return None
             chunks, bad = pickle.load(f)
             records = []
             for _ in range(chunks):
                 records += pickle.load(f)
-    except FileNotFoundError:
-        return None
     except Exception:  # noqa: BLE001 - a damaged or foreign entry is only a cache miss
         return None
     if not isinstance(records, list) or not all(type(r) is kind for r in records[:1]):
@@ -201,27 +190,14 @@ def _read_digest(entry: Path, key: str):
 
 
 def _write(where: Path, entry: Path, key: str, records, bad, prefix: str) -> None:
-    """Atomically; a cache that cannot be written (read-only home, full disk) is skipped."""
-    tmp = where / f".{entry.name}.{os.getpid()}.tmp"
-    try:
-        where.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump((FORMAT, key), f, protocol=pickle.HIGHEST_PROTOCOL)
-            # in chunks: a pickler remembers every object it wrote (memory), per dump
-            starts = range(0, len(records), CHUNK)
-            pickle.dump((len(starts), bad), f, protocol=pickle.HIGHEST_PROTOCOL)
-            for start in starts:
-                pickle.dump(records[start:start + CHUNK], f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, entry)
-        for old in where.glob(f"{prefix}*.pickle"):
-            if old != entry:
-                old.unlink(missing_ok=True)
-    except (OSError, IolabError, pickle.PicklingError):
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
+    def dump(f):
+        pickle.dump((FORMAT, key), f, protocol=pickle.HIGHEST_PROTOCOL)
+        # in chunks: a pickler remembers every object it wrote (memory), per dump
+        starts = range(0, len(records), CHUNK)
+        pickle.dump((len(starts), bad), f, protocol=pickle.HIGHEST_PROTOCOL)
+        for start in starts:
+            pickle.dump(records[start:start + CHUNK], f, protocol=pickle.HIGHEST_PROTOCOL)
+    cache.write(entry, prefix, dump)
 
 
 # The fields _Shared.record copies; a model with other fields is cached as decoded.

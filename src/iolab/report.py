@@ -216,10 +216,12 @@ def tables_from(facts: digest.Digest, metrics: list[str] | None = None,
             chosen = sorted(pf.present)[:2]
         units = {m: pf.units[m] for m in chosen if m in pf.units}
         rows = []
+        effective = [(i, k.removesuffix(EFFECTIVE)) for i, k in enumerate(keys) if k.endswith(EFFECTIVE)]
+        # the rows share the digest's lists (nothing changes a table once built)
         for case in pf.cases.values():
             key_values = [_param(case.params, k, bench) for k in keys]
-            for i, k in enumerate(keys):
-                seen = case.effective.get(k.removesuffix(EFFECTIVE)) if k.endswith(EFFECTIVE) else None
+            for i, key in effective:
+                seen = case.effective.get(key)
                 if not seen:
                     continue
                 current = key_values[i]
@@ -228,11 +230,16 @@ def tables_from(facts: digest.Digest, metrics: list[str] | None = None,
                 values += [v for v in seen if v not in values]
                 # one value keeps its type (and unit); several are a tuple, shown a/b
                 key_values[i] = values[0] if len(values) == 1 else tuple(values)
+            cv, cr = case.values, case.reps
+            cells = {m: Cell(cv.get(m, ()), cr.get(m, ())) for m in chosen}
+            if case.summaries:
+                for m, cell in cells.items():
+                    if m in case.summaries:
+                        cell.__dict__["summary"] = case.summaries[m]    # Cell.summary, computed
             rows.append(Row(part, bench, case.case_id, case.params, key_values, case.ok,
-                            list(case.failed), list(case.skipped), list(case.aborted), list(case.notes),
-                            {m: Cell(list(case.values.get(m, ())), list(case.reps.get(m, ())))
-                             for m in chosen},
-                            {m: Cell(list(case.own_max[m])) for m in chosen if m in case.own_max}))
+                            case.failed, case.skipped, case.aborted, case.notes, cells,
+                            {m: Cell(case.own_max[m]) for m in chosen if m in case.own_max}
+                            if case.own_max else {}))
         tables.append(Table(pf.experiment, pf.run_id, part, bench, keys, chosen, units, rows))
     return tables
 

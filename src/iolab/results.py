@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__
+from . import __version__, cache
 from .errors import IolabError
 from .record import SCHEMA, STATUSES, Manifest, Record  # noqa: F401  (STATUSES: the format's)
 
@@ -484,8 +484,19 @@ def read_manifest_shared(run_path: Path) -> dict:
     sha = hashlib.sha256(data).hexdigest()
     known = _SHARED_MANIFESTS.get(path)
     if known is None or known[0] != sha:
-        known = _SHARED_MANIFESTS[path] = (sha, _parse_manifest(path, data))
+        if len(data) >= cache.MIN_BYTES:        # a campaign's plan: parsed once per bytes
+            manifest = cache.memo(path, "manifest", f"{len(data)}-{sha}",
+                                  lambda: _parse_manifest(path, data), dict)
+        else:
+            manifest = _parse_manifest(path, data)
+        known = _SHARED_MANIFESTS[path] = (sha, manifest)
     return known[1]
+
+
+def manifest_sha(run_path: Path) -> str | None:
+    """The sha256 of the manifest bytes read_manifest_shared last read of a run, if any."""
+    known = _SHARED_MANIFESTS.get(Path(run_path) / MANIFEST)
+    return known[0] if known else None
 
 
 @dataclass

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from . import digest, recordcache, reportspec
+from . import cache, digest, recordcache, reportspec
 from .errors import IolabError
 from .record import STATUSES, Manifest, Record
-from .results import FALLBACK_NAME, RECORDS, BadLine, read_manifest_shared
+from .results import FALLBACK_NAME, RECORDS, BadLine, manifest_sha, read_manifest_shared
 
 
 def _clock(seconds: float) -> str:
@@ -110,13 +110,17 @@ def _no_gc():
             gc.enable()
 
 
-def _planned(manifest: Manifest, recorded: set) -> tuple[int | None, list[tuple]]:
-    """The number of planned jobs (None: no plan) and those without a record."""
+PLAN_FORMAT = 1        # of _planned's answer, as cached
+
+
+def _planned(manifest: Manifest, recorded) -> tuple[int | None, list[tuple]]:
+    """The number of planned jobs (None: no plan) and those that `recorded(job)` says have no
+    record."""
     if not isinstance(manifest.planned, list):
         return None, []
     jobs = list(dict.fromkeys([(j.get("part") or "main", str(j.get("case_id")), j.get("repetition"))
                                for j in manifest.planned if type(j) is dict]))
-    return len(jobs), [j for j in jobs if j not in recorded]
+    return len(jobs), [j for j in jobs if not recorded(j)]
 
 
 @dataclass
@@ -168,7 +172,7 @@ class Run:
             if got.records is not None and len(got.records) >= FREEZE_OVER:
                 gc.freeze()
         if got.records is None:
-            run = cls.of_digest(got.digest, got.later, manifest, path, project_root)
+            run = cls.of_digest(got.digest, got.later, manifest, path, project_root, got.key)
         else:
             run = cls.of(got.records, manifest, path, project_root)
             run._digest = got.digest
@@ -249,18 +253,25 @@ class Run:
         for rec in records:
             counts[rec.status] = counts.get(rec.status, 0) + 1
             recorded.add(rec.job)
-        planned, missing = _planned(manifest, recorded)
+        planned, missing = _planned(manifest, recorded.__contains__)
         raw_errors = sum(bool(r.raw.get("errors")) for r in records)
         return cls(path, manifest, records, [], planned, counts, missing, [], raw_errors,
                    project_root)
 
     @classmethod
     def of_digest(cls, facts: digest.Digest, later, manifest: Manifest, path: Path,
-                  project_root: Path | None = None) -> Run:
-        """A run from its records' digest; the records are read by `later` when first used."""
+                  project_root: Path | None = None, key: str | None = None) -> Run:
+        """A run from its records' digest; the records are read by `later` when first used.
+        `key`: of the records' bytes, when the digest is cached: the jobs without a record
+        are then kept too, for these records and this manifest."""
         if not manifest.experiment:
             manifest.experiment = facts.experiment
-        planned, missing = _planned(manifest, facts.jobs)
+        sha = manifest_sha(path)
+        if key and sha:
+            planned, missing = cache.memo(Path(path) / RECORDS, "plan", f"{PLAN_FORMAT}-{sha}-{key}",
+                                          lambda: _planned(manifest, facts.recorded), tuple)
+        else:
+            planned, missing = _planned(manifest, facts.recorded)
         return cls(Path(path), manifest, None, [], planned, dict(facts.counts), missing, [],
                    facts.raw_errors, project_root, _digest=facts, _later=later)
 

@@ -140,7 +140,9 @@ def test_a_digest_folds_every_status_hint_and_version(run_path):
 
     recs = decoded(run_path)
     facts = digest.fold(recs)
-    assert facts.records == len(recs) and facts.jobs == {r.job for r in recs}
+    assert facts.records == len(recs) and all(facts.recorded(r.job) for r in recs)
+    assert not facts.recorded((recs[0].part, recs[0].case_id, 999))
+    assert not facts.recorded((recs[0].part, "no-such-case", recs[0].repetition))
     for rec in recs:
         case = facts.case(rec.part, rec.case_id)
         assert case.params == next(r.params for r in recs if (r.part, r.case_id) == (rec.part, rec.case_id))
@@ -160,3 +162,26 @@ def test_a_manifest_is_parsed_again_when_it_changes(tmp_path):
     assert results.read_manifest_shared(run) is first
     (run / "manifest.json").write_text('{"experiment": "b"}')
     assert results.read_manifest_shared(run)["experiment"] == "b"
+
+
+def test_a_large_manifest_and_its_missing_jobs_are_kept_and_follow_changes(run_path, records_cache,
+                                                                           monkeypatch):
+    from iolab import cache
+
+    monkeypatch.setattr(cache, "MIN_BYTES", 0)
+    manifest = json.loads((run_path / "manifest.json").read_text())
+    manifest["planned"] = [{"part": r.part, "case_id": r.case_id, "repetition": r.repetition}
+                           for r in decoded(run_path)]
+    (run_path / "manifest.json").write_text(json.dumps(manifest))
+    Run.load(run_path)
+    warm = Run.load(run_path)
+    assert warm._records is None and warm.missing == []
+    assert len(list(records_cache.glob("manifest-*.pickle"))) == 1
+    assert len(list(records_cache.glob("plan-*.pickle"))) == 1
+    # a job added to the plan (same records): read from the new bytes, never the old entries
+    manifest["planned"].append({"part": "main", "case_id": "ffffffffffffffff", "repetition": 1})
+    (run_path / "manifest.json").write_text(json.dumps(manifest))
+    again = Run.load(run_path)
+    assert again._records is None
+    assert again.missing == [("main", "ffffffffffffffff", 1)] and again.planned == warm.planned + 1
+    assert not again.complete
