@@ -40,7 +40,7 @@ class CaseFacts:
     reps: dict[str, list] = field(default_factory=dict)
     own_max: dict[str, array] = field(default_factory=dict)
     versions: frozenset = frozenset()       # benchmark versions its ok records name
-    summaries: dict[str, stats.Summary] | None = None     # of values, once computed (summarize)
+    summaries: dict[str, bytes] | None = None     # of values, packed once computed (summarize)
 
 
 @dataclass
@@ -76,7 +76,7 @@ class Digest:
         """Each case's summary of each metric, computed now (for a digest that is kept)."""
         for part in self.parts.values():
             for case in part.cases.values():
-                case.summaries = {m: stats.summarize(v) for m, v in case.values.items()}
+                case.summaries = {m: stats.pack(stats.summarize(v)) for m, v in case.values.items()}
 
     def case(self, part: str, case_id: str) -> CaseFacts | None:
         facts = self.parts.get(part)

@@ -109,6 +109,7 @@ def fmt_value(value, divisor: float | None = None) -> str:
 class Cell:
     values: list[float]
     reps: list = field(default_factory=list)    # the repetition of each value, when known
+    packed: bytes | None = field(default=None, repr=False, compare=False)   # its summary, kept
 
     @property
     def n(self) -> int:
@@ -117,6 +118,8 @@ class Cell:
     @functools.cached_property
     def summary(self) -> stats.Summary:
         """Computed once, when the table is read (the values are complete by then)."""
+        if self.packed is not None:
+            return stats.unpack(self.values, self.packed)
         return stats.summarize(self.values)
 
     @property
@@ -231,11 +234,8 @@ def tables_from(facts: digest.Digest, metrics: list[str] | None = None,
                 # one value keeps its type (and unit); several are a tuple, shown a/b
                 key_values[i] = values[0] if len(values) == 1 else tuple(values)
             cv, cr = case.values, case.reps
-            cells = {m: Cell(cv.get(m, ()), cr.get(m, ())) for m in chosen}
-            if case.summaries:
-                for m, cell in cells.items():
-                    if m in case.summaries:
-                        cell.__dict__["summary"] = case.summaries[m]    # Cell.summary, computed
+            packed = case.summaries or {}
+            cells = {m: Cell(cv.get(m, ()), cr.get(m, ()), packed.get(m)) for m in chosen}
             rows.append(Row(part, bench, case.case_id, case.params, key_values, case.ok,
                             case.failed, case.skipped, case.aborted, case.notes, cells,
                             {m: Cell(case.own_max[m]) for m in chosen if m in case.own_max}

@@ -595,8 +595,8 @@ def list_runs(root: Path, experiment_id: str) -> list[Path]:
 
     def when(path: Path):
         try:
-            return (json.loads((path / MANIFEST).read_text()).get("created_unix", 0), path.name)
-        except (OSError, ValueError, AttributeError):
+            return (read_manifest_shared(path).get("created_unix", 0), path.name)
+        except (IolabError, AttributeError):
             return (0, path.name)
     return sorted(_run_dirs(base), key=when)
 

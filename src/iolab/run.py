@@ -169,7 +169,8 @@ class Run:
         manifest = _manifest(path)
         with _no_gc():
             got = recordcache.open_run(path)
-            if got.records is not None and len(got.records) >= FREEZE_OVER:
+            size = len(got.records) if got.records is not None else got.digest.records
+            if size >= FREEZE_OVER:
                 gc.freeze()
         if got.records is None:
             run = cls.of_digest(got.digest, got.later, manifest, path, project_root, got.key)

@@ -219,3 +219,16 @@ def test_spearman_with_ties_agrees_with_scipy():
     x = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3]
     y = [2, 7, 1, 8, 2, 8, 1, 8, 2, 8]
     assert stats.spearman(x, y) == pytest.approx(sp.spearmanr(x, y).statistic, rel=1e-12)
+
+
+def test_a_packed_summary_unpacks_to_the_same_summary():
+    import random
+
+    rng = random.Random(7)
+    cases = [[], [3.5], [2.0, 2.0], [1.0, 2.0, 4.0], [5.0] * 6 + [50.0], [0.0, 0.0, 1e-300]]
+    cases += [[rng.choice([rng.gauss(100, 5), 7.0, math.nan if i == 3 else 1.0])
+               for _ in range(rng.randint(1, 12))] for i in range(300)]
+    for values in cases:
+        s = stats.summarize(values)
+        back = stats.unpack(values, stats.pack(s))
+        assert repr(back) == repr(s)          # repr: NaN == NaN, None stays None
