@@ -6,12 +6,10 @@ version of the record model (record.py, parsers), and loads whole; anything else
 JSON lines as before (results.decode_records) and writes a new entry. Unreadable lines are kept
 in the entry and reported on every read exactly as a decode reports them.
 
-Where: $IOLAB_CACHE, else $XDG_CACHE_HOME/iolab, else ~/.cache/iolab; never inside results/,
-so a run directory holds only what the run wrote (it can be read-only, copied or published as
-is). One entry per run path: a new entry replaces the run's older ones. Entries are written to
-a temporary file and renamed, readable by their owner only, and read only when this user owns
-them. IOLAB_CACHE=off turns the cache off. Files under CACHE_MIN_BYTES are decoded directly: for
-a small run hashing and loading cost more than they save.
+Where and how entries are kept: cache.py (never inside results/; one entry per run path and
+kind, a new one replacing the older; owner-only; IOLAB_CACHE=off turns it off). Files under
+CACHE_MIN_BYTES are decoded directly: for a small run hashing and loading cost more than they
+save.
 
 An entry is a pickle of the Record objects with their repeated strings (parameter names, metric
 names and units, provenance values) shared, which loads several times faster than decoding the
