@@ -158,29 +158,83 @@ class State:
         return sum(len(r) for r in self.spent.values())
 
 
-def observe(space: Space, records: list[Record], objective: str) -> State:
-    ids = {c.case_id: c for c in space.cases}
-    points: dict[tuple, Point] = {}
-    spent: dict[str, set] = {}
-    by_request: dict[str, list[float]] = {}
-    for r in records:
-        if r.case_id not in ids or r.status == "aborted":
-            continue        # another grid's case, or interrupted: not spent (it runs again)
-        spent.setdefault(r.case_id, set()).add(r.repetition)
-        value = r.value(objective) if r.ok else None
+class _Observer:
+    """Records taken one at a time into the points in effect (observe, progress)."""
+
+    def __init__(self, space: Space, objective: str):
+        self.space, self.objective = space, objective
+        self.ids = {c.case_id for c in space.cases}
+        self.points: dict[tuple, Point] = {}
+        self.spent: dict[str, set] = {}
+        self.by_request: dict[str, list[float]] = {}
+
+    def add(self, r: Record) -> Point | None:
+        """Take one record; the point its value went to (None: no value, or not this grid's)."""
+        if r.case_id not in self.ids or r.status == "aborted":
+            return None     # another grid's case, or interrupted: not spent (it runs again)
+        self.spent.setdefault(r.case_id, set()).add(r.repetition)
+        value = r.value(self.objective) if r.ok else None
         if value is None or not math.isfinite(value):
-            continue
-        setting, notes = effective_setting(r, space.axes)
-        key = tuple(repr(setting[k]) for k in space.axes)
-        p = points.get(key)
+            return None
+        setting, notes = effective_setting(r, self.space.axes)
+        key = tuple(repr(setting[k]) for k in self.space.axes)
+        p = self.points.get(key)
         if p is None:
-            p = points[key] = Point(setting, space.case_for(setting))
+            p = self.points[key] = Point(setting, self.space.case_for(setting))
         p.values.append(float(value))
         if r.case_id not in p.requested:
             p.requested.append(r.case_id)
         p.notes += [n for n in notes if n not in p.notes]
-        by_request.setdefault(r.case_id, []).append(float(value))
-    return State(list(points.values()), spent, by_request)
+        self.by_request.setdefault(r.case_id, []).append(float(value))
+        return p
+
+    def state(self) -> State:
+        return State(list(self.points.values()), self.spent, self.by_request)
+
+
+def observe(space: Space, records: list[Record], objective: str) -> State:
+    seen = _Observer(space, objective)
+    for r in records:
+        seen.add(r)
+    return seen.state()
+
+
+@dataclass
+class Step:
+    """One job of a search, in the order it ran (search_progress)."""
+
+    index: int                      # 1, 2, ...: jobs of this grid in the order they ran
+    round: int                      # 1, 2, ...: the run of the chain it is in
+    record: Record
+    value: float | None             # the objective as recorded (None: no value)
+    on_grid: bool                   # its value counts as a case of the grid (what was in effect)
+    lowered: bool                   # counted as another case than asked for (a lowered hint)
+    best: float | None              # the best mean on the grid after this job
+
+
+def search_progress(search: Search, space: Space, records: list[Record],
+                    rounds: list[str] | None = None) -> list[Step]:
+    """The search's jobs in the order they ran: by round (the runs of the chain, `rounds` its run
+    ids oldest first), then by the time each record was written, then as written; with the best
+    mean on the grid after each (what State.best says at that point). Aborted jobs and other
+    grids' cases are not jobs of the search (observe)."""
+    at = {rid: i for i, rid in enumerate(rounds or [])}
+    order_ = sorted(range(len(records)),
+                    key=lambda i: (at.get(records[i].run_id, len(at)), records[i].recorded or "", i))
+    seen = _Observer(space, search.objective)
+    steps: list[Step] = []
+    for i in order_:
+        r = records[i]
+        if r.case_id not in seen.ids or r.status == "aborted":
+            continue
+        p = seen.add(r)
+        best = seen.state().best(search.maximize)
+        steps.append(Step(len(steps) + 1, at.get(r.run_id, len(at)) + 1, r,
+                          p.values[-1] if p is not None else None,
+                          p is not None and p.case is not None,
+                          p is not None and p.case is not None and p.case.case_id != r.case_id,
+                          best.mean if best is not None else None))
+    return steps
 
 
 # -------------------------------------------------------------------------------- proposals
@@ -412,6 +466,16 @@ def report_run(run, objective: str | None = None) -> tuple[str, bool]:
     """`iolab search-report`: the answer of a run (with its continuations), from its records and
     the experiment as run, and whether it found anything. A run without `search:` (a full grid)
     is answered for `objective`."""
+    search, space, unit = of_run(run, objective)
+    head = f"{run.experiment.id} run {run.run_id}" + (f" (+{len(run.chain) - 1} continuations)"
+                                                      if len(run.chain) > 1 else "")
+    found = answer(search, space, run.records)
+    return head + "\n" + render_answer(found, space, unit), found.best is not None
+
+
+def of_run(run, objective: str | None = None) -> tuple[Search, Space, str]:
+    """The search a run asked for (or, with `objective`, a search for it over the grid the run
+    ran), its space, and the objective's unit as recorded."""
     from .benchmarks import get as get_benchmark
     from .matrix import expand
 
@@ -440,10 +504,13 @@ def report_run(run, objective: str | None = None) -> tuple[str, bool]:
     space = Space.of(expand(exp))
     unit = next((f" {m.unit}" for r in run.records for m in r.metrics
                  if m.name == search.objective and m.unit), "")
-    head = f"{exp.id} run {run.run_id}" + (f" (+{len(run.chain) - 1} continuations)"
-                                           if len(run.chain) > 1 else "")
-    found = answer(search, space, run.records)
-    return head + "\n" + render_answer(found, space, unit), found.best is not None
+    return search, space, unit
+
+
+def is_search_run(run) -> bool:
+    """Whether a run (its chain's first) is a search's: `iolab search` made it (a plain
+    `reframe -r` of an experiment with `search:` runs the whole grid, and is not)."""
+    return run.manifest.get("search_round") is not None
 
 
 def predict(space: Space, points: list[Point]) -> list[tuple] | None:

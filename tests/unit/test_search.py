@@ -298,3 +298,148 @@ def test_real_lowered_aggregators_count_as_the_setting_in_effect():
     lowered = [n for p in state.points for n in p.notes]
     assert sorted(set(lowered)) == ["mpiio.cb_nodes: requested 2, effective 1",
                                     "mpiio.cb_nodes: requested 4, effective 1"]
+
+
+# ------------------------------------------------------------------ progress, and the page
+
+def test_progress_is_the_order_the_jobs_ran_with_the_best_so_far(hints_space):
+    space = hints_space
+    a = _case(space, mpiio__cb_nodes=1, lustre__stripe_count=1)
+    b = _case(space, mpiio__cb_nodes=4, lustre__stripe_count=1)
+    striped = _case(space, mpiio__cb_nodes=2, lustre__stripe_count=4)
+    lowered = Observed(mpiio_hints={"requested": {"cb_nodes": "4"}, "effective": {"cb_nodes": "2"}})
+    off = Observed(lustre={"requested": {"stripe_count": 4}, "applied": False, "reason": "ext4"})
+    r1 = [replace(_record(a, 100.0), run_id="R1", recorded="2026-11-23T10:00:02Z"),
+          replace(_record(a, 120.0, rep=2), run_id="R1", recorded="2026-11-23T10:00:01Z")]
+    r2 = [replace(_record(b, 150.0, lowered), run_id="R2", recorded="2026-11-23T09:00:00Z"),
+          replace(_record(striped, 900.0, off), run_id="R2", recorded="2026-11-23T11:00:00Z"),
+          replace(_record(b, 0.0, rep=2, status="failed"), run_id="R2",
+                  recorded="2026-11-23T11:00:01Z"),
+          replace(_record(b, 0.0, rep=3, status="aborted"), run_id="R2")]
+    s = Search("write_bw", "max", 4, "bayes", 2, 0, 1)
+    # written out of order: the rounds come first, then the time each record was written
+    steps = S.search_progress(s, space, r2 + r1, ["R1", "R2"])
+    assert [(st.index, st.round, st.value) for st in steps] == [
+        (1, 1, 120.0), (2, 1, 100.0), (3, 2, 150.0), (4, 2, 900.0), (5, 2, None)]
+    assert [st.on_grid for st in steps] == [True, True, True, False, False]
+    assert [st.lowered for st in steps] == [False, False, True, False, False]
+    # the best mean on the grid: a's mean, then the lowered job's (the case in effect); the
+    # job whose striping was not applied is never the best
+    assert [st.best for st in steps] == [120.0, 110.0, 150.0, 150.0, 150.0]
+
+
+def _svg_markers(svg: str, gid: str) -> int:
+    import re
+
+    group = re.search(rf'<g id="{gid}">(.*?)</g>\s*</g>', svg, re.S)
+    return 0 if group is None else group.group(1).count("<use ")
+
+
+def test_progress_plot_draws_every_job(hints_space, tmp_path):
+    pytest.importorskip("matplotlib")
+    import matplotlib.image
+
+    from iolab import plots
+
+    space = hints_space
+    a = _case(space, mpiio__cb_nodes=1, lustre__stripe_count=1)
+    striped = _case(space, mpiio__cb_nodes=2, lustre__stripe_count=4)
+    off = Observed(lustre={"requested": {"stripe_count": 4}, "applied": False, "reason": "ext4"})
+    records = [_record(a, 100.0), _record(a, 130.0, rep=2), _record(striped, 900.0, off),
+               _record(striped, 0.0, rep=2, status="failed")]
+    s = Search("write_bw", "max", 4, "bayes", 2, 0, 1)
+    steps = S.search_progress(s, space, records)
+    plot = plots.search_progress_plot(steps, "write_bw", " MiB/s", True, tmp_path, "x-")
+    assert plot.files["png"] == tmp_path / "x-search-progress.png"
+    image = matplotlib.image.imread(plot.files["png"])
+    assert image.shape[0] > 200 and image.shape[1] > 300
+    svg = plot.files["svg"].read_text()
+    assert _svg_markers(svg, plots.SEARCH_GIDS["on_grid"]) == 2
+    assert _svg_markers(svg, plots.SEARCH_GIDS["off_grid"]) == 1
+    assert _svg_markers(svg, plots.SEARCH_GIDS["no_value"]) == 1
+    assert _svg_markers(svg, plots.SEARCH_GIDS["lowered"]) == 0
+    assert "1 job(s) whose striping was not applied" in "; ".join(plot.notes)
+    assert plots.search_progress_plot([], "write_bw", "", True, tmp_path) is None
+
+
+def _file_search(results, root, records_by_round, yaml_extra):
+    """A search of a measured grid filed as `iolab search` files one: its first round, then
+    continuations naming their parent."""
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["experiment_yaml"] += yaml_extra
+    ids = []
+    for i, recs in enumerate(records_by_round, 1):
+        rid = f"20261123T2{i:05d}Z-search"
+        chain = {"parent": ids[-1], "chain_root": ids[0]} if ids else {}
+        run = results / manifest["experiment"] / rid
+        run.mkdir(parents=True)
+        planned = [{"case_id": r.case_id, "part": r.part, "repetition": r.repetition,
+                     "system": manifest["system"]} for r in recs]
+        finished = {**manifest["finished"], "counts": {"ok": len(recs)}, "planned": len(recs)}
+        (run / "manifest.json").write_text(json.dumps(
+            {**manifest, "run_id": rid, "search_round": i, "search_jobs": len(recs), **chain,
+             "planned": planned, "finished": finished}))
+        (run / "records.jsonl").write_text("".join(
+            json.dumps(replace(r, run_id=rid).to_json()) + "\n" for r in recs))
+        ids.append(rid)
+    return ids
+
+
+def test_publish_of_a_search_shows_its_answer_and_progress(results, tmp_path, capsys):
+    """The ROMIO grid, where ROMIO lowered 2 and 4 aggregators to 1: a search of it published
+    has a Search section with the answer and the plot of every job; the grid run has none."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.image
+
+    from iolab import plots
+    from iolab.cli import main
+
+    root = GRID.parent / "romio-local"
+    space = S.Space.of(expand(load_experiment(root / "grid-romio-local.yaml")))
+    by_job = {(r.case_id, r.repetition): r for r in
+              (Record.from_json(json.loads(line)) for line in (root / "records.jsonl").open())}
+    s = Search("write_bw", "max", 6, "bayes", 3, 2, 2)
+    records = S.drive(s, space, replay(by_job), batch=3)
+    ids = _file_search(results, root, [records[:9], records[9:]],
+                       "search: {objective: write_bw, budget: 6, repetitions: 3, seed: 2, initial: 2}\n")
+    out = tmp_path / "page"
+    assert main(["publish", "grid-romio-local", "--out", str(out)]) == 0
+    page = (out / "index.html").read_text()
+    assert '<li><a href="#search-1">Search</a></li>' in page
+    import html
+
+    text, _ = S.report_run(_chain(results, ids[-1]))
+    shown = html.unescape(page.split('<pre class="search-answer">')[1].split("</pre>")[0])
+    assert "best found: " in text and shown == text
+    assert "(the rounds of iolab search)" in page and "run incomplete" not in page
+    assert '<img src="plots/search-progress.png"' in page
+    assert "18 jobs in 2 rounds" in page
+    assert matplotlib.image.imread(out / "plots" / "search-progress.png").shape[1] > 300
+    svg = (out / "plots" / "search-progress.svg").read_text()
+    lowered = sum(r.params["mpiio.cb_nodes"] != 1 for r in records)
+    assert lowered and _svg_markers(svg, plots.SEARCH_GIDS["lowered"]) == lowered
+    assert _svg_markers(svg, plots.SEARCH_GIDS["on_grid"]) == len(records) - lowered
+    assert "dotted lines: the 2 rounds" in page
+    md = (out / "report.md").read_text()
+    assert "### Search\n" in md and "![" in md and "(plots/search-progress.png)" in md
+
+    # the whole grid, run as a plain run of the same experiment: no search section
+    grid_results = tmp_path / "grid-results"
+    run = grid_results / "grid-romio-local" / "20261123T190000Z-grid00"
+    run.parent.mkdir(parents=True)
+    import shutil
+
+    shutil.copytree(root, run)
+    capsys.readouterr()
+    from iolab.publish import publish
+
+    done = publish("grid-romio-local", tmp_path / "grid-page", results=grid_results)
+    page = (done.out / "index.html").read_text()
+    assert 'id="search-' not in page and "search-progress" not in page
+    assert "### Search" not in (done.out / "report.md").read_text()
+
+
+def _chain(results, run_id):
+    from iolab.run import Run
+
+    return Run.load_chain(results / "grid-romio-local" / run_id)
