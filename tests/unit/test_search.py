@@ -495,3 +495,31 @@ def _chain(results, run_id):
     from iolab.run import Run
 
     return Run.load_chain(results / "grid-romio-local" / run_id)
+
+
+def grid_records(path: Path) -> list[Record]:
+    """A measured grid's records: records.jsonl, or kept compressed (records.jsonl.gz)."""
+    import gzip
+
+    plain = path / "records.jsonl"
+    with (plain.open() if plain.exists() else gzip.open(path / "records.jsonl.gz", "rt")) as lines:
+        return [Record.from_json(json.loads(line)) for line in lines]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in GRID.parent.iterdir() if p.is_dir()))
+def test_each_measured_grid_is_whole(name):
+    """Every case of the grid's experiment with every repetition, once, as the run's manifest
+    planned it; and no path of the machine that measured it."""
+    root = GRID.parent / name
+    (yaml,) = root.glob("grid-*.yaml")
+    exp = load_experiment(yaml)
+    records = grid_records(root)
+    manifest = json.loads((root / "manifest.json").read_text())
+    assert manifest["experiment_yaml"] == yaml.read_text()
+    want = sorted((c.case_id, rep) for c in expand(exp) for rep in range(1, exp.repetitions + 1))
+    assert sorted((r.case_id, r.repetition) for r in records) == want
+    assert all(r.ok and r.value("write_bw") for r in records)
+    assert manifest["finished"]["complete"] and manifest["finished"]["planned"] == len(want)
+    text = json.dumps([r.to_json() for r in records]) + json.dumps(manifest)
+    for machine in ("/work/", "/tmp/", "iolab-stack"):
+        assert machine not in text
