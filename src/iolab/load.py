@@ -48,13 +48,13 @@ class Verify:
 
 @dataclass(frozen=True)
 class Search:
-    """`search:`: run at most `budget` cases of the matrix, chosen by `strategy`, optimising
-    `objective` in `direction` (search.py)."""
+    """`search:`: run at most `budget` x `repetitions` jobs (random: `budget` cases) of the
+    matrix, chosen by `strategy`, optimising `objective` in `direction` (search.py)."""
 
     objective: str
     direction: str                      # max or min
     budget: int
-    strategy: str = "bayes"            # bayes, halving or random
+    strategy: str = "model"            # model, bayes, halving or random
     repetitions: int = 1
     seed: int = 0
     initial: int = 2
@@ -250,11 +250,11 @@ def _search(doc: Located, raw: dict, parts: list[Part], repetitions: int) -> Sea
         raise doc.error(("search", "direction"), f"{direction} of {objective}, which is better "
                         f"{side}", hint=f"direction: {implied[side]}")
     reps = raw.get("repetitions", repetitions)
-    strategy = raw.get("strategy", "bayes")
+    strategy = raw.get("strategy", "model")
     if strategy == "halving" and reps < 2:
         at = ("search", "repetitions") if "repetitions" in raw else ("search", "strategy")
         raise doc.error(at, f"halving needs at least 2 repetitions to halve over, got {reps}",
-                        hint="set search.repetitions (e.g. 4) or choose strategy bayes or random")
+                        hint="set search.repetitions (e.g. 4) or choose strategy model, bayes or random")
     budget = raw["budget"]
     initial = raw.get("initial", default_initial(budget))
     if initial > budget:

@@ -766,13 +766,19 @@ def render_plot(table: Table, spec: PlotSpec, run, out_dir: Path, prefix: str = 
             where = {"loc": "upper left", "bbox_to_anchor": (1.02, 1.0)} if outside else {"loc": "best"}
             legend = ax.legend(handles=handles, title=_legend_title(series, bench), frameon=True, **where)
             legend.set_gid("legend")
-        out_dir.mkdir(parents=True, exist_ok=True)
-        files = {}
-        for fmt in formats:
-            path = out_dir / f"{prefix}{spec.name}.{fmt}"
-            fig.savefig(path, format=fmt, metadata=METADATA[fmt])
-            files[fmt] = path
+        files = _save(fig, out_dir, f"{prefix}{spec.name}", formats)
     return Plot(spec, title, files, notes, xlabel, ylabel)
+
+
+def _save(fig, out_dir: Path, name: str, formats) -> dict[str, Path]:
+    """The figure as out_dir/<name>.<fmt> for each format: {format: path}."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for fmt in formats:
+        path = out_dir / f"{name}.{fmt}"
+        fig.savefig(path, format=fmt, metadata=METADATA[fmt])
+        files[fmt] = path
+    return files
 
 
 def make_plots(run, out_dir: Path, metrics: list[str] | None = None,
@@ -796,10 +802,104 @@ def make_plots(run, out_dir: Path, metrics: list[str] | None = None,
     return plots, notes
 
 
+# --------------------------------------------------------------------------- search progress
+
+SEARCH_PLOT = "search-progress"
+# the SVG groups of the progress plot (tests and readers find the points by them)
+SEARCH_GIDS = {"on_grid": "search-on-grid", "lowered": "search-lowered",
+               "off_grid": "search-off-grid", "no_value": "search-no-value", "best": "search-best"}
+
+
+@dataclass
+class ProgressPlot:
+    title: str
+    files: dict[str, Path]          # format -> path
+    notes: list[str]
+    xlabel: str
+    ylabel: str
+
+
+def search_progress_plot(steps, objective: str, unit: str, maximize: bool, out_dir: Path,
+                         prefix: str = "", formats=FORMATS) -> ProgressPlot | None:
+    """The objective of each job of a search (search.search_progress) against the order the
+    search ran them, with the best mean so far; jobs whose value counts as no case of the grid
+    (striping not applied) drawn apart, jobs without a value marked on the x axis, rounds as
+    dotted lines. None when matplotlib is missing or there is no job."""
+    if importlib.util.find_spec("matplotlib") is None or not steps:
+        return None
+    import matplotlib as mpl
+
+    unit = unit.strip()
+    groups = {
+        "on_grid": [s for s in steps if s.on_grid and not s.lowered],
+        "lowered": [s for s in steps if s.lowered],
+        "off_grid": [s for s in steps if s.value is not None and not s.on_grid],
+        "no_value": [s for s in steps if s.value is None],
+    }
+    xlabel = "Jobs in the order the search ran them (one case, one repetition each)"
+    ylabel = _ylabel(objective, unit)
+    title = f"Search progress: {metric_label(objective)} of each job ({'max' if maximize else 'min'})"
+    notes = ["points: each job's value as recorded, counted as the setting that was in effect",
+             "line: the best mean on the grid so far (the answer at that point)"]
+    with mpl.rc_context(RC):
+        fig = _figure(*FIGSIZE)
+        ax = fig.add_subplot()
+        styles = {
+            "on_grid": dict(marker="o", color=COLORS[0], label="a case of the grid, as asked"),
+            "lowered": dict(marker="D", color=COLORS[1], label="a hint lowered: counted as the case "
+                            "in effect"),
+            "off_grid": dict(marker="s", color="#7f7f7f", markerfacecolor="none",
+                             label="striping not applied: no case of the grid (not counted)"),
+        }
+        for name, style in styles.items():
+            if groups[name]:
+                (line,) = ax.plot([s.index for s in groups[name]], [s.value for s in groups[name]],
+                                  linestyle="none", markersize=5, **style)
+                line.set_gid(SEARCH_GIDS[name])
+        if groups["no_value"]:
+            (line,) = ax.plot([s.index for s in groups["no_value"]], [0.0] * len(groups["no_value"]),
+                              linestyle="none", marker="x", color=COLORS[3], markersize=6,
+                              transform=ax.get_xaxis_transform(), clip_on=False,
+                              label="no value (failed or skipped)")
+            line.set_gid(SEARCH_GIDS["no_value"])
+        best = [(s.index, s.best) for s in steps if s.best is not None]
+        if best:
+            (line,) = ax.plot([x for x, _ in best], [y for _, y in best], drawstyle="steps-post",
+                              color="#000000", linewidth=1.2, label="best mean so far")
+            line.set_gid(SEARCH_GIDS["best"])
+        rounds = sorted({s.round for s in steps})
+        for r in rounds[1:]:
+            first = min(s.index for s in steps if s.round == r)
+            ax.axvline(first - 0.5, color="#999999", linestyle=":", linewidth=0.8)
+        if len(rounds) > 1:
+            notes.append(f"dotted lines: the {len(rounds)} rounds (runs of the search)")
+        if groups["lowered"]:
+            notes.append(f"{len(groups['lowered'])} job(s) counted as another case than asked for "
+                         "(the MPI library lowered a hint)")
+        if groups["off_grid"]:
+            notes.append(f"{len(groups['off_grid'])} job(s) whose striping was not applied: shown "
+                         "apart, counted as no case, never the answer")
+        if groups["no_value"]:
+            notes.append(f"{len(groups['no_value'])} job(s) without a value (x on the axis)")
+        values = [s.value for s in steps if s.value is not None]
+        if values and min(values) >= 0:
+            ax.set_ylim(bottom=0)
+        ax.set_xlim(0.5, len(steps) + 0.5)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(textwrap.fill(title, 75))
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="best", frameon=True).set_gid("legend")
+        files = _save(fig, out_dir, f"{prefix}{SEARCH_PLOT}", formats)
+    return ProgressPlot(title, files, notes, xlabel, ylabel)
+
+
 def describe_rules() -> list[str]:
     """The default rules, one string each, for pages."""
     return list(RULES)
 
 
-__all__ = ["AGGREGATOR_KEYS", "Axis", "Plot", "PlotSpec", "Point", "choose", "default_specs",
-           "find_axes", "make_plots", "points", "render_plot"]
+__all__ = ["AGGREGATOR_KEYS", "Axis", "Plot", "PlotSpec", "Point", "ProgressPlot", "choose",
+           "default_specs", "find_axes", "make_plots", "points", "render_plot",
+           "search_progress_plot"]

@@ -1,8 +1,9 @@
 """`iolab publish`: a run (or several) as a self-contained static folder.
 
-    index.html      the experiment, provenance, tables, plots, requested vs applied, Darshan
-                    findings and the comparison with the published study (no server, no CDN, no
-                    external resources; the images are files next to it)
+    index.html      the experiment, provenance, a search's answer and progress (a search's run),
+                    tables, plots, requested vs applied, Darshan findings and the comparison
+                    with the published study (no server, no CDN, no external resources; the
+                    images are files next to it)
     report.md       the same page as Markdown (for wikis)
     tables.md/.csv  the tables exactly as `iolab table` prints them
     plots/*.png/svg the plots (iolab.plots)
@@ -264,6 +265,7 @@ class RunReport:
     settings: reportspec.Report
     run_notes: list[str] = field(default_factory=list)   # imported, incomplete, unreadable lines
     run: Run | None = None
+    search: dict | None = None      # a search's run: its answer and progress plot (search_section)
 
 
 def _plot_entry(plot: plots.Plot, out: Path) -> dict:
@@ -279,6 +281,35 @@ def _alt(plot: plots.Plot) -> str:
     return f"{plot.ylabel} against {plot.xlabel}"
 
 
+def search_section(run: Run, staging: Path, prefix: str = "") -> dict | None:
+    """A search's run (`iolab search`): the answer as `iolab search-report` prints it, and the
+    objective of each job against the search's progress (plots.search_progress_plot). None for a
+    run that is not a search's."""
+    from . import search as S
+
+    if not S.is_search_run(run):
+        return None
+    try:
+        text, _found = S.report_run(run)
+        search, space, unit = S.of_run(run)
+    except IolabError as exc:
+        return {"answer": "", "error": str(exc), "plot": None, "notes": []}
+    rounds = [r.run_id for r in run.chain] or [run.run_id]
+    steps = S.search_progress(search, space, run.records, rounds)
+    plot = plots.search_progress_plot(steps, search.objective, unit, search.maximize,
+                                      staging / PLOTS_DIR, prefix)
+    entry = None
+    if plot is not None:
+        rel = {fmt: p.relative_to(staging).as_posix() for fmt, p in plot.files.items()}
+        entry = {"title": plot.title, "png": rel.get("png"), "svg": rel.get("svg"),
+                 "notes": plot.notes, "alt": f"{plot.ylabel} of each job against "
+                 "the order the search ran them, with the best mean so far"}
+    notes = [] if plot is not None else ([plots.MISSING_MATPLOTLIB] if steps else
+                                         ["no plot: the search has run no job yet"])
+    return {"answer": text, "error": "", "plot": entry, "notes": notes, "jobs": len(steps),
+            "rounds": len(rounds)}
+
+
 def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str,
                prefix: str = "") -> RunReport:
     run = Run.load_chain(path, project_root)
@@ -292,7 +323,8 @@ def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str
     return RunReport(provenance(run), [html_table(t) for t in tables],
                      render(tables, "md", run), render(tables, "csv"),
                      [_plot_entry(p, staging) for p in made], notes, flags_by_case(run.records),
-                     darshan_by_case(run.records), published, settings, run.notes(), run)
+                     darshan_by_case(run.records), published, settings, run.notes(), run,
+                     search_section(run, staging, prefix))
 
 
 def _csv_with_runs(reports: list[RunReport]) -> str:
@@ -335,6 +367,7 @@ def build_context(experiment_id: str, reports: list[RunReport]) -> dict:
         "iolab_version": __version__,
         "multiple": len(reports) > 1,
         "has_darshan": any(r.darshan for r in reports),
+        "has_search": any(r.search for r in reports),
     }
 
 

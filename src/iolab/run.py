@@ -417,8 +417,9 @@ class Run:
             out.append(f"repetitions pooled from runs {', '.join(r.run_id for r in self.pool)} "
                        "where the provenance agrees (system, binary, Spack lock)")
         if self.chain:
-            out.append(f"runs {' + '.join(r.run_id for r in self.chain)} as one result set "
-                       f"(continued with iolab resume)"
+            out.append(f"runs {' + '.join(r.run_id for r in self.chain)} as one result set"
+                       + (" (the rounds of iolab search)" if self.manifest.get("search_round")
+                          is not None else " (continued with iolab resume)")
                        + (f"; {self.superseded} failed or aborted record(s) re-run ok later are "
                           "left out" if self.superseded else ""))
         if self.origin == "imported":

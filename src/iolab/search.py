@@ -4,14 +4,18 @@ The matrix defines the space: `matrix.expand` gives the grid, and every case is 
 named by its case id. A strategy reads the records so far and proposes the next jobs
 ((part, case_id, repetition), as `iolab resume` runs them) until the budget is spent:
 
-- `random`: the grid in an order drawn from the seed;
-- `bayes`: `initial` cases in that random order, then Optuna's TPE sampler (multivariate) over
-  the axes (numbers as ordered integer indexes, anything else categorical) proposes the next;
+- `random`: the grid in an order drawn from the seed, every case with `repetitions`;
+- `model` (the default) and `bayes`: explore with one repetition per new case and give the best
+  setting so far its other repetitions (so the answer has an interval), within budget x
+  repetitions jobs. New cases: `initial` in that random order, then those a model rates best:
+  `model`, a main-effects model (each axis value its own effect, ridge least squares, with a
+  bonus for axis values seen little); `bayes`, Optuna's TPE sampler (multivariate) over the
+  axes (numbers as ordered integer indexes, anything else categorical);
 - `halving`: successive halving over repetitions: many cases with one repetition, the better
   half gets twice as many, and so on up to `repetitions`.
 
-The same seed and records give the same proposals: nothing else is random, and the Optuna study
-is rebuilt from the records each time (so a search resumes from its records alone).
+The same seed and records give the same proposals: nothing else is random, and the model (or
+the Optuna study) is rebuilt from the records each time (so a search resumes from its records alone).
 
 Records count as what was applied, never as what was asked for: a case whose striping was not
 applied, or whose MPI-IO hints the library lowered, is an observation of the setting that was in
@@ -33,6 +37,7 @@ from .matrix import Case
 from .record import Record
 
 NOT_APPLIED = "not applied"
+EXPLORE_CONFIRM = ("model", "bayes")    # one repetition per new case, the rest for the leader
 PART = "part"           # the pseudo-axis of an experiment with several parts
 GRID = "grid"           # Answer.search.strategy of a run that asked for the whole grid
 
@@ -158,29 +163,83 @@ class State:
         return sum(len(r) for r in self.spent.values())
 
 
-def observe(space: Space, records: list[Record], objective: str) -> State:
-    ids = {c.case_id: c for c in space.cases}
-    points: dict[tuple, Point] = {}
-    spent: dict[str, set] = {}
-    by_request: dict[str, list[float]] = {}
-    for r in records:
-        if r.case_id not in ids or r.status == "aborted":
-            continue        # another grid's case, or interrupted: not spent (it runs again)
-        spent.setdefault(r.case_id, set()).add(r.repetition)
-        value = r.value(objective) if r.ok else None
+class _Observer:
+    """Records taken one at a time into the points in effect (observe, progress)."""
+
+    def __init__(self, space: Space, objective: str):
+        self.space, self.objective = space, objective
+        self.ids = {c.case_id for c in space.cases}
+        self.points: dict[tuple, Point] = {}
+        self.spent: dict[str, set] = {}
+        self.by_request: dict[str, list[float]] = {}
+
+    def add(self, r: Record) -> Point | None:
+        """Take one record; the point its value went to (None: no value, or not this grid's)."""
+        if r.case_id not in self.ids or r.status == "aborted":
+            return None     # another grid's case, or interrupted: not spent (it runs again)
+        self.spent.setdefault(r.case_id, set()).add(r.repetition)
+        value = r.value(self.objective) if r.ok else None
         if value is None or not math.isfinite(value):
-            continue
-        setting, notes = effective_setting(r, space.axes)
-        key = tuple(repr(setting[k]) for k in space.axes)
-        p = points.get(key)
+            return None
+        setting, notes = effective_setting(r, self.space.axes)
+        key = tuple(repr(setting[k]) for k in self.space.axes)
+        p = self.points.get(key)
         if p is None:
-            p = points[key] = Point(setting, space.case_for(setting))
+            p = self.points[key] = Point(setting, self.space.case_for(setting))
         p.values.append(float(value))
         if r.case_id not in p.requested:
             p.requested.append(r.case_id)
         p.notes += [n for n in notes if n not in p.notes]
-        by_request.setdefault(r.case_id, []).append(float(value))
-    return State(list(points.values()), spent, by_request)
+        self.by_request.setdefault(r.case_id, []).append(float(value))
+        return p
+
+    def state(self) -> State:
+        return State(list(self.points.values()), self.spent, self.by_request)
+
+
+def observe(space: Space, records: list[Record], objective: str) -> State:
+    seen = _Observer(space, objective)
+    for r in records:
+        seen.add(r)
+    return seen.state()
+
+
+@dataclass
+class Step:
+    """One job of a search, in the order it ran (search_progress)."""
+
+    index: int                      # 1, 2, ...: jobs of this grid in the order they ran
+    round: int                      # 1, 2, ...: the run of the chain it is in
+    record: Record
+    value: float | None             # the objective as recorded (None: no value)
+    on_grid: bool                   # its value counts as a case of the grid (what was in effect)
+    lowered: bool                   # counted as another case than asked for (a lowered hint)
+    best: float | None              # the best mean on the grid after this job
+
+
+def search_progress(search: Search, space: Space, records: list[Record],
+                    rounds: list[str] | None = None) -> list[Step]:
+    """The search's jobs in the order they ran: by round (the runs of the chain, `rounds` its run
+    ids oldest first), then by the time each record was written, then as written; with the best
+    mean on the grid after each (what State.best says at that point). Aborted jobs and other
+    grids' cases are not jobs of the search (observe)."""
+    at = {rid: i for i, rid in enumerate(rounds or [])}
+    order_ = sorted(range(len(records)),
+                    key=lambda i: (at.get(records[i].run_id, len(at)), records[i].recorded or "", i))
+    seen = _Observer(space, search.objective)
+    steps: list[Step] = []
+    for i in order_:
+        r = records[i]
+        if r.case_id not in seen.ids or r.status == "aborted":
+            continue
+        p = seen.add(r)
+        best = seen.state().best(search.maximize)
+        steps.append(Step(len(steps) + 1, at.get(r.run_id, len(at)) + 1, r,
+                          p.values[-1] if p is not None else None,
+                          p is not None and p.case is not None,
+                          p is not None and p.case is not None and p.case.case_id != r.case_id,
+                          best.mean if best is not None else None))
+    return steps
 
 
 # -------------------------------------------------------------------------------- proposals
@@ -191,7 +250,8 @@ def _optuna():
         import optuna
     except ImportError:
         raise IolabError("strategy bayes needs Optuna, which is not installed",
-                         hint="pip install 'iolab[search]' (or choose strategy random or halving)") from None
+                         hint="pip install 'iolab[search]' (or choose strategy model, random or "
+                         "halving)") from None
     return optuna
 
 
@@ -208,6 +268,8 @@ def propose(search: Search, space: Space, records: list[Record], n: int = 1) -> 
     state = observe(space, records, search.objective)
     if search.strategy == "halving":
         return _halving(search, space, state)
+    if search.strategy in EXPLORE_CONFIRM:
+        return _explore_confirm(search, space, state, n)
     # a case begun and not finished (an interrupted round) is finished first
     ids = {c.case_id: c for c in space.cases}
     begun = [(ids[cid], [r for r in range(1, search.repetitions + 1) if r not in reps])
@@ -227,6 +289,97 @@ def propose(search: Search, space: Space, records: list[Record], n: int = 1) -> 
     if len(chosen) < room and search.strategy == "bayes":
         chosen += _tpe(search, space, state, room - len(chosen), {c.case_id for c in chosen})
     return [(c.part, c.case_id, rep) for c in chosen for rep in range(1, search.repetitions + 1)]
+
+
+def _explore_confirm(search: Search, space: Space, state: State, n: int) -> list[tuple]:
+    """model and bayes: explore with one repetition per case, confirm the leader with the rest;
+    at most n cases' worth of jobs, within budget x repetitions jobs in all.
+
+    In this order: a case with some but not all its repetitions beyond the first (a confirmation
+    cut short) is finished; the best setting so far, if it has fewer values than `repetitions`,
+    gets the missing ones (so the answer has an interval); then new cases, one repetition each:
+    `initial` in the seed's random order, then the model's (model: _main_effects; bayes: Optuna's
+    TPE). A new case is proposed only while the
+    budget keeps room to confirm it. When no new case fits, the next best get their missing
+    repetitions (the runner-up: so that Welch can tell the two apart)."""
+    reps = search.repetitions
+    ids = {c.case_id: c for c in space.cases}
+    left = search.budget * reps - state.jobs
+    jobs: list[tuple] = []
+    taken: set[str] = set()
+
+    def add(case: Case, missing: list[int]) -> None:
+        nonlocal left
+        missing = missing[:max(0, left)]
+        if missing and len(taken) < n and case.case_id not in taken:
+            jobs.extend((case.part, case.case_id, r) for r in missing)
+            taken.add(case.case_id)
+            left -= len(missing)
+
+    def missing(case: Case, want: int) -> list[int]:
+        got = state.spent.get(case.case_id, set())
+        return [r for r in range(1, reps + 1) if r not in got][:want]
+
+    for cid, got in state.spent.items():
+        if 1 < len(got) < reps:
+            add(ids[cid], missing(ids[cid], reps))
+    sign = -1 if search.maximize else 1
+    ranked = sorted((p for p in state.points if p.case is not None and p.values),
+                    key=lambda p: (sign * p.mean, -len(p.values)))
+    if ranked and len(ranked[0].values) < reps:
+        add(ranked[0].case, missing(ranked[0].case, reps - len(ranked[0].values)))
+    fresh = [c for c in space.cases if c.case_id not in state.spent and c.case_id not in taken]
+    room = min(n - len(taken), len(fresh), left // reps)
+    if room > 0:
+        chosen = []
+        if len(state.spent) < search.initial:
+            chosen = [c for c in order(space, search.seed) if c.case_id not in state.spent
+                      and c.case_id not in taken][:min(room, search.initial - len(state.spent))]
+        if len(chosen) < room:
+            pick = _main_effects if search.strategy == "model" else _tpe
+            chosen += pick(search, space, state, room - len(chosen),
+                           taken | {c.case_id for c in chosen})
+        for c in chosen:
+            add(c, [1])
+    elif not fresh or left < reps:
+        for p in ranked[1:]:
+            if len(p.values) < reps:
+                add(p.case, missing(p.case, reps - len(p.values)))
+    return jobs
+
+
+def _main_effects(search: Search, space: Space, state: State, n: int, taken: set) -> list[Case]:
+    """n cases the main-effects model rates best: each axis value adds its own effect (ridge
+    least squares over the means on the grid so far, each weighted by its number of values, on
+    standardised values, penalty 1), plus an exploration bonus for axis values seen little
+    (the mean over the axes of 1 / sqrt(1 + values seen at that axis value), in standard
+    deviations). Ties go to the seed's order. Deterministic: nothing here draws at random."""
+    import numpy as np
+
+    points = [p for p in state.points if p.case is not None and p.values]
+    free = [c for c in space.cases if c.case_id not in state.spent and c.case_id not in taken]
+    columns = [(i, j) for i, k in enumerate(space.axes) for j in range(len(space.values[k]))]
+
+    def row(at) -> np.ndarray:
+        return np.array([1.0 if at[i] == j else 0.0 for i, j in columns])
+
+    x = np.array([row(space.coords(p.setting)) for p in points]).reshape(len(points), len(columns))
+    y = np.array([p.mean if search.maximize else -p.mean for p in points])
+    w = np.array([float(len(p.values)) for p in points])
+    coef = np.zeros(len(columns))
+    if len(points):
+        spread = float(np.std(y)) or 1.0
+        z = (y - float(np.average(y, weights=w))) / spread
+        coef = np.linalg.solve(x.T @ (x * w[:, None]) + np.eye(len(columns)), x.T @ (w * z))
+    seen = x.T @ w if len(points) else np.zeros(len(columns))
+    bonus = 1.0 / np.sqrt(1.0 + seen) / max(1, len(space.axes))
+    rank = {c.case_id: i for i, c in enumerate(order(space, search.seed))}
+
+    def score(case: Case) -> float:
+        r = row(space.coords(space.setting(case)))
+        return float(r @ coef + r @ bonus)
+
+    return sorted(free, key=lambda c: (-score(c), rank[c.case_id]))[:n]
 
 
 def _distributions(space: Space) -> dict:
@@ -412,6 +565,16 @@ def report_run(run, objective: str | None = None) -> tuple[str, bool]:
     """`iolab search-report`: the answer of a run (with its continuations), from its records and
     the experiment as run, and whether it found anything. A run without `search:` (a full grid)
     is answered for `objective`."""
+    search, space, unit = of_run(run, objective)
+    head = f"{run.experiment.id} run {run.run_id}" + (f" (+{len(run.chain) - 1} continuations)"
+                                                      if len(run.chain) > 1 else "")
+    found = answer(search, space, run.records)
+    return head + "\n" + render_answer(found, space, unit), found.best is not None
+
+
+def of_run(run, objective: str | None = None) -> tuple[Search, Space, str]:
+    """The search a run asked for (or, with `objective`, a search for it over the grid the run
+    ran), its space, and the objective's unit as recorded."""
     from .benchmarks import get as get_benchmark
     from .matrix import expand
 
@@ -440,10 +603,13 @@ def report_run(run, objective: str | None = None) -> tuple[str, bool]:
     space = Space.of(expand(exp))
     unit = next((f" {m.unit}" for r in run.records for m in r.metrics
                  if m.name == search.objective and m.unit), "")
-    head = f"{exp.id} run {run.run_id}" + (f" (+{len(run.chain) - 1} continuations)"
-                                           if len(run.chain) > 1 else "")
-    found = answer(search, space, run.records)
-    return head + "\n" + render_answer(found, space, unit), found.best is not None
+    return search, space, unit
+
+
+def is_search_run(run) -> bool:
+    """Whether a run (its chain's first) is a search's: `iolab search` made it (a plain
+    `reframe -r` of an experiment with `search:` runs the whole grid, and is not)."""
+    return run.manifest.get("search_round") is not None
 
 
 def predict(space: Space, points: list[Point]) -> list[tuple] | None:
@@ -482,8 +648,10 @@ def render_answer(a: Answer, space: Space, unit: str = "") -> str:
               if m.ci else " (n too small for an interval)")
         return f"{setting(p.setting, p.case.benchmark)}\n    {s.objective} {m.mean:.4g}{unit}{ci}, n={m.n}"
 
-    lines = [(f"search: {s.strategy}, {s.direction} {s.objective}, budget {s.budget} cases x "
-              f"{s.repetitions} repetitions, seed {s.seed}") if s.strategy != GRID else
+    budget = (f"budget {s.budget} cases x {s.repetitions} repetitions" if s.strategy == "random"
+              else f"budget {s.budget} x {s.repetitions} repetitions = {s.budget * s.repetitions} jobs")
+    lines = [f"search: {s.strategy}, {s.direction} {s.objective}, {budget}, seed {s.seed}"
+             if s.strategy != GRID else
              f"search: none (the run asked for the grid); {s.direction} {s.objective}",
              f"cases run: {a.cases_run} of the grid's {a.grid} ({a.jobs} jobs; the grid: "
              f"{a.grid * s.repetitions})"]

@@ -191,8 +191,8 @@ MORE_ERRORS = [
         benchmark: ior
         matrix: {transfer_size: [1m, 2m]}
         search: {objective: write_bw, budget: 4, strategy: genetic}
-        """, "search-strategy.yaml:5: search.strategy: 'genetic' is not allowed (allowed: bayes, "
-             "halving, random)"),
+        """, "search-strategy.yaml:5: search.strategy: 'genetic' is not allowed (allowed: model, "
+             "bayes, halving, random)"),
     ("search-objective", """
         id: search-objective
         description: an objective fio does not report
@@ -257,7 +257,7 @@ search: {objective: write_time, budget: 12}
 """))
     s = exp.search
     assert (s.objective, s.direction, s.budget, s.strategy, s.repetitions, s.seed, s.initial) == (
-        "write_time", "min", 12, "bayes", 3, 0, 4)
+        "write_time", "min", 12, "model", 3, 0, 4)
     assert not s.maximize and exp.repetitions == 3
     exp = load_experiment(write_experiment("srch2", HEAD.format(id="srch2") + """matrix: {transfer_size: [1m]}
 search: {objective: write_bw, budget: 30, strategy: halving, repetitions: 4, seed: 7, initial: 0}
