@@ -75,6 +75,14 @@ def cmd_plan(args) -> int:
     print()
     print(f"cases: {len(cases)}  jobs: {len(cases) * exp.repetitions}  "
           f"bytes written: {format_bytes_human(total)} ({total} B)")
+    if exp.search is not None:
+        s = exp.search
+        jobs = s.budget * s.repetitions
+        grid = len(cases) * s.repetitions
+        print(f"search: {s.strategy}, {s.direction} {s.objective}: at most {min(jobs, grid)} jobs "
+              f"({s.budget} cases' worth x {s.repetitions} repetitions) of the grid's "
+              f"{grid} with `iolab search {exp.id}`; the figures above are "
+              "the whole grid's, which `reframe -r` runs")
     _plan_cost(args, exp, cases, keys)
     if args.suggest_reps:
         from .report import render_rep_suggestions, suggest_reps

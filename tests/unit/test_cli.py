@@ -63,6 +63,16 @@ def test_plan_counts_cases_jobs_and_bytes(capsys):
     assert "bytes written: 672.0 MiB (704643072 B)" in out
 
 
+def test_plan_of_a_search_shows_its_budget_beside_the_grid(capsys):
+    assert main(["plan", "fio-search"]) == 0
+    out = capsys.readouterr().out
+    assert "cases: 24  jobs: 72" in out
+    assert ("search: model, max write_bw: at most 24 jobs (8 cases' worth x 3 repetitions) of the "
+            "grid's 72 with `iolab search fio-search`") in out
+    assert main(["plan", "quickstart"]) == 0
+    assert "search:" not in capsys.readouterr().out
+
+
 def test_plan_unknown_profile():
     out = run_cli("plan", "quickstart", "--profile", "huge")
     assert out.returncode == 2
