@@ -417,7 +417,10 @@ class Run:
             out.append(f"repetitions pooled from runs {', '.join(r.run_id for r in self.pool)} "
                        "where the provenance agrees (system, binary, Spack lock)")
         if self.chain:
-            out.append(f"runs {' + '.join(r.run_id for r in self.chain)} as one result set"
+            ids = [r.run_id for r in self.chain]
+            if len(ids) > 4:        # a search's rounds: the first, the last and how many between
+                ids = [ids[0], ids[1], f"{len(ids) - 3} more", ids[-1]]
+            out.append(f"runs {' + '.join(ids)} as one result set"
                        + (" (the rounds of iolab search)" if self.manifest.get("search_round")
                           is not None else " (continued with iolab resume)")
                        + (f"; {self.superseded} failed or aborted record(s) re-run ok later are "

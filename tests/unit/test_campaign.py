@@ -129,3 +129,17 @@ def test_progress_and_status(tmp_path, monkeypatch, capsys):
     assert main(["status", exp.id]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"{exp.id} run {A}: unfinished: 1/4 jobs recorded, ") and "ETA" in out
+
+
+def test_a_long_chain_is_named_by_its_first_and_last_runs(tmp_path):
+    exp = experiment("archer-fpp-vs-ssf")
+    results = tmp_path / "results"
+    recs = records(exp, A, reps=1)[:6]
+    ids = [f"20261121T0{i}0000Z-{c * 6}" for i, c in enumerate("abcdef")]
+    for i, run_id in enumerate(ids):
+        make_run(results, exp, run_id, [replace(recs[i], run_id=run_id)], planned=_plan([recs[i]]),
+                 finished={"complete": True}, parent=ids[i - 1] if i else None)
+    chain = Run.load_chain(results / exp.id / ids[-1])
+    assert len(chain.chain) == 6 and len(chain.records) == 6
+    note = next(n for n in chain.notes() if "as one result set" in n)
+    assert note.startswith(f"runs {ids[0]} + {ids[1]} + 3 more + {ids[-1]} as one result set")
