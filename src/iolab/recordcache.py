@@ -209,21 +209,31 @@ _SHAREABLE = (tuple(f.name for f in fields(Record)) == (
     and tuple(f.name for f in fields(Metric)) == ("name", "value", "unit", "source"))
 
 
+_NESTED = (dict, list)
+
+
 class _Shared:
     """Copies of records whose equal strings are one object, so the pickle stores each once
     (and a loaded run keeps each once in memory)."""
 
     def __init__(self):
         self.strings: dict[str, str] = {}
+        share = self.strings.setdefault
 
-    def value(self, x):
-        if type(x) is str:
-            return self.strings.setdefault(x, x)
-        if type(x) is dict:
-            return {self.value(k): self.value(v) for k, v in x.items()}
-        if type(x) is list:
-            return [self.value(v) for v in x]
-        return x
+        # A call per container, not per string or number (a record holds hundreds of them)
+        def value(x):
+            t = type(x)
+            if t is str:
+                return share(x, x)
+            if t is dict:
+                return {(share(k, k) if type(k) is str else value(k)):
+                        (share(v, v) if type(v) is str else v if type(v) not in _NESTED else value(v))
+                        for k, v in x.items()}
+            if t is list:
+                return [share(v, v) if type(v) is str else v if type(v) not in _NESTED else value(v)
+                        for v in x]
+            return x
+        self.value = value
 
     def record(self, rec: Record) -> Record:
         v = self.value
