@@ -132,6 +132,19 @@ class Benchmark:
         return []
 
 
+def job_streams(bench: Benchmark, stage: Path, spec: RunSpec, label: str) -> tuple[str, str]:
+    """The job's stdout and stderr; the benchmark's own error lines in them (error_lines) fail
+    the case, quoted, even when it exited 0."""
+    from ..errors import ParseError
+
+    stdout = read_output(stage / "rfm_job.out", "stdout")
+    stderr = read_output(stage / "rfm_job.err", "stderr")
+    bad = bench.error_lines(stdout, stderr, spec)
+    if bad:
+        raise ParseError(f"{label} reported an error: " + " | ".join(bad[:3]))
+    return stdout, stderr
+
+
 def read_output(path: Path, what: str) -> str:
     from ..errors import ParseError
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ParseError
 from ..parsers import ior_json, ior_text
 from ..mpiio import ior_hints_file
 from ..units import ior_size_arg
-from .base import Benchmark, MetricSpec, RunSpec, extra_arg_problem, read_output
+from .base import Benchmark, MetricSpec, RunSpec, extra_arg_problem, job_streams, read_output
 
 SUMMARY = "ior-summary.json"
 HINTS_FILE = "iolab-ior-hints.txt"
@@ -138,11 +137,7 @@ class Ior(Benchmark):
         return RunSpec(self.executable, args, files=files, outputs=[SUMMARY, *files], mpi=True)
 
     def parse_outputs(self, stage: Path, spec: RunSpec):
-        stdout = read_output(stage / "rfm_job.out", "stdout")
-        stderr = read_output(stage / "rfm_job.err", "stderr")
-        bad = ior_text.errors(stdout) + ior_text.errors(stderr)
-        if bad:
-            raise ParseError("IOR reported an error: " + " | ".join(bad[:3]))
+        job_streams(self, stage, spec, "IOR")
         return ior_json.parse(read_output(stage / SUMMARY, "IOR summary"), SUMMARY)
 
     def parse_files(self, paths):

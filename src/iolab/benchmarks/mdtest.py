@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import ParseError
 from ..parsers import mdtest_csv, mdtest_text
-from .base import Benchmark, MetricSpec, RunSpec, extra_arg_problem, read_output
+from .base import Benchmark, MetricSpec, RunSpec, extra_arg_problem, job_streams, read_output
 
 RANKS_CSV = "mdtest-ranks.csv"
 _PHASES = (("create", "-C"), ("stat", "-T"), ("read", "-E"), ("remove", "-r"))
@@ -119,11 +119,7 @@ class Mdtest(Benchmark):
         return RunSpec(self.executable, args, outputs=[RANKS_CSV], mpi=True)
 
     def parse_outputs(self, stage: Path, spec: RunSpec):
-        stdout = read_output(stage / "rfm_job.out", "stdout")
-        stderr = read_output(stage / "rfm_job.err", "stderr")
-        bad = mdtest_text.errors(stdout) + mdtest_text.errors(stderr)
-        if bad:
-            raise ParseError("mdtest reported an error: " + " | ".join(bad[:3]))
+        stdout, _ = job_streams(self, stage, spec, "mdtest")
         parsed = mdtest_text.parse(stdout, "stdout")
         ranks = mdtest_csv.parse(read_output(stage / RANKS_CSV, "mdtest per-rank CSV"), RANKS_CSV)
         parsed.metrics += ranks.metrics
