@@ -42,7 +42,6 @@ CACHE_MIN_BYTES = cache.MIN_BYTES
 CHUNK = 5000           # records per pickle in an entry
 _SOURCES = (Path(record_module.__file__), Path(record_module.__file__).parent / "parsers" / "__init__.py",
             Path(digest_module.__file__), Path(stats.__file__))
-cache_dir = cache.cache_dir
 
 
 def _code_key() -> str:
@@ -51,10 +50,6 @@ def _code_key() -> str:
     for src in _SOURCES:
         h.update(src.read_bytes())
     return h.hexdigest()[:16]
-
-
-def _entry_prefix(path: Path, kind: str = "records") -> str:
-    return cache.prefix(kind, path)
 
 
 @dataclass
@@ -78,17 +73,17 @@ def open_run(run_path: Path, digest_only: bool = True) -> Loaded:
     digest_only); its records are decoded when first asked for (`later`), from their own entry
     for the same bytes."""
     path = Path(run_path) / RECORDS
-    where = cache_dir()
+    where = cache.cache_dir()
     key = _key(path) if where is not None else None
     if key is None:         # a small file, or no cache: decode it as it is
         records, bad = _decode(path, read_records_bytes(path))
         return Loaded(records, None, bad)
-    entry = where / f"{_entry_prefix(path)}{key}.pickle"
-    digest_entry = where / f"{_entry_prefix(path, 'digest')}{key}.pickle"
+    entry = cache.entry(where, "records", path, key)
+    digest_entry = cache.entry(where, "digest", path, key)
     if digest_only and (cached := _read_digest(digest_entry, key)) is not None:
         facts, bad = cached
         warn_bad(path, bad)
-        return Loaded(None, facts, bad, lambda: _records_of(path, where, entry, key)[0], key)
+        return Loaded(None, facts, bad, lambda: _records_of(path, entry, key)[0], key)
     cached = _read(entry, key)
     if cached is not None:
         records, bad = cached
@@ -99,15 +94,15 @@ def open_run(run_path: Path, digest_only: bool = True) -> Loaded:
         if key is None:
             records, bad = _decode(path, data)
             return Loaded(records, None, bad)
-        entry = where / f"{_entry_prefix(path)}{key}.pickle"
-        digest_entry = where / f"{_entry_prefix(path, 'digest')}{key}.pickle"
+        entry = cache.entry(where, "records", path, key)
+        digest_entry = cache.entry(where, "digest", path, key)
         records, bad = _decoded(path, data)
-        _write(where, entry, key, records, bad, _entry_prefix(path))
+        _write(entry, key, records, bad, cache.prefix("records", path))
     if not digest_only:
         return Loaded(records, None, bad)
     facts = fold(records)
     facts.summarize()           # once, for every later table of these bytes
-    _write(where, digest_entry, key, [facts], bad, _entry_prefix(path, "digest"))
+    _write(digest_entry, key, [facts], bad, cache.prefix("digest", path))
     return Loaded(records, facts, bad, key=key)
 
 
@@ -136,7 +131,7 @@ def _key(path: Path, data: bytes | None = None) -> str | None:
     return f"{size}-{h.hexdigest()}-{_code_key()}"
 
 
-def _records_of(path: Path, where: Path, entry: Path, key: str):
+def _records_of(path: Path, entry: Path, key: str):
     """The records (and unreadable lines) of exactly the bytes `key` names (a digest read from
     the cache): from their entry, else decoded (and the entry written); bytes that changed
     since are an error, never a mix of two versions."""
@@ -149,7 +144,7 @@ def _records_of(path: Path, where: Path, entry: Path, key: str):
         raise IolabError(f"{path} changed while it was being read (a run still writing it?)",
                          hint="run the command again")
     records, bad = _decoded(path, data)
-    _write(where, entry, key, records, bad, _entry_prefix(path))
+    _write(entry, key, records, bad, cache.prefix("records", path))
     return records, bad
 
 
@@ -187,7 +182,7 @@ def _read_digest(entry: Path, key: str):
     return None if got is None else (got[0][0], got[1])
 
 
-def _write(where: Path, entry: Path, key: str, records, bad, prefix: str) -> None:
+def _write(entry: Path, key: str, records, bad, prefix: str) -> None:
     def dump(f):
         pickle.dump((FORMAT, key), f, protocol=pickle.HIGHEST_PROTOCOL)
         # in chunks: a pickler remembers every object it wrote (memory), per dump

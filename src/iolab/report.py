@@ -148,7 +148,6 @@ class Row:
     own_max: dict[str, Cell] = field(default_factory=dict)
 
 
-OWN_MAX_SUFFIX = digest.OWN_MAX_SUFFIX
 
 
 @dataclass
