@@ -148,8 +148,6 @@ class Row:
     own_max: dict[str, Cell] = field(default_factory=dict)
 
 
-
-
 @dataclass
 class Table:
     experiment: str
