@@ -102,7 +102,7 @@ def open_run(run_path: Path, digest_only: bool = True) -> Loaded:
         return Loaded(records, None, bad)
     facts = fold(records)
     facts.summarize()           # once, for every later table of these bytes
-    _write(digest_entry, key, [facts], bad, cache.prefix("digest", path))
+    cache.write_value(digest_entry, key, (facts, bad), cache.prefix("digest", path))
     return Loaded(records, facts, bad, key=key)
 
 
@@ -159,7 +159,7 @@ def _decode(path: Path, data: bytes) -> tuple[list[Record], list[BadLine]]:
     return decode_records(path, data, Record.from_json)
 
 
-def _read(entry: Path, key: str, kind: type = Record):
+def _read(entry: Path, key: str):
     if not cache.readable(entry):
         return None
     try:
@@ -172,14 +172,14 @@ def _read(entry: Path, key: str, kind: type = Record):
                 records += pickle.load(f)
     except Exception:  # noqa: BLE001 - a damaged or foreign entry is only a cache miss
         return None
-    if not isinstance(records, list) or not all(type(r) is kind for r in records[:1]):
+    if not isinstance(records, list) or not all(type(r) is Record for r in records[:1]):
         return None
     return records, bad
 
 
 def _read_digest(entry: Path, key: str):
-    got = _read(entry, key, Digest)
-    return None if got is None else (got[0][0], got[1])
+    got = cache.read_value(entry, key, tuple)
+    return got if got is not None and len(got) == 2 and type(got[0]) is Digest else None
 
 
 def _write(entry: Path, key: str, records, bad, prefix: str) -> None:

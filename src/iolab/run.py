@@ -202,12 +202,9 @@ class Run:
                     superseded += 1
                     continue
                 kept.append(rec)
-        out = cls.of(kept, runs[0].manifest, runs[0].path, project_root)
+        out = cls._of_runs(kept, runs, project_root)
         out.chain, out.superseded = runs, superseded
-        out.unreadable = [b for r in runs for b in r.unreadable]
         out.unsaved = [u for r in runs for u in r.unsaved]
-        if "_loaded" in runs[0].__dict__:
-            out.__dict__["_loaded"] = runs[0].__dict__["_loaded"]
         return out
 
     @classmethod
@@ -232,8 +229,14 @@ class Run:
                     notes[key].append(note)
         kept = [dataclasses.replace(r, flags=list(r.flags) + notes[(r.part, r.case_id)])
                 if (r.part, r.case_id) in notes else r for r in kept]
-        out = cls.of(kept, runs[0].manifest, runs[0].path, project_root)
+        out = cls._of_runs(kept, runs, project_root)
         out.pool = runs
+        return out
+
+    @classmethod
+    def _of_runs(cls, records: list[Record], runs: list[Run], project_root: Path | None) -> Run:
+        """Records of several runs as one, under the first run's manifest and experiment."""
+        out = cls.of(records, runs[0].manifest, runs[0].path, project_root)
         out.unreadable = [b for r in runs for b in r.unreadable]
         if "_loaded" in runs[0].__dict__:
             out.__dict__["_loaded"] = runs[0].__dict__["_loaded"]
