@@ -41,7 +41,7 @@ FORMAT = cache.FORMAT
 CACHE_MIN_BYTES = cache.MIN_BYTES
 CHUNK = 5000           # records per pickle in an entry
 _SOURCES = (Path(record_module.__file__), Path(record_module.__file__).parent / "parsers" / "__init__.py",
-            Path(digest_module.__file__), Path(stats.__file__))
+            Path(digest_module.__file__), Path(stats.__file__), Path(__file__))   # and this format
 
 
 def _code_key() -> str:
