@@ -72,22 +72,66 @@ def test_the_recorded_sequence_replays_and_writes_what_spack_wrote(env):
     assert {s["name"] for s in found} >= {"ior", "h5bench", "btio", "darshan-runtime", "fio"}
 
 
-def test_load_puts_the_callers_variables_where_spack_would(env):
+def installed(env):
     for args in (("config", "add", "-f", str(SITE)), ("concretize",),
                  ("install", "--fail-fast", "--no-checksum")):
         assert spack(env, *args).returncode == 0
-    out = spack(env, "load", "--sh", "ior", path="/job/bin:/usr/bin", extra={"LD_LIBRARY_PATH": "/job/lib"})
+
+
+def exports(text: str) -> dict:
+    return dict(line.removeprefix("export ").rstrip(";").split("=", 1)
+                for line in text.splitlines() if line.startswith("export "))
+
+
+def test_load_puts_the_callers_variables_where_spack_would(env):
+    """Spack 1.1 applies each modification to its caller's value: a prefix inspection
+    prepends (PATH, MANPATH, ...), hdf5 appends its lib/ to LD_LIBRARY_PATH, Open MPI sets
+    MPICC; SPACK_LOADED_HASHES is prepended to; MANPATH ends with ':'."""
+    installed(env)
+    out = spack(env, "load", "--sh", "ior", path="/job/bin:/usr/bin",
+                extra={"LD_LIBRARY_PATH": "/job/lib", "MANPATH": "/job/man",
+                       "SPACK_LOADED_HASHES": "abc", "HOME": "/home/u"})
     assert out.returncode == 0 and out.stderr == ""      # environment only: no replay mark
-    exports = dict(line.removeprefix("export ").rstrip(";").split("=", 1)
-                   for line in out.stdout.splitlines() if line.startswith("export "))
+    got = exports(out.stdout)
     prefix = str(env / ".spack-env/iolab-standin/opt/spack/linux-icelake/ior-4.0.0-")
-    assert exports["PATH"].startswith(prefix) and exports["PATH"].endswith(":/job/bin:/usr/bin")
-    assert "/usr/bin:/bin" not in exports["PATH"]          # the recording caller's PATH is gone
-    assert exports["LD_LIBRARY_PATH"] == "/usr/lib/x86_64-linux-gnu/hdf5/openmpi/lib:/job/lib"
+    assert got["PATH"].startswith(prefix) and got["PATH"].endswith("/bin:/job/bin:/usr/bin")
+    assert "/usr/bin:/bin" not in got["PATH"]            # the recording caller's PATH is gone
+    assert got["LD_LIBRARY_PATH"] == "/job/lib:/usr/lib/x86_64-linux-gnu/hdf5/openmpi/lib"
+    assert got["MANPATH"].startswith(prefix) and got["MANPATH"].endswith(
+        "/usr/share/man:/usr/share/man:/usr/share/man:/job/man:")
+    ior = next(k for k, n in json.loads((DATA / "spack.lock").read_text())["concrete_specs"].items()
+               if n["name"] == "ior")
+    assert got["SPACK_LOADED_HASHES"] == f"{ior}:abc"
+    assert got["MPICC"] == "/usr/bin/mpicc"
     # what the shell does with it
     shell = subprocess.run(["bash", "-c", f"{out.stdout}\nprintf '%s' \"$PATH\""], capture_output=True,
                            text=True, env={"PATH": "/job/bin:/usr/bin:/bin"})
-    assert shell.stdout == exports["PATH"]
+    assert shell.stdout == got["PATH"]
+
+
+def test_load_prints_only_what_changes_for_this_caller(env):
+    installed(env)
+    same = spack(env, "load", "--sh", "ior", extra={"MPICC": "/usr/bin/mpicc", "HOME": "/home/u"})
+    got = exports(same.stdout)
+    assert "MPICC" not in got and got["MPICXX"] == "/usr/bin/mpic++"    # already that value
+    assert got["MANPATH"].endswith("/usr/share/man:/usr/share/man:/usr/share/man:")
+    spaced = exports(spack(env, "load", "--sh", "fio", path="/my tools/bin:/usr/bin").stdout)
+    assert "PATH" not in spaced                          # fio is an external: PATH untouched
+    quoted = spack(env, "load", "--sh", "ior", path="/my tools/bin:/usr/bin").stdout
+    assert "bin:/my tools/bin:/usr/bin';" in quoted and "export PATH='" in quoted
+
+
+def test_load_darshan_sets_its_log_directory_from_home_unless_set(env):
+    """darshan-runtime (log_path=none) sets DARSHAN_LOG_DIR_PATH to the caller's $HOME only when
+    the caller has none: the recording's /root is the recording caller's $HOME."""
+    installed(env)
+    home = exports(spack(env, "load", "--sh", "darshan-runtime", extra={"HOME": "/home/u"}).stdout)
+    assert home["DARSHAN_LOG_DIR_PATH"] == "/home/u"
+    kept = exports(spack(env, "load", "--sh", "darshan-runtime",
+                         extra={"HOME": "/home/u", "DARSHAN_LOG_DIR_PATH": "/scratch/logs"}).stdout)
+    assert "DARSHAN_LOG_DIR_PATH" not in kept           # the caller's stays in force
+    homeless = spack(env, "load", "--sh", "darshan-runtime")
+    assert homeless.returncode == 1 and "$HOME, which is not set" in homeless.stderr
 
 
 @pytest.mark.parametrize("change, message", [
