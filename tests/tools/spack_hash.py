@@ -32,10 +32,13 @@ rules, not from its code; checked on hashes Spack wrote (tests/data/spack/README
 
 from __future__ import annotations
 
+import argparse
 import ast
 import base64
 import hashlib
 import json
+import re
+import sys
 from pathlib import Path
 
 # Spack 1.1's directives (spack.directives): calls of these names are package metadata, already
@@ -212,8 +215,15 @@ class _Unparser(ast._Unparser):  # the standard library's unparser, adjusted bel
         return text
 
 
+def _parse(source: str, path: str) -> ast.Module:
+    try:
+        return ast.parse(source)
+    except SyntaxError as exc:
+        raise RecipeError(f"{path}:{exc.lineno}: not Python: {exc.msg}") from None
+
+
 def canonical_source(source: str, path: str = "package.py") -> str:
-    tree = ast.parse(source)
+    tree = _parse(source, path)
     _drop_strings(tree)
     tree.body = _prune(tree.body, False)
     _refuse_multimethods(tree, path)
@@ -244,10 +254,11 @@ def dag_hash(node: dict) -> str:
     return _b32(hashlib.sha1(json.dumps(hashed, separators=(",", ":")).encode("utf-8")).digest())
 
 
-def source_id(recipe: Path, version: str) -> str:
+def source_id(recipe: Path, version: str, source: str | None = None) -> str:
     """What the fetcher of `version(<version>, ...)` identifies its source by: its checksum, else
     its commit, else "" (a branch or a tag gives no id)."""
-    for node in ast.walk(ast.parse(recipe.read_text())):
+    text = recipe.read_text() if source is None else source
+    for node in ast.walk(_parse(text, _shown(recipe))):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                 and node.func.id == "version" and node.args
                 and isinstance(node.args[0], ast.Constant) and str(node.args[0].value) == version):
@@ -256,4 +267,166 @@ def source_id(recipe: Path, version: str) -> str:
                 if key in kwargs:
                     return str(kwargs[key])
             return ""
-    raise RecipeError(f"{recipe}: no version({version!r}, ...)")
+    raise RecipeError(f"{_shown(recipe)}: no version({version!r}, ...), the version spack.lock has")
+
+
+# -- The check of a recording (tests/data/spack) against the committed recipes ----------------
+
+HOW = "re-record tests/data/spack (its README.md)"
+HASH = re.compile(r"(?<![a-z0-9])[a-z2-7]{32}(?![a-z0-9])")
+
+
+def _shown(path: Path) -> str:
+    """A path as the user sees it: relative to the working directory when under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+MAX_BYTES = 64 << 20
+
+
+class Unreadable(Exception):
+    """A recorded file that is not a regular file of text, said in one line."""
+
+
+def _read(path: Path) -> str:
+    """A recorded file's text: only a regular file (never a FIFO or a device, which would block or
+    never end), of at most MAX_BYTES, in UTF-8."""
+    try:
+        if not path.is_file():
+            raise Unreadable(f"{path.name}: not a regular file" if path.exists() or path.is_symlink()
+                             else f"{path.name}: missing")
+        if path.stat().st_size > MAX_BYTES:
+            raise Unreadable(f"{path.name}: larger than {MAX_BYTES >> 20} MiB")
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Unreadable(f"{path.name}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise Unreadable(f"{path.name}: cannot be read ({exc.strerror})") from None
+
+
+def _lock(data: Path) -> tuple[dict, list[str]]:
+    path = data / "spack.lock"
+    try:
+        lock = json.loads(_read(path))
+    except Unreadable as exc:
+        return {}, [str(exc)]
+    except json.JSONDecodeError as exc:
+        return {}, [f"{path.name}:{exc.lineno}: not JSON: {exc.msg}"]
+    nodes = lock.get("concrete_specs") if isinstance(lock, dict) else None
+    if not isinstance(nodes, dict) or not all(isinstance(n, dict) for n in nodes.values()):
+        return {}, [f"{path.name}: no concrete_specs of nodes: not a Spack lockfile"]
+    return lock, []
+
+
+def _node_problems(lock: dict) -> list[str]:
+    nodes, out = lock["concrete_specs"], []
+    for key, node in nodes.items():
+        name = node.get("name", "?")
+        if node.get("hash") != key:
+            out.append(f"spack.lock: node {name} {key[:7]} says its hash is {node.get('hash')}")
+        elif dag_hash(node) != key:
+            out.append(f"spack.lock: node {name} {key[:7]} hashes to {dag_hash(node)[:7]}: "
+                       "edited after Spack wrote it")
+        for dep in node.get("dependencies", []):
+            if dep.get("hash") not in nodes:
+                out.append(f"spack.lock: {name} depends on {dep.get('name')} "
+                           f"{str(dep.get('hash'))[:7]}, which the lock does not have")
+    for root in lock.get("roots", []):
+        if root.get("hash") not in nodes:
+            out.append(f"spack.lock: root {root.get('spec')} {str(root.get('hash'))[:7]} "
+                       "is not in the lock")
+    return out
+
+
+def _recipe_problems(lock: dict, repo: Path) -> list[str]:
+    """Each local package of the lock against its committed recipe, and the other way round."""
+    out = []
+    local = {k: n for k, n in lock["concrete_specs"].items() if n.get("namespace") == repo.name}
+    recipes = {p.parent.name.replace("_", "-"): p for p in (repo / "packages").glob("*/package.py")}
+    for key, node in local.items():
+        name = node.get("name")
+        recipe = recipes.get(name)
+        if recipe is None:
+            out.append(f"spack.lock: {repo.name} package {name} has no recipe in {repo.name}/packages")
+            continue
+        try:
+            text = _read(recipe)
+            sid = source_id(recipe, str(node.get("version")), text)
+            mine = content_hash(text, sid, path=_shown(recipe))
+        except Unreadable as exc:
+            out.append(f"{_shown(recipe.parent)}/{exc}")
+            continue
+        except RecipeError as exc:
+            out.append(str(exc))
+            continue
+        if mine != node.get("package_hash"):
+            out.append(f"{_shown(recipe)}: Spack's package_hash of it is {mine[:8]}, spack.lock has "
+                       f"{str(node.get('package_hash'))[:8]}: the recipe changed after the "
+                       f"recording; {HOW}")
+    for name in sorted(set(recipes) - {n.get("name") for n in local.values()}):
+        out.append(f"{_shown(recipes[name])}: not in spack.lock: the recipe is newer than the "
+                   f"recording; {HOW}")
+    return out
+
+
+def _output_problems(lock: dict, data: Path) -> list[str]:
+    nodes, out = lock["concrete_specs"], []
+    try:
+        found = json.loads(_read(data / "find-json.out"))
+        if {s["hash"]: s for s in found} != nodes:
+            out.append("find-json.out: its nodes are not spack.lock's")
+    except Unreadable as exc:
+        out.append(str(exc))
+    except (ValueError, TypeError, KeyError) as exc:
+        out.append(f"find-json.out: not the JSON list Spack prints ({exc.__class__.__name__})")
+    for path in sorted([*data.glob("install*.out"), *data.glob("load-*.out"),
+                        *data.glob("location-*.out")]):
+        try:
+            unknown = sorted(set(HASH.findall(_read(path))) - set(nodes))
+        except Unreadable as exc:
+            out.append(str(exc))
+            continue
+        if unknown:
+            out.append(f"{path.name}: names {unknown[0]}, which spack.lock does not have")
+    try:
+        recorded = json.loads(_read(data / "index.json"))["environment"]["spack_lock_sha256"]
+    except Unreadable as exc:
+        return [*out, str(exc)]
+    except (ValueError, TypeError, KeyError) as exc:
+        return [*out, f"index.json: no environment.spack_lock_sha256 ({exc.__class__.__name__})"]
+    if recorded != hashlib.sha256((data / "spack.lock").read_bytes()).hexdigest():
+        out.append("index.json: spack_lock_sha256 is not the sha256 of spack.lock")
+    return out
+
+
+def check_recording(data: Path, repo: Path) -> list[str]:
+    """Why the recording in `data` is not Spack's output for the recipes in `repo` (the package
+    repository directory, e.g. spack-repo/spack_repo/iolab), one line each; [] if it is."""
+    lock, out = _lock(data)
+    if out:
+        return out
+    return [*_node_problems(lock), *_recipe_problems(lock, repo), *_output_problems(lock, data)]
+
+
+def main(argv: list[str]) -> int:
+    root = Path(__file__).resolve().parents[2]
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.tools.spack_hash",
+        description="Check that a Spack recording is Spack's output for the committed recipes.")
+    parser.add_argument("--data", type=Path, default=root / "tests" / "data" / "spack")
+    parser.add_argument("--repo", type=Path, default=root / "spack-repo" / "spack_repo" / "iolab")
+    args = parser.parse_args(argv)
+    problems = check_recording(args.data, args.repo)
+    for line in problems:
+        print(f"spack recording: error: {line}", file=sys.stderr)
+    if not problems:
+        nodes = len(json.loads((args.data / "spack.lock").read_text())["concrete_specs"])
+        print(f"spack recording: {nodes} nodes, each with Spack's hashes for the committed recipes")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
