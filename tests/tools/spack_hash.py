@@ -341,7 +341,7 @@ def _node_problems(lock: dict) -> list[str]:
     return out
 
 
-def _recipe_problems(lock: dict, repo: Path) -> list[str]:
+def recipe_problems(lock: dict, repo: Path) -> list[str]:
     """Each local package of the lock against its committed recipe, and the other way round."""
     out = []
     local = {k: n for k, n in lock["concrete_specs"].items() if n.get("namespace") == repo.name}
@@ -408,7 +408,7 @@ def check_recording(data: Path, repo: Path) -> list[str]:
     lock, out = _lock(data)
     if out:
         return out
-    return [*_node_problems(lock), *_recipe_problems(lock, repo), *_output_problems(lock, data)]
+    return [*_node_problems(lock), *recipe_problems(lock, repo), *_output_problems(lock, data)]
 
 
 def main(argv: list[str]) -> int:

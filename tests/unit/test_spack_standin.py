@@ -154,6 +154,18 @@ def test_an_environment_that_was_not_recorded_is_refused(env, tmp_path, change, 
     assert (env / "spack.yaml").read_text() != (DATA / "spack.yaml.merged").read_text()
 
 
+def test_a_recipe_spack_would_hash_differently_is_refused_by_name(env):
+    """Whatever index.json's digest of spack-repo/ says: the recording's spack.lock holds
+    Spack's package_hash of each local recipe, and the stand-in recomputes it."""
+    recipe = env / "spack-repo" / "spack_repo" / "iolab" / "packages" / "h5bench" / "package.py"
+    recipe.write_text(recipe.read_text().replace('"H5BENCH_ALL", False', '"H5BENCH_ALL", True'))
+    for args in (("config", "add", "-f", str(SITE)), ("concretize",), ("load", "--sh", "h5bench")):
+        out = spack(env, *args)
+        assert out.returncode == 1 and out.stdout == "", out
+        assert out.stderr.startswith(f"spack stand-in: {recipe}: Spack's package_hash of it is ")
+        assert "the recipe changed after the recording; re-record tests/data/spack" in out.stderr
+
+
 def test_commands_and_options_without_a_recording_are_refused(env):
     assert spack(env, "concretize").returncode == 1      # before config add: not the merged manifest
     assert spack(env, "config", "add", "-f", str(SITE)).returncode == 0
