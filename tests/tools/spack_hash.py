@@ -17,8 +17,9 @@ case, of the recipe's canonical source (`spack.util.package_hash`):
    directive calls (`version(...)`, `depends_on(...)`, ...) and the assignments to metadata
    attributes (`homepage`, `git`, `url`, `parallel`, ...); a `for`/`while`/`with`/`if` left
    empty goes too (an `if` with an `else` keeps a `pass`), and an empty class gets `pass`;
-4. resolve `@when(...)` multi-methods for the spec (not done here: a recipe using `@when` is
-   refused, since deciding `spec.satisfies` needs Spack);
+4. resolve multi-methods: of the `def`s of one name, an undecorated one overrides the earlier
+   ones; `@when(...)` ones depend on the spec (not done here: such a recipe is refused, since
+   deciding `spec.satisfies` needs Spack);
 5. unparse the tree as Spack's own unparser does in its "consistent across Python versions"
    mode, and end it with a newline. That unparser follows CPython's `ast.unparse` but for: a
    tuple is always in parentheses (except inside an f-string's {expression}), a starred tuple index
@@ -69,7 +70,7 @@ def _is_string_statement(node: ast.AST) -> bool:
 
 def _drop_strings(tree: ast.AST) -> None:
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)):   # not async ones
             node.body = [s for s in node.body if not _is_string_statement(s)]
 
 
@@ -89,7 +90,7 @@ def _prune(body: list[ast.stmt], in_class: bool) -> list[ast.stmt]:
     for node in body:
         if _is_directive(node) or _is_metadata(node):
             continue
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(node, ast.FunctionDef):          # (an async def is walked into)
             kept.append(node)
             continue
         if isinstance(node, ast.ClassDef):
@@ -109,6 +110,8 @@ def _prune(body: list[ast.stmt], in_class: bool) -> list[ast.stmt]:
             node.orelse = _prune(node.orelse, in_class)
             if not node.body:
                 continue
+        elif isinstance(node, ast.AsyncFunctionDef):
+            node.body = _prune(node.body, in_class)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             node.body = _prune(node.body, in_class)
             if not node.body:
@@ -122,14 +125,41 @@ def _prune(body: list[ast.stmt], in_class: bool) -> list[ast.stmt]:
     return kept
 
 
-def _refuse_multimethods(tree: ast.AST, path: str) -> None:
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for deco in node.decorator_list:
-                if (isinstance(deco, ast.Call) and isinstance(deco.func, ast.Name)
-                        and deco.func.id == "when" and len(deco.args) == 1):
-                    raise RecipeError(f"{path}:{deco.lineno}: @when multi-method: its hash "
-                                      "depends on the spec, which only Spack can decide")
+def _functions(node: ast.AST):
+    """The `def`s Spack's multi-method pass sees, in document order: every one that is not
+    inside another `def` (async ones are walked through, not seen)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.FunctionDef):
+            yield child
+        else:
+            yield from _functions(child)
+
+
+def _drop_overridden(node: ast.AST, keep: set[int]) -> None:
+    for field, value in ast.iter_fields(node):
+        if isinstance(value, list):
+            value[:] = [v for v in value if not isinstance(v, ast.FunctionDef) or id(v) in keep]
+            for item in value:
+                if isinstance(item, ast.AST) and not isinstance(item, ast.FunctionDef):
+                    _drop_overridden(item, keep)
+        elif isinstance(value, ast.AST) and not isinstance(value, ast.FunctionDef):
+            _drop_overridden(value, keep)
+
+
+def _resolve_multimethods(tree: ast.Module, path: str) -> None:
+    """Step 4: of the `def`s of one name, an undecorated one overrides every earlier one (Spack
+    keeps it and what follows it); a `@when(...)` one is refused."""
+    live: dict[str, list[ast.FunctionDef]] = {}
+    for func in _functions(tree):
+        for deco in func.decorator_list:
+            if (isinstance(deco, ast.Call) and isinstance(deco.func, ast.Name)
+                    and deco.func.id == "when" and len(deco.args) == 1):
+                raise RecipeError(f"{path}:{deco.lineno}: @when multi-method: its hash "
+                                  "depends on the spec, which only Spack can decide")
+        if not func.decorator_list:
+            live[func.name] = []
+        live.setdefault(func.name, []).append(func)
+    _drop_overridden(tree, {id(f) for funcs in live.values() for f in funcs})
 
 
 class _Unparser(ast._Unparser):  # the standard library's unparser, adjusted below
@@ -226,7 +256,7 @@ def canonical_source(source: str, path: str = "package.py") -> str:
     tree = _parse(source, path)
     _drop_strings(tree)
     tree.body = _prune(tree.body, False)
-    _refuse_multimethods(tree, path)
+    _resolve_multimethods(tree, path)
     return _Unparser().visit(tree) + "\n"
 
 

@@ -108,6 +108,19 @@ def test_the_hashes_are_base32_of_sha1_and_of_sha256_over_the_sorted_parts():
     assert content_hash(RECIPE.replace('"X", True', '"X", False'), "abc") != content_hash(RECIPE, "abc")
 
 
+def test_a_def_overrides_the_earlier_defs_of_its_name_as_in_spack():
+    """Spack keeps, of the `def`s of one name (outside functions), the last undecorated one and
+    the decorated ones after it: the module's helper `install` is not hashed, both halves of a
+    property are."""
+    source = ("def install():\n    return 1\n\nclass A:\n    def install(self):\n        pass\n\n"
+              "    @property\n    def x(self):\n        return 1\n\n    @x.setter\n"
+              "    def x(self, v):\n        def install():\n            pass\n")
+    assert canonical_source(source) == (
+        "class A:\n\n    def install(self):\n        pass\n\n    @property\n    def x(self):\n"
+        "        return 1\n\n    @x.setter\n    def x(self, v):\n\n        def install():\n"
+        "            pass\n")
+
+
 def test_a_multimethod_recipe_is_refused_not_guessed():
     recipe = RECIPE + '\n    @when("@1.0")\n    def cmake_args(self):\n        return []\n'
     with pytest.raises(RecipeError, match=r"package.py:\d+: @when multi-method"):
