@@ -235,3 +235,17 @@ def test_binary_junk(imp, tmp_path, bench, says):
 def test_failed_ior_run_is_refused_with_its_error(imp):
     refused(imp("ior", IOR / "ior_posix_read_unkept_2r_t64k_b1m.txt", "--into", "x"),
             "IOR reported an error: ERROR: open64(")
+
+
+@pytest.mark.parametrize("file, param, says", [
+    ("h5bench_write_1d_contig_4r.txt", "mode=ASYNC", "mode SYNC, requested ASYNC"),
+    ("h5bench_read_1d_full_4r.txt", "timesteps=5", "timesteps 3, requested 5"),
+])
+def test_h5bench_param_its_configuration_contradicts_is_refused(imp, file, param, says):
+    refused(imp("h5bench", DATA / "h5bench" / file, "--into", "h", "--param", "scale.nodes=1",
+                "--param", param), file, says)
+
+
+def test_h5bench_ranks_without_nodes_is_refused(imp):
+    refused(imp("h5bench", DATA / "h5bench" / "h5bench_write_1d_contig_4r.txt", "--into", "h"),
+            "the output says 4 processes but not on how many nodes")

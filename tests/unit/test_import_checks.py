@@ -206,3 +206,11 @@ def test_ior_csv_leaves_unstated_params_unknown():
     assert full["api"] is None and full["fsync"] is None and full["segments"] is None
     with pytest.raises(IolabError, match="2 processes but not on how many nodes"):
         _reconcile("ior", IOR / "ior_posix_csv_2r_t64k_b1m.txt", {})
+
+
+def test_h5bench_mode_from_its_configuration_block():
+    path = DATA / "h5bench" / "h5bench_write_1d_contig_4r.txt"     # "Mode: SYNC"
+    assert get_benchmark("h5bench").parse_files([path])[0].echo["mode"] == "SYNC"
+    assert _reconcile("h5bench", path, {"scale.nodes": 1})["mode"] == "SYNC"
+    with pytest.raises(IolabError, match="mode SYNC, requested ASYNC"):
+        _reconcile("h5bench", path, {"scale.nodes": 1, "mode": "ASYNC"})
