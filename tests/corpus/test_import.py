@@ -251,3 +251,15 @@ def test_h5bench_param_its_configuration_contradicts_is_refused(imp, file, param
 def test_h5bench_ranks_without_nodes_is_refused(imp):
     refused(imp("h5bench", DATA / "h5bench" / "h5bench_write_1d_contig_4r.txt", "--into", "h"),
             "the output says 4 processes but not on how many nodes")
+
+
+def test_fio_without_end_fsync_is_not_recorded_as_iolabs_default(imp, tmp_path):
+    doc = json.loads(FIO.read_text())
+    del doc["global options"]["end_fsync"]
+    path = tmp_path / "fio_no_end_fsync.json"
+    path.write_text(json.dumps(doc))
+    refused(imp("fio", path, "--into", "f", "--param", "end_fsync=true"),
+            "end_fsync false, requested true")
+    assert imp("fio", path, "--into", "f2").returncode == 0
+    (rec,) = imp.records("f2")
+    assert rec["params"]["end_fsync"] is False

@@ -5,6 +5,7 @@ mdtest's command line. Every expected number was read by hand from the file name
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -216,3 +217,16 @@ def test_h5bench_mode_from_its_configuration_block():
     assert _reconcile("h5bench", path, {"scale.nodes": 1})["mode"] == "SYNC"
     with pytest.raises(IolabError, match="mode SYNC, requested ASYNC"):
         _reconcile("h5bench", path, {"scale.nodes": 1, "mode": "ASYNC"})
+
+
+def test_fio_option_its_job_file_leaves_out_ran_at_fios_default(tmp_path):
+    """fio's JSON lists only the options given: without end_fsync fio did not fsync (fio's
+    default 0), whatever iolab's own default (1) is."""
+    doc = json.loads((DATA / "fio-recorded" / "fio_randwrite_4k_16m.json").read_text())
+    del doc["global options"]["end_fsync"], doc["global options"]["numjobs"]
+    path = tmp_path / "fio_no_end_fsync.json"
+    path.write_text(json.dumps(doc))
+    full = _reconcile("fio", path, {})
+    assert (full["end_fsync"], full["numjobs"]) == (False, 1)
+    with pytest.raises(IolabError, match="end_fsync false, requested true"):
+        _reconcile("fio", path, {"end_fsync": True})
