@@ -263,3 +263,12 @@ def test_fio_without_end_fsync_is_not_recorded_as_iolabs_default(imp, tmp_path):
     assert imp("fio", path, "--into", "f2").returncode == 0
     (rec,) = imp.records("f2")
     assert rec["params"]["end_fsync"] is False
+
+
+@pytest.mark.parametrize("bench, path, says", [
+    ("ior", IOR / "ior_posix_script_two_tests_2r.txt", "2 IOR tests in one output (a script, -f)"),
+    ("mdtest", MDTEST / "mdtest_files_tasks_1_to_2_n10.txt",
+     "2 'SUMMARY rate' tables, one per task count (-f/-l/-s)"),
+])
+def test_output_of_several_runs_is_not_one_case(imp, bench, path, says):
+    refused(imp(bench, path, "--into", "x"), path.name, says)

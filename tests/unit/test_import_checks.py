@@ -230,3 +230,15 @@ def test_fio_option_its_job_file_leaves_out_ran_at_fios_default(tmp_path):
     assert (full["end_fsync"], full["numjobs"]) == (False, 1)
     with pytest.raises(IolabError, match="end_fsync false, requested true"):
         _reconcile("fio", path, {"end_fsync": True})
+
+
+def test_ior_script_of_two_tests_is_not_one_case():
+    with pytest.raises(ParseError, match="2 IOR tests in one output"):
+        _text("ior_posix_script_two_tests_2r")
+
+
+def test_mdtest_run_of_several_task_counts_is_not_one_case():
+    """-f 1 -l 2 -s 1 prints a table for 1 task, then for 2: the first is not the run's."""
+    text = (MDTEST / "mdtest_files_tasks_1_to_2_n10.txt").read_text()
+    with pytest.raises(ParseError, match="2 'SUMMARY rate' tables, one per task count"):
+        mdtest_text.parse(text)

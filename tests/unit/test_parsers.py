@@ -165,7 +165,8 @@ IMPORT_CHECKS = {
     *(f"ior_{n}_2r_t64k_b1m.txt" for n in ("posix_v", "mpiio_showhints", "hdf5_showhints",
                                            "ncmpi_showhints", "posix_csv", "posix_fsync",
                                            "posix_readonly", "posix_read_unkept")),
-    "ior_posix_vvv_2r_t64k_b256k.txt",
+    "ior_posix_vvv_2r_t64k_b256k.txt", "ior_posix_script_two_tests_2r.txt",
+    "ior_posix_script_two_tests.ior",
     "ior_posix_fsync_2r_t64k_b1m_json.txt", "ior_posix_fsync_2r_t64k_b1m.summary.json",
     "ior_posix_read_unkept_2r_t64k_b1m.stderr.txt", "README.md",
 }

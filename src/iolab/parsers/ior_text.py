@@ -73,6 +73,12 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
     if not lines or not lines[0].split()[:10] == _SUMMARY_COLS:
         raise ParseError(f"{source}: unexpected summary header")
     header = lines[0].split()
+    column = header.index("Test#") if "Test#" in header else None
+    tests = len({line.split()[column] for line in lines[1:] if column is not None and
+                 line.split()[:1] in (["write"], ["read"]) and len(line.split()) == len(header)})
+    if tests > 1:
+        raise ParseError(f"{source}: {tests} IOR tests in one output (a script, -f); iolab runs "
+                         "one per case")
     echo: dict = {}
     metrics: list[Metric] = []
     for line in lines[1:]:

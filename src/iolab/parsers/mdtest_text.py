@@ -111,6 +111,10 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
         if "SUMMARY time:" in text:
             raise ParseError(f"{source}: only a 'SUMMARY time' table (-Z): iolab reads rates")
         raise ParseError(f"{source}: no 'SUMMARY rate' table: mdtest did not finish")
+    tables = text.count("SUMMARY rate:")
+    if tables > 1:
+        raise ParseError(f"{source}: {tables} 'SUMMARY rate' tables, one per task count (-f/-l/-s): "
+                         "iolab takes one run of one task count per case")
     m = re.search(r"^mdtest-(\S+) was launched", text, re.MULTILINE)
     version = m.group(1) if m else None
     table = text.split("SUMMARY rate:", 1)[1].split("SUMMARY time:", 1)[0]
