@@ -25,7 +25,8 @@ def replayed(*texts: str | None) -> str | None:
     return None
 
 
-def _show(value) -> str:
+def show(value) -> str:
+    """A value as the messages print it (flags as true/false)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -36,9 +37,9 @@ def differences(requested: dict, echoed: dict) -> list[str]:
     out = []
     for key, want in requested.items():
         if key not in echoed:
-            out.append(f"{key} not reported, requested {_show(want)}")
+            out.append(f"{key} not reported, requested {show(want)}")
         elif echoed[key] != want:
-            out.append(f"{key} {_show(echoed[key])}, requested {_show(want)}")
+            out.append(f"{key} {show(echoed[key])}, requested {show(want)}")
     return out
 
 

@@ -73,6 +73,9 @@ class Benchmark:
     # What the benchmark echoes of one parameter each: its name for it -> iolab's parameter
     # (`iolab import` fills parameters not given from these and checks the given ones).
     echo_params: dict[str, str] = {}
+    # More of the same that only `iolab import` takes and checks: what a benchmark's command line
+    # states of a parameter that a case's own check does not need (iolab built its arguments).
+    imported_echo: dict[str, str] = {}
 
     @functools.cached_property
     def params_schema(self) -> dict:

@@ -499,6 +499,7 @@ class H5bench(Benchmark):
 
     echo_params = {k: k for k in ("timesteps", "num_dims", "dim_1", "dim_2", "dim_3",
                                   "collective_data", "collective_metadata")}
+    imported_echo = {"mode": "mode"}     # its configuration block's Mode: (SYNC or ASYNC)
 
     def requested_echo(self, case, spec) -> dict:
         p = case.params

@@ -136,6 +136,15 @@ class Mdtest(Benchmark):
     # iterations") -> iolab's parameter (`iolab import` fills parameters not given from these)
     echo_params = {"iterations": "iterations", "nodes": "scale.nodes",
                    "tasks_per_node": "scale.tasks_per_node"}
+    # what its command line says (mdtest_text.command_line_echo); a run's check compares the
+    # whole argument list instead
+    imported_echo = {"items": "items", "entries": "entries", "depth": "depth",
+                     "branch_factor": "branching", "unique_dir_per_task": "unique_dir",
+                     "write_bytes": "write_bytes", "read_bytes": "read_bytes",
+                     "create_only": "create", "stat_only": "stat", "read_only": "read",
+                     "remove_only": "remove", "shared_file": "shared_file",
+                     "stone_wall_timer_seconds": "stonewall", "sync_file": "sync_file",
+                     "extra_args": "extra_args"}
 
     def requested_echo(self, case, spec) -> dict:
         want = {"tasks": case.num_tasks, **super().requested_echo(case, spec)}

@@ -157,7 +157,8 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
 _CONFIG = {"Number of time steps": ("timesteps", int), "Number of dimensions": ("num_dims", int),
            "Dim_1": ("dim_1", int), "Dim_2": ("dim_2", int), "Dim_3": ("dim_3", int),
            "Collective metadata operations": ("collective_metadata", "YES"),
-           "Collective buffering for data operations": ("collective_data", "YES")}
+           "Collective buffering for data operations": ("collective_data", "YES"),
+           "Mode": ("mode", ("SYNC", "ASYNC"))}
 
 
 def _config(lines: list[str]) -> dict:
@@ -175,4 +176,6 @@ def _config(lines: list[str]) -> dict:
                 out[key] = int(value)
             elif kind == "YES" and value in ("YES", "NO"):
                 out[key] = value == "YES"
+            elif isinstance(kind, tuple) and value in kind:
+                out[key] = value
     return out

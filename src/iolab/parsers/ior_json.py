@@ -23,8 +23,10 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
     except json.JSONDecodeError as exc:
         raise ParseError(f"{source}: the IOR summary is not valid JSON, truncated or corrupt "
                          f"({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(doc, dict):
-        raise ParseError(f"{source}: not an IOR JSON summary")
+    if not isinstance(doc, dict) or not {"Version", "Began", "tests"} & set(doc):
+        other = " (a fio JSON output: import it as fio)" if isinstance(doc, dict) and \
+            "fio version" in doc else ""
+        raise ParseError(f"{source}: not an IOR JSON summary{other}")
     if "Finished" not in doc:
         raise ParseError(f"{source}: the IOR summary has no 'Finished' entry: the run did not complete")
     summary = doc.get("summary")
@@ -74,7 +76,7 @@ _ECHO_INTS = {"numTasks": "summary", "blockSize": "summary", "transferSize": "su
               "nodes": "params"}
 _ECHO_FLAGS = {"filePerProc": "summary", "collective": "params", "fsync": "params",
                "reorderTasks": "params", "randomOffset": "params", "writeFile": "params",
-               "readFile": "params"}
+               "readFile": "params", "keepFile": "params"}
 
 
 def _echo(summary: dict, params: dict) -> dict:

@@ -1,11 +1,17 @@
-"""IOR 4 default text output (stdout), for runs made without a JSON summary."""
+"""IOR 4 text output (stdout), for runs made without a JSON summary: the default format, with
+`-v` (its "Commencing ..." lines, blank lines and `remove` rows among the results) and with the
+`--<module>.showHints` blocks printed at each open; and `-O summaryFormat=CSV` (parse_csv).
+
+What IOR says it ran (`Parsed.echo`, see echo.py) comes from the summary line, the Options block
+and the `Command line` (command_line_echo): the flags that only the command line states (-e,
+-k, -z) are read from it, under the names of IOR's JSON summary."""
 
 from __future__ import annotations
 
 import re
 
 from ..errors import ParseError
-from . import Metric, Parsed, mean, printed_number
+from . import Metric, Parsed, argv, mean, printed_number
 
 SOURCE = "ior-text"
 _ERROR = re.compile(r"(^|\s)(ERROR|Error invalid argument|Invalid options)\b")
@@ -31,39 +37,48 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
     bad = errors(text)
     if bad:
         raise ParseError(f"{source}: IOR reported an error: " + " | ".join(bad[:3]))
+    if text.lstrip().startswith(CSV_HEADER):
+        return parse_csv(text, source)
     if "Summary of all tests:" not in text:
         target = redirected_to(text)
         if target:
             raise ParseError(f"{source}: no results here: IOR wrote them to {target} (summaryFile)")
+        if not re.search(r"^IOR-\S+:", text, re.MULTILINE):
+            raise ParseError(f"{source}: not an IOR output (no 'IOR-<version>:' line, no summary)")
         raise ParseError(f"{source}: no 'Summary of all tests' section: IOR did not finish")
     version = None
     m = re.search(r"^IOR-(\S+?):", text, re.MULTILINE)
     if m:
         version = m.group(1)
 
-    # Per-iteration table: access bw IOPS Latency block xfer open wr/rd close total iter
+    # Per-iteration table: access bw IOPS Latency block xfer open wr/rd close total iter. Between
+    # its header and the summary, -v adds "Commencing ..." lines, blank lines, `remove` rows and
+    # "Max Write:" lines, and showHints its hint blocks: only write and read rows are results.
     per_op: dict[str, list[list[float]]] = {}
     in_results = False
     for line in text.splitlines():
         if line.startswith("access") and "bw(MiB/s)" in line:
             in_results = True
             continue
-        if in_results:
-            tokens = line.split()
-            if not tokens or tokens[0].startswith("---"):
-                if not tokens and per_op:
-                    in_results = False
-                continue
-            if tokens[0] in ("write", "read") and len(tokens) >= 11:
-                per_op.setdefault(tokens[0], []).append(
-                    [printed_number(t, f"{tokens[0]} {col}", source)
-                     for t, col in zip(tokens[6:10], ("open", "wr/rd", "close", "total"))])
+        if line.startswith("Summary of all tests:"):
+            break
+        tokens = line.split()
+        if in_results and tokens and tokens[0] in ("write", "read") and len(tokens) >= 11:
+            per_op.setdefault(tokens[0], []).append(
+                [printed_number(t, f"{tokens[0]} {col}", source)
+                 for t, col in zip(tokens[6:10], ("open", "wr/rd", "close", "total"))])
 
     summary_part = text.split("Summary of all tests:", 1)[1]
     lines = [ln for ln in summary_part.splitlines() if ln.strip()]
     if not lines or not lines[0].split()[:10] == _SUMMARY_COLS:
         raise ParseError(f"{source}: unexpected summary header")
     header = lines[0].split()
+    column = header.index("Test#") if "Test#" in header else None
+    tests = len({line.split()[column] for line in lines[1:] if column is not None and
+                 line.split()[:1] in (["write"], ["read"]) and len(line.split()) == len(header)})
+    if tests > 1:
+        raise ParseError(f"{source}: {tests} IOR tests in one output (a script, -f); iolab runs "
+                         "one per case")
     echo: dict = {}
     metrics: list[Metric] = []
     for line in lines[1:]:
@@ -75,6 +90,7 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
             raise ParseError(f"{source}: truncated {op} summary line")
         if not echo:
             echo = _echo(dict(zip(header[10:], tokens[10:])), text)
+        echo["writeFile" if op == "write" else "readFile"] = True
         reps = int(printed_number(tokens[header.index("reps")], f"{op} reps", source))
         runs = per_op.get(op, [])
         if len(runs) != reps:
@@ -93,7 +109,14 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
         raise ParseError(f"{source}: the summary has neither a write nor a read line")
     if not re.search(r"^Finished\s*:", text, re.MULTILINE):
         raise ParseError(f"{source}: no 'Finished' line: the output is truncated")
-    return Parsed(metrics, version=version, details={}, echo=echo)
+    # the summary has a line for each phase that ran: one that is absent did not
+    echo.setdefault("writeFile", False)
+    echo.setdefault("readFile", False)
+    m = re.search(r"^Command line\s*: (.*)$", text, re.MULTILINE)
+    if m:
+        echo = {**command_line_echo(m.group(1)), **echo}
+    return Parsed(metrics, version=version, details={"command_line": m.group(1) if m else None},
+                  echo=echo)
 
 
 # What IOR says it ran, as in the JSON summary's echo: the summary line's columns (#Tasks tPN
@@ -118,3 +141,97 @@ def _echo(columns: dict, text: str) -> dict:
     if options.get("type") in ("collective", "independent"):
         out["collective"] = options["type"] == "collective"
     return out
+
+
+# IOR 4.0.0's short options that take a value (parse_options.c); every other letter is a flag.
+# The flags the command line states, and the -O keys that set them, under the JSON summary's
+# names (-w and -r are not among them: without either IOR does both; its summary says which ran).
+_VALUED = set("AabDdfGijlMNOoQsTtX")
+_FLAGS = {"e": "fsync", "k": "keepFile", "z": "randomOffset", "C": "reorderTasks",
+          "F": "filePerProc", "c": "collective"}
+_DIRECTIVES = {name.lower(): name for name in _FLAGS.values()}
+
+
+def command_line_echo(line: str) -> dict:
+    """What IOR's `Command line` says of the flags (fsync, keepFile...): a flag it does not give
+    is off, as IOR's default is; nothing when a script (-f) may set them instead."""
+    seen: dict = {}
+    for option, value in argv.options(line.split()[1:], _VALUED):
+        if option == "f":
+            return {}
+        if option == "O":
+            seen.update(_directives(value or ""))
+        elif option in _FLAGS:
+            seen[_FLAGS[option]] = value != "0" if value is not None else True
+    return {key: seen.get(key, False) for key in _FLAGS.values()}
+
+
+def _directives(text: str) -> dict:
+    """-O key=value[,key=value] settings of the flags above (IOR reads keys in any case)."""
+    out = {}
+    for item in text.split("#", 1)[0].split(","):
+        key, _, value = item.partition("=")
+        name = _DIRECTIVES.get(key.strip().lower())
+        if name and value.strip().lstrip("-").isdigit():
+            out[name] = int(value) > 0
+    return out
+
+
+# IOR 4.0.0's CSV summary (-O summaryFormat=CSV) is only its per-iteration rows: no command line,
+# API or summary of its own. The summary is computed here as IOR computes it (mean, max, min and
+# population standard deviation over the iterations; operations = bandwidth / transfer size).
+CSV_HEADER = "access,bw(MiB/s),IOPS,Latency,block(KiB),xfer(KiB),open(s),wr/rd(s),close(s),total(s),numTasks,iter"
+CSV_SOURCE = "ior-csv"
+
+
+def parse_csv(text: str, source: str = CSV_SOURCE) -> Parsed:
+    lines = text.strip("\n").split("\n")
+    columns = CSV_HEADER.split(",")
+    if not text.endswith("\n"):
+        raise ParseError(f"{source}: the last CSV line has no end: the output is truncated")
+    rows: dict[str, list[dict]] = {}
+    for number, line in enumerate(lines[1:], 2):
+        cells = line.split(",")
+        if len(cells) != len(columns) or cells[0] not in ("write", "read"):
+            raise ParseError(f"{source}: line {number} is not a write or read row of "
+                             f"{len(columns)} columns: {line[:60]!r}")
+        row = {c: printed_number(v, f"{cells[0]} {c}", source)
+               for c, v in zip(columns[1:], cells[1:])}
+        rows.setdefault(cells[0], []).append(row)
+    if not rows:
+        raise ParseError(f"{source}: the CSV has no write or read row: IOR did not finish")
+    counts = {op: len(r) for op, r in rows.items()}
+    if len(set(counts.values())) != 1:
+        raise ParseError(f"{source}: the phases ran different numbers of iterations "
+                         f"({', '.join(f'{op} {n}' for op, n in counts.items())}): truncated")
+    first = next(iter(rows.values()))[0]
+    sizes = {}
+    for column, key in (("block(KiB)", "blockSize"), ("xfer(KiB)", "transferSize"),
+                        ("numTasks", "numTasks")):
+        value = first[column] * (1024 if "KiB" in column else 1)
+        if not value.is_integer() or value <= 0 or any(r[column] != first[column]
+                                                        for rs in rows.values() for r in rs):
+            raise ParseError(f"{source}: {column} is not one whole positive value over the rows")
+        sizes[key] = int(value)
+    metrics: list[Metric] = []
+    for op, runs in rows.items():
+        if [r["iter"] for r in runs] != list(range(len(runs))):
+            raise ParseError(f"{source}: {op} iterations are not numbered 0 to {len(runs) - 1}")
+        bws = [r["bw(MiB/s)"] for r in runs]
+        if min(bws) <= 0:
+            raise ParseError(f"{source}: {op} bandwidth is {min(bws)} MiB/s")
+        bw = mean(bws)
+        std = mean([(b - bw) ** 2 for b in bws]) ** 0.5
+        per_op = 1024 * 1024 / sizes["transferSize"]
+        for name, value, unit in (("bw", bw, "MiB/s"), ("bw_max", max(bws), "MiB/s"),
+                                  ("bw_min", min(bws), "MiB/s"), ("bw_stddev", std, "MiB/s"),
+                                  ("ops", bw * per_op, "ops/s"), ("ops_max", max(bws) * per_op, "ops/s"),
+                                  ("ops_min", min(bws) * per_op, "ops/s"),
+                                  ("ops_stddev", std * per_op, "ops/s")):
+            metrics.append(Metric(f"{op}_{name}", value, unit, CSV_SOURCE))
+        for name, column in (("open_time", "open(s)"), ("io_time", "wr/rd(s)"),
+                             ("close_time", "close(s)"), ("total_time", "total(s)")):
+            metrics.append(Metric(f"{op}_{name}", mean([r[column] for r in runs]), "s", CSV_SOURCE))
+    echo = {**sizes, "repetitions": counts[next(iter(counts))],
+            "writeFile": "write" in rows, "readFile": "read" in rows}
+    return Parsed(metrics, version=None, details={}, echo=echo)
