@@ -1,0 +1,119 @@
+"""Arguments checked at the edge (issue 23): each bad argument, given to the real command line
+against a copy of the corpus's real run, is refused in one line that says why, before anything
+is read, run or written."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from .conftest import refused
+
+
+def _ids(run_copy):
+    rec = run_copy.records()[0]
+    return rec["experiment"], rec["run_id"], rec["case_id"]
+
+
+# ------------------------------------------------------------------------- status --watch
+@pytest.mark.parametrize("seconds", ["-1", "nan", "inf", "0", "1e400", "abc", "1e-400", "100000"])
+def test_watch_takes_a_positive_finite_number_of_seconds(run_copy, seconds):
+    exp, run, _case = _ids(run_copy)
+    answer = run_copy.iolab("status", exp, run, "--watch", seconds)
+    line = refused(answer, f"--watch {seconds}: give a positive number of seconds, at most 86400")
+    assert line.startswith("iolab: error: ") and answer.returncode == 2
+
+
+def test_watch_of_a_finished_run_answers_once(run_copy):
+    exp, run, _case = _ids(run_copy)
+    answer = run_copy.iolab("status", exp, run, "--watch", "0.5")
+    assert answer.returncode == 0 and f"run {run}: complete" in answer.stdout, str(answer)
+
+
+# ------------------------------------------------------------------------- reproduce --rep
+@pytest.mark.parametrize("rep", ["999", "0", "-1", "3"])
+def test_reproduce_rep_is_one_of_the_runs_repetitions(run_copy, rep):
+    exp, run, case = _ids(run_copy)
+    answer = run_copy.iolab("reproduce", exp, run, case, "--rep", rep)
+    refused(answer, f"--rep: repetition {rep} is not one of run {run}'s for case {case} "
+                    "(it has 1, 2)")
+    assert len(list((run_copy.results / "corpus-fio").iterdir())) == 1     # no run was made
+
+
+def test_reproduce_record_of_a_repetition_the_run_never_had(run_copy, tmp_path):
+    exp, run, case = _ids(run_copy)
+    rec = dict(run_copy.records()[0], repetition=7)
+    path = tmp_path / "rec.json"
+    path.write_text(json.dumps(rec) + "\n")
+    refused(run_copy.iolab("reproduce", "--record", path),
+            f"the record: repetition 7 is not one of run {run}'s for case {case} (it has 1, 2)")
+
+
+# ------------------------------------------------------------------------- reproduce --record
+def _record_file(tmp_path, run_copy, kind):
+    path = tmp_path / f"record-{kind}"
+    first = run_copy.lines()[0]
+    if kind == "binary":
+        path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe" + os.urandom(64))
+    elif kind == "latin-1":
+        path.write_bytes(first.replace('"ok"', '"\xe9t\xe9"').encode("latin-1"))
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "blank-first-line":
+        path.write_text("\n" + first)
+    elif kind == "list":
+        path.write_text(json.dumps([json.loads(first)]) + "\n")
+    elif kind == "not-json":
+        path.write_text(first[: len(first) // 2] + "\n")
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind.startswith("without-"):
+        rec = json.loads(first)
+        del rec[kind.removeprefix("without-")]
+        path.write_text(json.dumps(rec) + "\n")
+    elif kind == "case-id-number":
+        path.write_text(json.dumps(dict(json.loads(first), case_id=12345678)) + "\n")
+    elif kind == "repetition-string":
+        path.write_text(json.dumps(dict(json.loads(first), repetition="1")) + "\n")
+    return path
+
+
+RECORD_FILES = {
+    "binary": "not UTF-8 text (byte 1 of its first line): not a record line",
+    "latin-1": "not UTF-8 text (byte",
+    "empty": "the first line is empty: give a records.jsonl line",
+    "blank-first-line": "the first line is empty: give a records.jsonl line",
+    "list": "the first line is a JSON list, not a record (a JSON object)",
+    "not-json": "the first line is not JSON (",
+    "directory": "not a regular file; give a records.jsonl (or one of its lines) or - for stdin",
+    "fifo": "not a regular file; give a records.jsonl (or one of its lines) or - for stdin",
+    "without-case_id": "the record has no case_id",
+    "without-run_id": "the record has no run_id",
+    "case-id-number": "the record's case_id is 12345678, not a non-empty string",
+    "repetition-string": 'the record\'s repetition is "1", not a whole number',
+}
+
+
+@pytest.mark.parametrize("kind", RECORD_FILES)
+def test_reproduce_record_is_a_utf8_json_record(run_copy, tmp_path, kind):
+    path = _record_file(tmp_path, run_copy, kind)
+    line = refused(run_copy.iolab("reproduce", "--record", path),
+                   f"--record {path}: {RECORD_FILES[kind]}")
+    assert line.startswith("iolab: error: ")
+
+
+def test_reproduce_record_that_is_missing(run_copy, tmp_path):
+    path = tmp_path / "no-such.jsonl"
+    refused(run_copy.iolab("reproduce", "--record", path),
+            f"--record {path}: No such file or directory")
+
+
+def test_reproduce_record_from_stdin_that_is_binary(run_copy, tmp_path):
+    path = _record_file(tmp_path, run_copy, "binary")
+    with open(path, "rb") as stdin:
+        refused(run_copy.iolab("reproduce", "--record", "-", stdin=stdin),
+                "--record -: not UTF-8 text")
