@@ -821,6 +821,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        from .cache import cache_dir
+
+        cache_dir()         # a cache inside the results is refused before any verb runs
         return args.func(args)
     except IolabError as exc:
         print(f"iolab: error: {exc}", file=sys.stderr)

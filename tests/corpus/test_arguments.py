@@ -117,3 +117,26 @@ def test_reproduce_record_from_stdin_that_is_binary(run_copy, tmp_path):
     with open(path, "rb") as stdin:
         refused(run_copy.iolab("reproduce", "--record", "-", stdin=stdin),
                 "--record -: not UTF-8 text")
+
+
+# ------------------------------------------------------------------------- IOLAB_CACHE
+@pytest.mark.parametrize("where", ["root", "run", "cases", "symlink-to-run"])
+def test_a_cache_inside_the_results_is_refused(run_copy, where):
+    target = {"root": run_copy.results / "cache", "run": run_copy.run,
+              "cases": run_copy.run / "cases" / "iolab-cache",
+              "symlink-to-run": run_copy.root / "cache-link"}[where]
+    if where == "symlink-to-run":
+        target.symlink_to(run_copy.run)
+    before = sorted(p.name for p in run_copy.run.rglob("*"))
+    run_copy.env["IOLAB_CACHE"] = str(target)
+    for verb in (["table", "corpus-fio"], ["runs", "corpus-fio"], ["status", "corpus-fio"]):
+        line = refused(run_copy.iolab(*verb), f"IOLAB_CACHE={target}: the cache would be inside the")
+        inside = run_copy.results.resolve() if where == "root" else run_copy.run.resolve()
+        assert f"inside the {'results root' if where == 'root' else 'run directory'} {inside}; " \
+               "point it elsewhere (default ~/.cache/iolab) or set IOLAB_CACHE=off" in line
+    assert sorted(p.name for p in run_copy.run.rglob("*")) == before      # nothing written there
+
+
+def test_a_cache_beside_the_results_is_used(run_copy):
+    run_copy.env["IOLAB_CACHE"] = str(run_copy.results.parent / "results-cache")
+    assert run_copy.iolab("table", "corpus-fio").returncode == 0
