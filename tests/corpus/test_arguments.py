@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from .conftest import refused
+from .conftest import noted, refused
 
 
 def _ids(run_copy):
@@ -140,3 +140,50 @@ def test_a_cache_inside_the_results_is_refused(run_copy, where):
 def test_a_cache_beside_the_results_is_used(run_copy):
     run_copy.env["IOLAB_CACHE"] = str(run_copy.results.parent / "results-cache")
     assert run_copy.iolab("table", "corpus-fio").returncode == 0
+
+
+# ------------------------------------------------------------------------- huge values
+def _with_value(run_copy, value: float, metric: str = "write_bw") -> tuple[str, int]:
+    """The first record's `metric` set to `value`; its case id and repetition."""
+    recs = run_copy.records()
+    for m in recs[0]["metrics"]:
+        if m["name"] == metric:
+            m["value"] = value
+    run_copy.write_records(recs)
+    return recs[0]["case_id"], recs[0]["repetition"]
+
+
+HUGE = {"1e308": 1e308, "max-float": 1.7976931348623157e308, "-1e300": -1e300, "1e151": 1e151}
+
+
+@pytest.mark.parametrize("huge", HUGE)
+def test_a_huge_value_is_set_aside_by_table(run_copy, huge):
+    _with_value(run_copy, HUGE[huge])
+    answer = run_copy.iolab("table", "corpus-fio")
+    text = noted(answer, f"write_bw: 1 value set aside ({HUGE[huge]:g}: above 1e+150)")
+    assert f"{HUGE[huge]:g}" not in text.replace(f"set aside ({HUGE[huge]:g}", "")   # in no figure
+    rows = json.loads(run_copy.iolab("table", "corpus-fio", "--format", "json").stdout)
+    (row,) = [r for r in rows if r["metrics"]["write_bw"].get("set_aside")]
+    assert row["metrics"]["write_bw"]["n"] == 1 and row["metrics"]["write_bw"]["set_aside"] == [HUGE[huge]]
+
+
+def test_a_huge_value_is_set_aside_by_compare(run_copy):
+    case, _rep = _with_value(run_copy, 1e308)
+    answer = run_copy.iolab("compare", "corpus-fio", "--by", "bs", "--baseline", "4KiB")
+    noted(answer, "† baseline: 1 value set aside (1e+308: above 1e+150)")
+    assert "1e+308 |" not in answer.stdout
+
+
+def test_a_huge_value_is_set_aside_by_search_report(run_copy):
+    case, rep = _with_value(run_copy, 1e308)
+    answer = run_copy.iolab("search-report", "corpus-fio", "--objective", "write_bw")
+    noted(answer, "write_bw: 1 value set aside (1e+308: above 1e+150), in no figure above: "
+                  f"{case} rep {rep}", "best found: ")
+
+
+def test_a_huge_value_is_set_aside_by_publish(run_copy, tmp_path):
+    _with_value(run_copy, 1e308)
+    answer = run_copy.iolab("publish", "corpus-fio", "--out", tmp_path / "page")
+    noted(answer, "published corpus-fio")
+    for name in ("tables.md", "tables.csv", "index.html"):
+        assert "write_bw: 1 value set aside (1e+308: above 1e+150)" in (tmp_path / "page" / name).read_text()
