@@ -187,3 +187,59 @@ def test_a_huge_value_is_set_aside_by_publish(run_copy, tmp_path):
     noted(answer, "published corpus-fio")
     for name in ("tables.md", "tables.csv", "index.html"):
         assert "write_bw: 1 value set aside (1e+308: above 1e+150)" in (tmp_path / "page" / name).read_text()
+
+
+# ------------------------------------------------------------------------- search objective
+SEARCHED = """\
+id: corpus-search
+description: the corpus's grid with a search section
+benchmark: fio
+fixed: {{size: 256KiB, ioengine: psync}}
+matrix:
+  rw: [{rw}]
+  bs: [4KiB, 64KiB]
+search:
+  objective: {objective}
+  budget: 2
+"""
+WRITES = "write_bw, write_iops, write_bytes, write_clat_mean"
+OBJECTIVES = {
+    "read_bw-on-writes": ("write, randwrite", "read_bw", "not reported by any case searched: 4 of 4 "
+                          f"fio cases (bs=4KiB, rw=write, …) report only {WRITES}"),
+    "read_bw-on-a-mix": ("write, randrw", "read_bw", "not reported by every case searched: 2 of 4 "
+                         f"fio cases (bs=4KiB, rw=write, …) report only {WRITES}"),
+    "frobnicate_bw": ("write, randwrite", "frobnicate_bw", "not reported by any case searched"),
+    "write_bw-on-reads": ("read", "write_bw", "not reported by any case searched: 2 of 2 fio cases "
+                          "(bs=4KiB, …) report only read_bw, read_iops, read_bytes, read_clat_mean"),
+    "not-a-metric": ("write", "file_create_rate", "fio reports no metric 'file_create_rate'"),
+}
+
+
+@pytest.mark.parametrize("kind", OBJECTIVES)
+@pytest.mark.parametrize("verb", [("validate",), ("plan",), ("search", "--dry-run")])
+def test_search_objective_is_a_metric_every_case_reports(run_copy, kind, verb):
+    rw, objective, says = OBJECTIVES[kind]
+    path = run_copy.root / "experiments" / "corpus-search.yaml"
+    path.write_text(SEARCHED.format(rw=rw, objective=objective))
+    ref = str(path) if verb[0] == "validate" else "corpus-search"
+    answer = run_copy.iolab(verb[0], ref, *verb[1:])
+    line = refused(answer, f"corpus-search.yaml:9: search.objective: ", says)
+    if kind != "not-a-metric":
+        assert line.endswith(")") and "(metrics every case reports: " in line
+
+
+def test_search_objective_reported_by_every_case_passes(run_copy):
+    path = run_copy.root / "experiments" / "corpus-search.yaml"
+    path.write_text(SEARCHED.format(rw="write, randrw", objective="write_bw"))
+    answer = run_copy.iolab("validate", path)
+    assert answer.returncode == 0 and "ok: " in answer.stdout, str(answer)
+
+
+def test_fio_reports_what_its_descriptor_says_a_case_reports(run_copy):
+    """The check above rests on Fio.reported: the real run's records name exactly those metrics."""
+    from iolab.benchmarks import get as get_benchmark
+    from iolab.matrix import defaults
+
+    for rec in run_copy.records():
+        params = {**defaults("fio"), **rec["params"]}
+        assert sorted(get_benchmark("fio").reported(params)) == sorted(m["name"] for m in rec["metrics"])
