@@ -50,6 +50,10 @@ def cmd_plan(args) -> int:
     from .matrix import describe, expand, varied_keys
     from .units import format_bytes_human
 
+    if not 0 < args.target_ci <= 100:            # false for nan too
+        raise IolabError(f"--target-ci {args.target_ci:g}: give a percentage above 0, at most 100")
+    if args.budget is not None and not 0 < args.budget < math.inf:
+        raise IolabError(f"--budget {args.budget:g}: give a positive number of node-hours")
     exp = load_experiment(_experiment_path(args.experiment), args.profile)
     cases = expand(exp)
     print(f"{exp.id}: {exp.description.strip()}")
@@ -89,8 +93,6 @@ def cmd_plan(args) -> int:
         from .report import render_rep_suggestions, suggest_reps
         from .results import list_runs, results_root
 
-        if args.target_ci <= 0:
-            raise IolabError(f"--target-ci {args.target_ci}: must be a positive percentage")
         runs = list_runs(results_root(_root()), exp.id)
         chosen = list(exp.report.metrics)
         rows = suggest_reps(runs, cases, exp.repetitions, args.target_ci,
@@ -117,8 +119,6 @@ def _plan_cost(args, exp, cases, keys) -> None:
     spent = cost.plan_cost(cases, exp.repetitions, cost.durations(runs, cases) if runs else None)
     for line in spent.lines(len(cases)):
         print(line)
-    if args.budget is not None and not args.budget > 0:
-        raise IolabError(f"--budget {args.budget:g}: give a positive number of node-hours")
     if args.budget is not None and spent.node_hours > args.budget:
         trims = cost.trim_suggestions(cases, spent, keys, exp.repetitions)
         raise IolabError(f"the plan needs {spent.node_hours:.2f} node-hours at its time limits, over the "
@@ -652,7 +652,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--suggest-reps", action="store_true",
                    help="suggest repetitions per case from earlier runs of the same case ids")
     s.add_argument("--target-ci", type=float, default=5.0, metavar="PERCENT",
-                   help="target 95%% CI half-width as a percentage of the mean (default 5)")
+                   help="target 95%% CI half-width as a percentage of the mean (default 5; above 0, "
+                        "at most 100)")
     s.add_argument("--budget", type=float, metavar="NODE_HOURS",
                    help="refuse a plan whose node-hours (at the time limits) exceed this, and say "
                         "what to trim")

@@ -243,3 +243,18 @@ def test_fio_reports_what_its_descriptor_says_a_case_reports(run_copy):
     for rec in run_copy.records():
         params = {**defaults("fio"), **rec["params"]}
         assert sorted(get_benchmark("fio").reported(params)) == sorted(m["name"] for m in rec["metrics"])
+
+
+# ------------------------------------------------------------------------- plan's numbers
+@pytest.mark.parametrize("option, value, says", [
+    ("--target-ci", "nan", "--target-ci nan: give a percentage above 0, at most 100"),
+    ("--target-ci", "inf", "--target-ci inf: give a percentage above 0, at most 100"),
+    ("--target-ci", "0", "--target-ci 0: give a percentage above 0, at most 100"),
+    ("--target-ci", "250", "--target-ci 250: give a percentage above 0, at most 100"),
+    ("--budget", "inf", "--budget inf: give a positive number of node-hours"),
+    ("--budget", "nan", "--budget nan: give a positive number of node-hours"),
+])
+def test_plan_numbers_are_checked_before_anything_is_printed(run_copy, option, value, says):
+    answer = run_copy.iolab("plan", "corpus-fio", "--suggest-reps", option, value)
+    refused(answer, says)
+    assert answer.stdout == ""
