@@ -27,9 +27,26 @@ def cache_dir() -> Path | None:
     if where == "off":
         return None
     if where:
-        return Path(where)
+        return _outside_results(Path(where), "IOLAB_CACHE")
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "iolab"
+    return _outside_results(Path(base) / "iolab", "XDG_CACHE_HOME")
+
+
+def _outside_results(where: Path, name: str) -> Path:
+    """`where`, unless it is inside the results root or a run directory (one holding a manifest
+    and records): a run directory holds only what its run wrote."""
+    from .render import project_root
+    from .results import MANIFEST, RECORDS, results_root
+
+    real = Path(os.path.realpath(where))
+    root = Path(os.path.realpath(results_root(project_root())))
+    run = next((d for d in (real, *real.parents)
+                if (d / MANIFEST).is_file() and (d / RECORDS).is_file()), None)
+    if real == root or root in real.parents or run is not None:
+        inside = f"the run directory {run}" if run is not None else f"the results root {root}"
+        raise IolabError(f"{name}={where}: the cache would be inside {inside}; point it elsewhere "
+                         "(default ~/.cache/iolab) or set IOLAB_CACHE=off")
+    return where
 
 
 def prefix(kind: str, source: Path) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -49,6 +50,10 @@ def cmd_plan(args) -> int:
     from .matrix import describe, expand, varied_keys
     from .units import format_bytes_human
 
+    if not 0 < args.target_ci <= 100:            # false for nan too
+        raise IolabError(f"--target-ci {args.target_ci:g}: give a percentage above 0, at most 100")
+    if args.budget is not None and not 0 < args.budget < math.inf:
+        raise IolabError(f"--budget {args.budget:g}: give a positive number of node-hours")
     exp = load_experiment(_experiment_path(args.experiment), args.profile)
     cases = expand(exp)
     print(f"{exp.id}: {exp.description.strip()}")
@@ -88,8 +93,6 @@ def cmd_plan(args) -> int:
         from .report import render_rep_suggestions, suggest_reps
         from .results import list_runs, results_root
 
-        if args.target_ci <= 0:
-            raise IolabError(f"--target-ci {args.target_ci}: must be a positive percentage")
         runs = list_runs(results_root(_root()), exp.id)
         chosen = list(exp.report.metrics)
         rows = suggest_reps(runs, cases, exp.repetitions, args.target_ci,
@@ -116,8 +119,6 @@ def _plan_cost(args, exp, cases, keys) -> None:
     spent = cost.plan_cost(cases, exp.repetitions, cost.durations(runs, cases) if runs else None)
     for line in spent.lines(len(cases)):
         print(line)
-    if args.budget is not None and not args.budget > 0:
-        raise IolabError(f"--budget {args.budget:g}: give a positive number of node-hours")
     if args.budget is not None and spent.node_hours > args.budget:
         trims = cost.trim_suggestions(cases, spent, keys, exp.repetitions)
         raise IolabError(f"the plan needs {spent.node_hours:.2f} node-hours at its time limits, over the "
@@ -386,6 +387,21 @@ def cmd_runs(args) -> int:
     return status
 
 
+MAX_WATCH = 86400.0        # seconds: --watch reads a run again at least once a day
+
+
+def _seconds(option: str, text) -> float:
+    """A positive finite number of seconds, at most MAX_WATCH."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_WATCH:      # false for nan too
+        raise IolabError(f"{option} {text}: give a positive number of seconds, at most "
+                         f"{MAX_WATCH:g} (e.g. {option} 5)")
+    return value
+
+
 def cmd_status(args) -> int:
     """How far a run (with its continuations) is; --watch repeats until it ends."""
     import time
@@ -393,17 +409,72 @@ def cmd_status(args) -> int:
     from .results import find_run, results_root
     from .run import Run
 
+    watch = _seconds("--watch", args.watch) if args.watch is not None else None
     res = results_root(_root())
     path = find_run(res, args.experiment, args.run, True)
     tty = sys.stdout.isatty()
     while True:
         run = Run.load_chain(path)
         line = f"{args.experiment} run {run.run_id}: {run.state}: {run.progress(time.time())}"
-        if not args.watch or run.state != "unfinished":
-            print(("\r" if tty and args.watch else "") + line)
-            return 0 if run.state != "unfinished" or not args.watch else 1
+        if not watch or run.state != "unfinished":
+            print(("\r" if tty and watch else "") + line)
+            return 0 if run.state != "unfinished" or not watch else 1
         print(("\r" + line + "\033[K") if tty else line, end="" if tty else "\n", flush=True)
-        time.sleep(args.watch)
+        time.sleep(watch)
+
+
+RECORD_FIELDS = {"experiment": str, "run_id": str, "case_id": str, "repetition": int}
+MAX_RECORD_LINE = 16 << 20     # bytes: a record line is a few KiB; more is not one
+
+
+def _record_arg(spec: str) -> dict:
+    """The first line of FILE (or of stdin for -) as a record: a UTF-8 JSON object naming its
+    experiment, run, case and repetition."""
+    name = "--record " + ("-" if spec == "-" else spec)
+    if spec == "-":
+        data = sys.stdin.buffer.readline(MAX_RECORD_LINE + 1)
+    else:
+        import stat
+
+        try:
+            mode = Path(spec).stat().st_mode
+        except OSError as exc:
+            raise IolabError(f"{name}: {exc.strerror}") from None
+        if not stat.S_ISREG(mode):
+            raise IolabError(f"{name}: not a regular file; give a records.jsonl (or one of its "
+                             "lines) or - for stdin")
+        with open(spec, "rb") as f:
+            data = f.readline(MAX_RECORD_LINE + 1)
+    if len(data) > MAX_RECORD_LINE:
+        raise IolabError(f"{name}: the first line is over {MAX_RECORD_LINE >> 20} MiB: not a record")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise IolabError(f"{name}: not UTF-8 text (byte {exc.start + 1} of its first line): "
+                         "not a record line") from None
+    if not text.strip():
+        raise IolabError(f"{name}: the first line is empty: give a records.jsonl line")
+    try:
+        wanted = json.loads(text)
+    except ValueError as exc:
+        raise IolabError(f"{name}: the first line is not JSON ({exc})") from None
+    if not isinstance(wanted, dict):
+        raise IolabError(f"{name}: the first line is a JSON {type(wanted).__name__}, not a record "
+                         "(a JSON object)")
+    for key, kind in RECORD_FIELDS.items():
+        if key not in wanted:
+            raise IolabError(f"{name}: the record has no {key}")
+        if type(wanted[key]) is not kind or (kind is str and not wanted[key]):
+            raise IolabError(f"{name}: the record's {key} is {json.dumps(wanted[key])[:40]}, not "
+                             + ("a whole number" if kind is int else "a non-empty string"))
+    return wanted
+
+
+def _planned_jobs(run) -> list[tuple]:
+    """The (part, case id, repetition) jobs of a run's plan, as its manifest lists them."""
+    planned = run.manifest.planned
+    return [(j.get("part"), j.get("case_id"), j.get("repetition"))
+            for j in planned if type(j) is dict] if isinstance(planned, list) else []
 
 
 def cmd_reproduce(args) -> int:
@@ -418,13 +489,9 @@ def cmd_reproduce(args) -> int:
     root = _root()
     res = results_root(root)
     if args.record:
-        line = sys.stdin.readline() if args.record == "-" else Path(args.record).read_text().splitlines()[0]
-        try:
-            wanted = json.loads(line)
-            exp_id, run_id, case_id = wanted["experiment"], wanted["run_id"], wanted["case_id"]
-            reps = [wanted["repetition"]]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise IolabError(f"--record: not a record line ({exc})") from None
+        wanted = _record_arg(args.record)
+        exp_id, run_id, case_id = wanted["experiment"], wanted["run_id"], wanted["case_id"]
+        reps = [wanted["repetition"]]
     else:
         if not (args.experiment and args.run and args.case):
             raise IolabError("give ID RUN CASE (and --rep N), or --record FILE|- with a record line")
@@ -436,8 +503,15 @@ def cmd_reproduce(args) -> int:
                          hint="cases: " + ", ".join(sorted({r.case_id for r in run.records}))[:300])
     if len({r.case_id for r in recs}) > 1:
         raise IolabError(f"case {case_id!r} is ambiguous in run {run.run_id}: give more digits")
-    reps = reps or ([args.rep] if args.rep else sorted({r.repetition for r in recs}))
     part, case_id = recs[0].part, recs[0].case_id
+    has = sorted({r.repetition for r in recs}
+                 | {j[2] for j in _planned_jobs(run) if j[1] == case_id and type(j[2]) is int})
+    reps = reps or ([args.rep] if args.rep is not None else has)
+    for rep in reps:
+        if rep not in has:
+            raise IolabError(f"{'the record' if args.record else '--rep'}: repetition {rep} is not one "
+                             f"of run {run.run_id}'s for case {case_id} (it has "
+                             f"{', '.join(map(str, has))})")
     differ = campaign.reproduce_differences(run, root)
     for line in differ:
         print(f"iolab: warning: {line}", file=sys.stderr)
@@ -578,7 +652,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--suggest-reps", action="store_true",
                    help="suggest repetitions per case from earlier runs of the same case ids")
     s.add_argument("--target-ci", type=float, default=5.0, metavar="PERCENT",
-                   help="target 95%% CI half-width as a percentage of the mean (default 5)")
+                   help="target 95%% CI half-width as a percentage of the mean (default 5; above 0, "
+                        "at most 100)")
     s.add_argument("--budget", type=float, metavar="NODE_HOURS",
                    help="refuse a plan whose node-hours (at the time limits) exceed this, and say "
                         "what to trim")
@@ -670,16 +745,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("experiment", nargs="?", metavar="ID")
     s.add_argument("run", nargs="?", metavar="RUN")
     s.add_argument("case", nargs="?", metavar="CASE", help="a case id (or a unique prefix)")
-    s.add_argument("--rep", type=int, help="one repetition (default: every repetition the run has)")
-    s.add_argument("--record", metavar="FILE|-", help="a records.jsonl line instead of ID RUN CASE")
+    s.add_argument("--rep", type=int, help="one of the repetitions the run has or planned for the "
+                   "case (default: every one it has)")
+    s.add_argument("--record", metavar="FILE|-", help="a records.jsonl line (a UTF-8 JSON object; the "
+                   "first line of FILE) instead of ID RUN CASE")
     s.add_argument("--config", metavar="PATH", help="ReFrame configuration (default: the one the run used)")
     s.set_defaults(func=cmd_reproduce)
 
     s = sub.add_parser("status", help="how far a run is: jobs recorded of planned, failures, elapsed, ETA")
     s.add_argument("experiment", metavar="ID")
     s.add_argument("run", nargs="?", metavar="RUN", help="default: the latest")
-    s.add_argument("--watch", type=float, metavar="SECONDS", nargs="?", const=5.0,
-                   help="read the run again every SECONDS (default 5) until it ends")
+    s.add_argument("--watch", metavar="SECONDS", nargs="?", const="5",
+                   help="read the run again every SECONDS (default 5; more than 0, at most a day) "
+                        "until it ends")
     s.set_defaults(func=cmd_status)
 
     s = sub.add_parser("resume", help="run the jobs of a run that have no ok record (missing, failed, "
@@ -744,6 +822,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        from .cache import cache_dir
+
+        cache_dir()         # a cache inside the results is refused before any verb runs
         return args.func(args)
     except IolabError as exc:
         print(f"iolab: error: {exc}", file=sys.stderr)

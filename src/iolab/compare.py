@@ -690,6 +690,12 @@ def _ratio(v) -> str:
     return "-" if v is None else f"{v:.2f}"
 
 
+def _set_aside(*sides: tuple[str, stats.Summary | None]) -> list[str]:
+    """'A: 1 value set aside (1e+308: above 1e+150)' for a side whose summary left values out."""
+    return [f"{label}: {stats.set_aside_text(s.set_aside)}" for label, s in sides
+            if s is not None and s.set_aside]
+
+
 def _footnoted(notes: list[str], seen: list[str]) -> str:
     marks = []
     for n in notes:
@@ -722,7 +728,8 @@ def render_comparison(c: Comparison) -> str:
             line = (p.key_values or [p.case_b or p.case_a or "-"]) + [
                 _mean_ci(p.a), str(p.a.n), _mean_ci(p.b), str(p.b.n), _ratio(p.ratio),
                 "-" if ci is None else f"{ci[0]:.2f}–{ci[1]:.2f}",
-                "-" if w is None else f"{w.p:.3g}", p.verdict(t.better), _footnoted(p.notes, seen)]
+                "-" if w is None else f"{w.p:.3g}", p.verdict(t.better),
+                _footnoted(p.notes + _set_aside((c.label_a, p.a), (c.label_b, p.b)), seen)]
             out.append("| " + " | ".join(line) + " |")
         out.append("")
         if seen:
@@ -783,7 +790,7 @@ def published_blocks(pc: PublishedComparison, heading: bool = True,
                 cells.append(f"within {100 * p.deviation:.1f}%")
             else:
                 cells.append(_ratio(p.ratio))
-        cells.append(_footnoted(p.notes, seen))
+        cells.append(_footnoted(p.notes + _set_aside(("run", p.run)), seen))
         rows.append(cells)
     out += [doc.table(header, rows), doc.line()]
     if seen:

@@ -124,11 +124,17 @@ class Cell:
 
     @property
     def max(self) -> float | None:
-        return max(self.values) if self.values else None
+        return self.summary.max         # of the values the statistics take (stats.LIMIT)
 
     def rep(self, index: int):
         rep = self.reps[index] if index < len(self.reps) else None
         return index + 1 if rep is None else rep
+
+    def kept_rep(self, index: int):
+        """The repetition of the summary's `index`th value (values set aside are not counted)."""
+        if self.summary.set_aside:
+            index = [i for i, v in enumerate(self.values) if stats.usable(float(v))][index]
+        return self.rep(index)
 
 
 @dataclass
@@ -322,9 +328,15 @@ def _outlier_notes(row: Row, metrics: list[str]) -> list[str]:
     for m in metrics:
         cell = row.cells[m]
         for o in cell.summary.outliers:
-            out.append(f"{OUTLIER_MARK} {m} rep {cell.rep(o.index)} = {fmt_measure(o.value)} "
+            out.append(f"{OUTLIER_MARK} {m} rep {cell.kept_rep(o.index)} = {fmt_measure(o.value)} "
                        f"(z {o.modified_z:.1f})")
     return out
+
+
+def set_aside_notes(row: Row, metrics: list[str]) -> list[str]:
+    """'write_bw: 1 value set aside (1e+308: above 1e+150)' for each cell with such values."""
+    return [f"{m}: {stats.set_aside_text(s.set_aside)}" for m in metrics
+            if (s := row.cells[m].summary).set_aside]
 
 
 def table_rows(table: Table, style: str = "md") -> tuple[list[str], list[list[str]], list[str]]:
@@ -373,7 +385,7 @@ def table_rows(table: Table, style: str = "md") -> tuple[list[str], list[list[st
         words = [" ".join(marks), _status(row, reasons if style == "md" else None)]
         if style != "md" and noisy:
             words.append("noisy: " + ", ".join(noisy))
-        words += _outlier_notes(row, table.metrics)
+        words += _outlier_notes(row, table.metrics) + set_aside_notes(row, table.metrics)
         line += [str(row.ok), "; ".join(filter(None, words))]
         body.append(line)
     footnotes = [f"{'†' * (i + 1)} {n}" for i, n in enumerate(notes)]
@@ -421,9 +433,11 @@ def summary_json(cell: Cell, unit: str | None) -> dict:
     return {"unit": unit, "n": s.n, "mean": s.mean, "median": s.median, "min": s.min, "max": s.max,
             "stddev": s.stddev, "cv": s.cv, "ci95_half_width": s.ci_half_width,
             "ci95": list(s.ci) if s.ci else None, "noisy": s.noisy,
-            "outliers": [{"repetition": cell.rep(o.index), "value": o.value, "modified_z": o.modified_z}
-                         for o in s.outliers],
-            "values": list(s.values)}
+            "outliers": [{"repetition": cell.kept_rep(o.index), "value": o.value,
+                          "modified_z": o.modified_z} for o in s.outliers],
+            "values": list(s.values),
+            **({"set_aside": [x if math.isfinite(x) else str(x) for x in s.set_aside],
+                "set_aside_reason": stats.set_aside_text(s.set_aside)} if s.set_aside else {})}
 
 
 def to_json(tables: list[Table], run: dict | None = None) -> str:

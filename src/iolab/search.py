@@ -31,6 +31,7 @@ import random
 import warnings
 from dataclasses import dataclass, field
 
+from . import stats
 from .errors import IolabError
 from .load import Search
 from .matrix import Case
@@ -151,6 +152,7 @@ class State:
     points: list[Point]
     spent: dict[str, set]           # requested case id -> repetitions recorded (any status)
     values_by_request: dict[str, list[float]]
+    set_aside: list[tuple] = field(default_factory=list)    # (case id, repetition, value): stats.LIMIT
 
     def best(self, maximize: bool) -> Point | None:
         found = [p for p in self.points if p.case is not None and p.values]
@@ -172,6 +174,7 @@ class _Observer:
         self.points: dict[tuple, Point] = {}
         self.spent: dict[str, set] = {}
         self.by_request: dict[str, list[float]] = {}
+        self.set_aside: list[tuple] = []
 
     def add(self, r: Record) -> Point | None:
         """Take one record; the point its value went to (None: no value, or not this grid's)."""
@@ -179,7 +182,10 @@ class _Observer:
             return None     # another grid's case, or interrupted: not spent (it runs again)
         self.spent.setdefault(r.case_id, set()).add(r.repetition)
         value = r.value(self.objective) if r.ok else None
-        if value is None or not math.isfinite(value):
+        if value is None:
+            return None
+        if not stats.usable(value):     # in no mean, proposal or answer; the report names it
+            self.set_aside.append((r.case_id, r.repetition, value))
             return None
         setting, notes = effective_setting(r, self.space.axes)
         key = tuple(repr(setting[k]) for k in self.space.axes)
@@ -194,7 +200,7 @@ class _Observer:
         return p
 
     def state(self) -> State:
-        return State(list(self.points.values()), self.spent, self.by_request)
+        return State(list(self.points.values()), self.spent, self.by_request, self.set_aside)
 
 
 def observe(space: Space, records: list[Record], objective: str) -> State:
@@ -530,6 +536,7 @@ class Answer:
     no_value: list[str]             # cases asked for that gave no value (failed, skipped)
     welch: object | None = None     # stats.Welch of the best against the runner-up
     predicted: tuple | None = None  # (Case, predicted value) where the model differs
+    set_aside: list[tuple] = field(default_factory=list)    # State.set_aside
 
     @property
     def best(self) -> Point | None:
@@ -541,8 +548,6 @@ class Answer:
 
 
 def answer(search: Search, space: Space, records: list[Record]) -> Answer:
-    from . import stats
-
     state = observe(space, records, search.objective)
     sign = -1 if search.maximize else 1
     ranked = sorted((p for p in state.points if p.case is not None and p.values),
@@ -550,7 +555,7 @@ def answer(search: Search, space: Space, records: list[Record]) -> Answer:
     valued = {cid for p in state.points for cid in p.requested}
     out = Answer(search, len(space.cases), len(state.spent), state.jobs, ranked,
                  [p for p in state.points if p.case is None],
-                 [cid for cid in state.spent if cid not in valued])
+                 [cid for cid in state.spent if cid not in valued], set_aside=state.set_aside)
     if len(ranked) > 1:
         out.welch = stats.welch(stats.summarize(ranked[1].values), stats.summarize(ranked[0].values))
     model = predict(space, ranked)
@@ -632,7 +637,6 @@ def predict(space: Space, points: list[Point]) -> list[tuple] | None:
 
 
 def render_answer(a: Answer, space: Space, unit: str = "") -> str:
-    from . import stats
     from .matrix import show_value
 
     s = a.search
@@ -685,6 +689,10 @@ def render_answer(a: Answer, space: Space, unit: str = "") -> str:
                      f"{s.objective} {p.mean:.4g}{unit}, n={len(p.values)}; " + "; ".join(p.notes))
     if a.no_value:
         lines.append(f"cases run without a value of {s.objective}: {', '.join(a.no_value)}")
+    if a.set_aside:
+        shown = ", ".join(f"{cid} rep {rep}" for cid, rep, _v in a.set_aside[:6])
+        lines.append(f"{s.objective}: {stats.set_aside_text([v for *_, v in a.set_aside])}, "
+                     f"in no figure above: {shown}{', …' if len(a.set_aside) > 6 else ''}")
     return "\n".join(lines) + "\n"
 
 

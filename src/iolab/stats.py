@@ -17,6 +17,9 @@ The rules, stated once (README "Statistics" repeats them):
   stays positive and is symmetric on a log scale, as ratios should be.
 - Repetitions for a target relative half-width h: the smallest n >= 2 with
   t(0.975, n-1) * CV / sqrt(n) <= h, CV taken from earlier runs.
+- A value that is not finite or whose magnitude is above LIMIT (1e150) is set aside: kept in
+  Summary.set_aside, out of every figure, and named by the tables' notes. Below LIMIT every
+  square and sum these rules take is a finite float, so no statistic raises for any input.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ ALPHA = 0.05               # significance level of Welch's test (two-sided)
 _MAD_K = 0.6745            # Phi^-1(0.75): makes MAD comparable to a standard deviation
 _MEANAD_K = 1.253314       # sqrt(pi/2): the same for the mean absolute deviation
 MAX_SUGGESTED_REPS = 10000
+LIMIT = 1e150              # |value| above this is set aside: its square must stay a float
 
 
 # Student's t from the regularized incomplete beta function, in floats: the same numbers as
@@ -109,6 +113,8 @@ def t_sf(t: float, df: float) -> float:
     if t == 0:
         return 0.5
     t2 = t * t
+    if math.isinf(t2):      # |t| above 1e154: a tail below any float
+        return 0.0 if t > 0 else 1.0
     x, y = df / (df + t2), t2 / (df + t2)
     tail = 0.5 * _ibeta(df / 2.0, 0.5, x, y, -math.log1p(t2 / df), math.log(y))
     return tail if t > 0 else 1.0 - tail
@@ -174,7 +180,32 @@ def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
 
 def stdev(xs: tuple[float, ...], mean: float) -> float:
     """Sample standard deviation in floats (math.fsum), n >= 2."""
-    return math.sqrt(math.fsum([(x - mean) ** 2 for x in xs]) / (len(xs) - 1))
+    try:
+        return math.sqrt(math.fsum([(x - mean) ** 2 for x in xs]) / (len(xs) - 1))
+    except OverflowError:       # tens of millions of values near LIMIT: scaled, the same figure
+        big = max(abs(x - mean) for x in xs)
+        return big * math.sqrt(math.fsum([((x - mean) / big) ** 2 for x in xs]) / (len(xs) - 1))
+
+
+def usable(x: float) -> bool:
+    """A value the statistics take: finite, magnitude at most LIMIT."""
+    return -LIMIT <= x <= LIMIT         # false for nan too
+
+
+def split(values) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The values as floats: those the statistics take, and those set aside (see LIMIT)."""
+    xs = tuple(map(float, values))
+    if all(-LIMIT <= x <= LIMIT for x in xs):
+        return xs, ()
+    return tuple(x for x in xs if usable(x)), tuple(x for x in xs if not usable(x))
+
+
+def set_aside_text(values) -> str:
+    """What a note says of values set aside, e.g. '1 value set aside (1e+308: above 1e+150)'."""
+    shown = ", ".join(f"{x:g}" for x in values[:3]) + (", …" if len(values) > 3 else "")
+    why = "not finite" if not any(math.isfinite(x) for x in values) else (
+        f"above {LIMIT:g}" if all(math.isfinite(x) for x in values) else f"not finite or above {LIMIT:g}")
+    return f"{len(values)} value{'s' * (len(values) > 1)} set aside ({shown}: {why})"
 
 
 @dataclass(frozen=True)
@@ -196,6 +227,7 @@ class Summary:
     cv: float | None               # stddev / |mean|; None below n = 2 or for a zero mean
     ci_half_width: float | None    # None below n = 2
     outliers: tuple[Outlier, ...] = field(default=())
+    set_aside: tuple[float, ...] = field(default=())    # not in values: not finite, or above LIMIT
 
     @property
     def ci(self) -> tuple[float, float] | None:
@@ -238,8 +270,9 @@ def _z_scores(xs, med: float) -> list[float] | None:
 
 
 def modified_z_scores(values) -> list[float] | None:
-    """Iglewicz-Hoaglin modified z-scores, or None when they are undefined (n < 3, all equal)."""
-    xs = [float(v) for v in values]
+    """Iglewicz-Hoaglin modified z-scores of the values the statistics take (see LIMIT), or None
+    when they are undefined (n < 3, all equal)."""
+    xs = list(split(values)[0])
     if len(xs) < OUTLIER_MIN_N:
         return None
     return _z_scores(xs, _median(sorted(xs)))
@@ -252,26 +285,28 @@ def _outliers(xs, scores) -> tuple[Outlier, ...]:
 
 
 def outliers(values) -> tuple[Outlier, ...]:
-    return _outliers([float(v) for v in values], modified_z_scores(values))
+    return _outliers(split(values)[0], modified_z_scores(values))
 
 
 def summarize(values) -> Summary:
     # one sort serves the median, the extremes and the outliers' median (tables summarize
     # every cell of a campaign)
-    xs = tuple(map(float, values))
+    xs, aside = split(values)
     n = len(xs)
     if n == 0:
-        return Summary(xs, 0, None, None, None, None, None, None, None)
+        return Summary(xs, 0, None, None, None, None, None, None, None, (), aside)
     ordered = sorted(xs)
     med = _median(ordered)
     mean = math.fsum(xs) / n
     if n < 2:
-        return Summary(xs, n, mean, med, ordered[0], ordered[-1], None, None, None, ())
+        return Summary(xs, n, mean, med, ordered[0], ordered[-1], None, None, None, (), aside)
     sd = stdev(xs, mean)
     cv = sd / abs(mean) if mean != 0 else None
+    if cv is not None and not math.isfinite(cv):     # a mean that is all but zero
+        cv = None
     half = t_quantile(n - 1) * sd / math.sqrt(n)
     found = _outliers(xs, _z_scores(xs, med)) if n >= OUTLIER_MIN_N else ()
-    return Summary(xs, n, mean, med, ordered[0], ordered[-1], sd, cv, half, found)
+    return Summary(xs, n, mean, med, ordered[0], ordered[-1], sd, cv, half, found, aside)
 
 
 # A summary as bytes beside its values (a kept digest holds one per case and metric): loading
@@ -293,8 +328,8 @@ def unpack(values, data: bytes) -> Summary:
     fields = [f if present >> i & 1 else None for i, f in enumerate(fields)]
     found = tuple(Outlier(*_PACKED_OUTLIER.unpack_from(data, at))
                   for at in range(_PACKED.size, len(data), _PACKED_OUTLIER.size))
-    xs = tuple(map(float, values))
-    return Summary(xs, len(xs), *fields, found)
+    xs, aside = split(values)
+    return Summary(xs, len(xs), *fields, found, aside)
 
 
 @dataclass(frozen=True)
@@ -316,9 +351,18 @@ def welch(a: Summary, b: Summary) -> Welch | None:
         return Welch(math.copysign(math.inf, diff) if diff else 0.0, a.n + b.n - 2,
                      0.0 if diff else 1.0, degenerate=True)
     t = diff / math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1))
+    df = _welch_df(va, vb, a.n, b.n)
     p = 2 * t_sf(abs(t), df)
     return Welch(t, df, p)
+
+
+def _welch_df(va: float, vb: float, na: int, nb: int) -> float:
+    """Welch-Satterthwaite degrees of freedom of two variance terms (not both 0); scaled by
+    the larger where their squares would leave the floats (they do not change the figure)."""
+    if max(va, vb) > 1e100:
+        big = max(va, vb)
+        va, vb = va / big, vb / big
+    return (va + vb) ** 2 / (va ** 2 / (na - 1) + vb ** 2 / (nb - 1))
 
 
 def ratio_ci(a: Summary, b: Summary, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
@@ -326,13 +370,17 @@ def ratio_ci(a: Summary, b: Summary, confidence: float = CONFIDENCE) -> tuple[fl
     if a.n < 2 or b.n < 2 or not a.mean or not b.mean or a.mean < 0 or b.mean < 0:
         return None
     ratio = b.mean / a.mean
-    wa = a.stddev ** 2 / (a.n * a.mean ** 2)
-    wb = b.stddev ** 2 / (b.n * b.mean ** 2)
+    # relative spreads: (s/m)^2 / n, which stays a float where s^2 / (n m^2) would not
+    wa = (a.stddev / a.mean) ** 2 / a.n if a.stddev / a.mean < 1e100 else math.inf
+    wb = (b.stddev / b.mean) ** 2 / b.n if b.stddev / b.mean < 1e100 else math.inf
+    if not (math.isfinite(ratio) and ratio > 0 and math.isfinite(wa + wb)):
+        return None         # a ratio or a spread beyond the floats: no interval to vouch for
     if wa + wb == 0:
         return (ratio, ratio)
     se = math.sqrt(wa + wb)
-    df = (wa + wb) ** 2 / (wa ** 2 / (a.n - 1) + wb ** 2 / (b.n - 1))
-    k = t_quantile(df, confidence) * se
+    k = t_quantile(_welch_df(wa, wb, a.n, b.n), confidence) * se
+    if k > 700:             # exp(k) leaves the floats: the interval is unbounded
+        return None
     return (ratio * math.exp(-k), ratio * math.exp(k))
 
 
@@ -343,7 +391,10 @@ def reps_needed(values, target_rel_half_width: float, confidence: float = CONFID
     s = summarize(values)
     if s.cv is None:
         return None
-    for n in range(2, MAX_SUGGESTED_REPS + 1):
+    # t is above the normal's quantile z at every n, so no n below (z CV / h)^2 can do
+    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+    start = (z * s.cv / target_rel_half_width) ** 2 if s.cv < 1e100 else math.inf
+    for n in range(max(2, int(min(start, MAX_SUGGESTED_REPS))), MAX_SUGGESTED_REPS + 1):
         if t_quantile(n - 1, confidence) * s.cv / math.sqrt(n) <= target_rel_half_width:
             return n
     return MAX_SUGGESTED_REPS

@@ -370,3 +370,20 @@ def test_import_refuses_files_that_ran_different_cases(results, capsys):
              str(IOR / "ior_mpiio_indep_4r_t64k_b4m.summary.json")]
     assert main(["import", "ior", *files, "--into", "mixed"]) == 2
     assert "ran different" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("seconds", ["-1", "nan", "inf", "0", "1e400", "abc"])
+def test_status_watch_is_checked_before_any_run_is_read(results, capsys, seconds):
+    # no results at all: the argument is refused first, with its own reason
+    assert main(["status", "quickstart", "--watch", seconds]) == 2
+    assert capsys.readouterr().err == (f"iolab: error: --watch {seconds}: give a positive number of "
+                                       f"seconds, at most 86400 (e.g. --watch 5)\n")
+
+
+def test_reproduce_record_from_stdin_names_what_is_missing(results, capsys, monkeypatch):
+    import io
+
+    line = json.dumps({"experiment": "quickstart", "run_id": "r1", "repetition": 1}) + "\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(line.encode())))
+    assert main(["reproduce", "--record", "-"]) == 2
+    assert capsys.readouterr().err == "iolab: error: --record -: the record has no case_id\n"

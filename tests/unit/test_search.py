@@ -523,3 +523,41 @@ def test_each_measured_grid_is_whole(name):
     text = json.dumps([r.to_json() for r in records]) + json.dumps(manifest)
     for machine in ("/work/", "/tmp/", "iolab-stack"):
         assert machine not in text
+
+
+def test_objective_must_be_reported_by_every_case_as_its_parameters_say(write_experiment):
+    from iolab.errors import IolabError
+
+    ior = """\
+        id: {id}
+        description: x
+        benchmark: ior
+        matrix:
+          transfer_size: [1MiB, 2MiB]
+        fixed: {{block_size: 4MiB, read: {read}}}
+        search: {{objective: {objective}, budget: 2}}
+        """
+    # IOR writes and reads by default: read_bw is reported
+    ok = load_experiment(write_experiment("rd", ior.format(id="rd", read="true", objective="read_bw")))
+    assert ok.search.objective == "read_bw"
+    with pytest.raises(IolabError) as err:
+        load_experiment(write_experiment("wo", ior.format(id="wo", read="false", objective="read_bw")))
+    assert err.value.key == "search.objective" and err.value.line == 7
+    assert err.value.message.startswith(
+        "'read_bw' is not reported by any case searched: 2 of 2 ior cases (transfer_size=1MiB, …) "
+        "report only write_bw, write_bw_max, write_bw_min, write_bw_stddev, write_ops,")
+    # a name the patterns allow (*_bw*) but IOR never reports
+    with pytest.raises(IolabError, match="'frobnicate_bw' is not reported by any case searched"):
+        load_experiment(write_experiment("fr", ior.format(id="fr", read="true", objective="frobnicate_bw")))
+
+
+def test_every_metric_a_case_reports_is_one_its_parsers_yield():
+    """reported() names exactly what the real recorded outputs gave (tests/data/grids)."""
+    from iolab.benchmarks import get as get_benchmark
+
+    records = [Record.from_json(json.loads(line)) for line in (GRID / "records.jsonl").open()]
+    cases = {c.case_id: c for c in expand(load_experiment(GRID / "grid-ior-local.yaml"))}
+    for rec in records[:20]:
+        if rec.ok:
+            want = get_benchmark("ior").reported(cases[rec.case_id].params)
+            assert sorted(want) == sorted(m.name for m in rec.metrics)

@@ -87,3 +87,19 @@ def test_the_log_file_is_at_info_unless_debug_is_asked_for():
     assert log_level([], {"IOLAB_RFM_LOG": "DEBUG"}) == "debug"
     with pytest.raises(ValueError, match="IOLAB_RFM_LOG='loud': give one of info, verbose, debug, debug2"):
         log_level([], {"IOLAB_RFM_LOG": "loud"})
+
+
+def test_an_id_written_with_hyphens_names_its_experiment():
+    from iolab.rfm.select import as_written
+
+    assert wanted("-n", "cp2k-aggregators") == ["cp2k-aggregators"]
+    assert wanted("-n", "^cp2k-aggregators\\b") == ["cp2k-aggregators"]
+    assert wanted("-n", "quickstart-full@1") == ["quickstart-full"]
+    assert wanted("--name=scale-1k", "-n", "archer-fpp-vs-ssf") == ["archer-fpp-vs-ssf", "scale-1k"]
+    assert wanted("-x", "quickstart-full") == ["archer-fpp-vs-ssf", "cp2k-aggregators", "quickstart",
+                                               "scale-1k"]
+    # the longer id first; what is not an id stays as written (ReFrame decides)
+    known = {"a-b", "a-b-c"}
+    assert as_written("^a-b-c\\b|a-b", known) == "^a_b_c\\b|a_b"
+    assert as_written("a-bc", known) == "a_bc" and as_written("x-y", known) == "x-y"
+    assert wanted("-n", "cp2k-aggr") == sorted(KNOWN)

@@ -232,3 +232,52 @@ def test_a_packed_summary_unpacks_to_the_same_summary():
         s = stats.summarize(values)
         back = stats.unpack(values, stats.pack(s))
         assert repr(back) == repr(s)          # repr: NaN == NaN, None stays None
+
+
+# Finite floats at their edges (and past them): no statistic may raise, and none may show a
+# value it was not given or that is not a float.
+_EDGES = [0.0, -0.0, 5e-324, -5e-324, 2.2e-308, 1e-200, 1.0, 125.0, 1e100, 1e150, -1e150,
+          1.0000001e150, 1e200, -1e200, 1e300, 1e308, -1e308, 1.7976931348623157e308,
+          -1.7976931348623157e308]
+
+
+def _draws(seed: int, count: int):
+    import random
+
+    rng = random.Random(seed)
+    for _ in range(count):
+        n = rng.randint(0, 7)
+        yield [rng.choice(_EDGES) * rng.choice((1, 1, 0.5, 3)) if rng.random() < 0.6
+               else rng.uniform(-1e3, 1e3) for _ in range(n)]
+
+
+def test_no_statistic_raises_for_any_finite_input():
+    pairs = list(_draws(0, 1500))
+    for a_values, b_values in zip(pairs, pairs[1:]):
+        a, b = stats.summarize(a_values), stats.summarize(b_values)
+        for s, values in ((a, a_values), (b, b_values)):
+            assert s.n + len(s.set_aside) == len(values)
+            assert all(abs(x) <= stats.LIMIT for x in s.values)
+            assert all(abs(x) > stats.LIMIT for x in s.set_aside)
+            for figure in (s.mean, s.median, s.min, s.max, s.stddev, s.cv, s.ci_half_width):
+                assert figure is None or math.isfinite(figure), (values, s)
+            assert stats.unpack(values, stats.pack(s)) == s
+            stats.reps_needed(values, 0.05)
+            stats.outliers(values)
+        w = stats.welch(a, b)
+        assert w is None or (0 <= w.p <= 1 and not math.isnan(w.df)), (a_values, b_values, w)
+        ci = stats.ratio_ci(a, b)
+        assert ci is None or all(math.isfinite(x) and x > 0 for x in ci), (a_values, b_values, ci)
+
+
+def test_a_huge_value_is_set_aside_and_the_rest_summarized():
+    s = stats.summarize([125.0, 1e308, 130.0, math.inf, math.nan])
+    assert s.values == (125.0, 130.0) and s.n == 2 and s.mean == 127.5
+    assert s.set_aside[:2] == (1e308, math.inf) and math.isnan(s.set_aside[2])
+    assert stats.set_aside_text(s.set_aside) == \
+        "3 values set aside (1e+308, inf, nan: not finite or above 1e+150)"
+    assert stats.set_aside_text((1e308,)) == "1 value set aside (1e+308: above 1e+150)"
+    # at the limit itself the figures are still floats: kept
+    edge = stats.summarize([1e150, -1e150, 1e150])
+    assert edge.n == 3 and not edge.set_aside and math.isfinite(edge.ci_half_width)
+    assert stats.welch(edge, stats.summarize([1e150, 1e-300])).p <= 1

@@ -87,6 +87,11 @@ class Benchmark:
         """The declared spec of a metric this benchmark yields (None: not declared)."""
         return next((m for m in self.metrics if m.matches(name)), None)
 
+    def reported(self, params: dict) -> tuple[str, ...] | None:
+        """Every metric a case with these resolved parameters reports, by name, as its parsers
+        name them; None where only the run can tell (the patterns of `metrics` then bound it)."""
+        return None
+
     def check(self, case) -> str | None:
         """A reason this case cannot run, found before anything is submitted."""
         return None

@@ -27,6 +27,14 @@ class Fio(Benchmark):
         MetricSpec("*_bytes", "B", None, "bytes moved"),
         MetricSpec("*_clat_mean", "us", "lower", "mean completion latency"),
     )
+    # the directions an rw pattern moves data in (parsers/fio_json names a metric by direction)
+    DIRECTIONS = {"read": ("read",), "randread": ("read",), "write": ("write",),
+                  "randwrite": ("write",), "rw": ("write", "read"), "readwrite": ("write", "read"),
+                  "randrw": ("write", "read")}
+
+    def reported(self, params: dict) -> tuple[str, ...] | None:
+        return tuple(f"{d}_{m}" for d in self.DIRECTIONS[params["rw"]]
+                     for m in ("bw", "iops", "bytes", "clat_mean"))
 
     def check(self, case) -> str | None:
         if case.nodes != 1 or case.tasks_per_node != 1:

@@ -61,6 +61,12 @@ class Ior(Benchmark):
         MetricSpec("*_time", "s", "lower", "seconds of the phase (open, io, close, total)"),
     )
 
+    def reported(self, params: dict) -> tuple[str, ...] | None:
+        """Per phase run (-w, -r), the summary's figures and the phase's times (parsers/ior_json)."""
+        names = ([n for n, _key, _unit in ior_json.SUMMARY_METRICS]
+                 + [n for n, _key in ior_json.PHASE_TIMES])
+        return tuple(f"{op}_{n}" for op in ("write", "read") if params[op] for n in names)
+
     def check(self, case) -> str | None:
         p = case.params
         block, xfer = p["block_size"], p["transfer_size"]

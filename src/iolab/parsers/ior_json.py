@@ -8,11 +8,15 @@ from ..errors import ParseError
 from . import Metric, Parsed, mean, number
 
 SOURCE = "ior-json"
-_SUMMARY_METRICS = (
+SUMMARY_METRICS = (
     ("bw", "bwMeanMIB", "MiB/s"), ("bw_max", "bwMaxMIB", "MiB/s"), ("bw_min", "bwMinMIB", "MiB/s"),
     ("bw_stddev", "bwStdMIB", "MiB/s"), ("ops", "OPsMean", "ops/s"), ("ops_max", "OPsMax", "ops/s"),
     ("ops_min", "OPsMin", "ops/s"), ("ops_stddev", "OPsSD", "ops/s"),
 )
+
+# each phase's mean over IOR's iterations of these times
+PHASE_TIMES = (("open_time", "openTime"), ("io_time", "wrRdTime"), ("close_time", "closeTime"),
+               ("total_time", "totalTime"))
 
 
 def parse(text: str, source: str = SOURCE) -> Parsed:
@@ -51,11 +55,10 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
         if bw <= 0:
             raise ParseError(f"{source}: {op} bandwidth is {bw} MiB/s")
 
-        for name, key, unit in _SUMMARY_METRICS:
+        for name, key, unit in SUMMARY_METRICS:
             metrics.append(Metric(f"{op}_{name}", number(entry.get(key), f"{op} {key}", source),
                                   unit, SOURCE))
-        for name, key in (("open_time", "openTime"), ("io_time", "wrRdTime"),
-                          ("close_time", "closeTime"), ("total_time", "totalTime")):
+        for name, key in PHASE_TIMES:
             values = [number(r.get(key), f"{op} {key}", source) for r in runs]
             metrics.append(Metric(f"{op}_{name}", mean(values), "s", SOURCE))
     if not metrics:

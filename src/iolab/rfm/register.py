@@ -25,7 +25,7 @@ from ..shims import class_name, render_shim, shim_path, sync_shims, write_atomic
 from . import continuation, session
 from .base import IolabTest
 from .broken import BrokenExperiment
-from .select import Selection, from_command_line
+from .select import Selection, as_written, from_command_line
 from .spack import build_iolab_stack
 
 _REGISTERED: dict[str, str] = {}     # experiment id -> module that registered it
@@ -171,7 +171,22 @@ def selection(experiments_dir: Path) -> Selection:
     if _SELECTION is None:
         known = {p.stem for p in experiments_dir.glob("*.yaml")}
         _SELECTION = from_command_line(sys.argv, os.environ, known)
+        _names_as_written(known)
     return _SELECTION
+
+
+def _names_as_written(known: set[str]) -> None:
+    """ReFrame's -n/-x filters (built after the tests load) read an experiment id written with
+    hyphens as its tests' class name: `-n cp2k-aggregators` selects what `-n cp2k_aggregators`
+    does, instead of nothing."""
+    from reframe.frontend import filters
+
+    if not hasattr(filters, "_iolab_known"):
+        any_name, not_name = filters.have_any_name, filters.have_not_name
+        filters.have_any_name = lambda names: any_name([as_written(n, filters._iolab_known)
+                                                        for n in names])
+        filters.have_not_name = lambda patt: not_name(as_written(patt, filters._iolab_known))
+    filters._iolab_known = set(known)
 
 
 def register_experiment(module_name: str, module_file: str, yaml_relpath: str, sha256: str) -> None:

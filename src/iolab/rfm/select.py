@@ -8,6 +8,9 @@ experiment, as before, and ReFrame's own filter decides. Loading more than a run
 always safe; loading less never happens: a name that matches no experiment loads them all, so
 ReFrame reports that nothing matched (and iolab's session refuses a run of nothing).
 
+An experiment's id may be given as its YAML writes it, with hyphens (`-n cp2k-aggregators`):
+`as_written` reads it as its tests' class name, here and in ReFrame's own filter (register.py).
+
 No ReFrame import here: the rules are plain functions of argv, the environment and the names.
 """
 
@@ -76,6 +79,15 @@ def reframe_names(args: list[str]) -> tuple[list[str], list[str]] | None:
     return names, excludes
 
 
+def as_written(pattern: str, known: set[str]) -> str:
+    """-n/-x PATTERN with every experiment id it names as its YAML writes it (`cp2k-aggregators`,
+    `^cp2k-aggregators\\b`, `cp2k-aggregators@2`) in its tests' class name (`cp2k_aggregators`),
+    which is what ReFrame matches; longer ids first, so `a-b-c` is not read as `a-b` and `-c`."""
+    for exp in sorted((e for e in known if class_name(e) != e), key=len, reverse=True):
+        pattern = pattern.replace(exp, class_name(exp))
+    return pattern
+
+
 def named(pattern: str, known: set[str]) -> set[str] | None:
     """The experiments whose tests -n PATTERN can select; None when that cannot be told."""
     if "@" in pattern:          # TEST@VARIANT: one variant of one test class
@@ -119,6 +131,8 @@ def from_command_line(argv: list[str], environ, known: set[str]) -> Selection:
         unknown = tuple(dict.fromkeys(i for i in ids if i not in known))
     parsed = reframe_names(argv[1:]) if argv and is_reframe(argv[0]) else None
     names, excludes = parsed or ([], [])
+    names = [as_written(n, known) for n in names]
+    excludes = [as_written(x, known) for x in excludes]
     if names:
         by_name: set[str] | None = set()
         for pattern in names:
