@@ -39,6 +39,10 @@ class RunSpec:
     mpi: bool = True                                      # launched with the MPI launcher
     workdir: str | None = None    # run there, not in the stage dir (for files a benchmark
                                   # names itself in its working directory)
+    # Files (of `files`) that name a location known only in the job ($DW_JOB_STRIPED/...): the
+    # job writes them, with that path expanded (shell.write_file): name -> (the path, the
+    # longest line the program reads whole, or None)
+    job_files: dict[str, tuple[str, int | None]] = field(default_factory=dict)
 
     @property
     def command(self) -> str:

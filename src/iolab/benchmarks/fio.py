@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from ..parsers import fio_json
+from ..shell import braced
 from .base import Benchmark, MetricSpec, RunSpec, read_output
 
 OUTPUT = "fio.json"
@@ -51,7 +52,9 @@ class Fio(Benchmark):
                  keep_files: bool = False, input_dir: str | None = None) -> RunSpec:
         from ..render import render_template
 
-        jobfile = render_template("fio/job.fio.j2", case=case, params=case.params, directory=case_dir)
+        # fio expands ${NAME} in a job file from its environment, where the job exported it
+        jobfile = render_template("fio/job.fio.j2", case=case, params=case.params,
+                                  directory=braced(case_dir))
         args = ["--output-format=json", f"--output={OUTPUT}", *case.params["extra_args"], JOBFILE]
         return RunSpec(self.executable, args, files={JOBFILE: jobfile}, outputs=[OUTPUT, JOBFILE],
                        mpi=False)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..parsers import ior_json, ior_text
 from ..mpiio import ior_hints_file
+from ..shell import JobPath
 from ..units import ior_size_arg
 from .base import Benchmark, MetricSpec, RunSpec, extra_arg_problem, job_streams, read_output
 
@@ -124,7 +125,7 @@ class Ior(Benchmark):
                           ("random_offsets", "-z")):
             if p[key] or (key == "keep_file" and keep_files):
                 args.append(flag)
-        args += ["-o", f"{case_dir}/testfile",
+        args += ["-o", JobPath(f"{case_dir}/testfile"),
                  "-O", "summaryFormat=JSON", "-O", f"summaryFile={SUMMARY}"]
         files = {}
         module = _MODULE.get(p["api"])

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..errors import ParseError
 from ..parsers import mdtest_csv, mdtest_text
+from ..shell import JobPath
 from .base import Benchmark, MetricSpec, RunSpec, extra_arg_problem, job_streams, read_output
 
 RANKS_CSV = "mdtest-ranks.csv"
@@ -115,7 +116,7 @@ class Mdtest(Benchmark):
             args += ["-W", str(p["stonewall"])]
         if p["sync_file"]:
             args.append("-y")
-        args += ["-d", case_dir, f"--saveRankPerformanceDetails={RANKS_CSV}", *p["extra_args"]]
+        args += ["-d", JobPath(case_dir), f"--saveRankPerformanceDetails={RANKS_CSV}", *p["extra_args"]]
         return RunSpec(self.executable, args, outputs=[RANKS_CSV], mpi=True)
 
     def parse_outputs(self, stage: Path, spec: RunSpec):
