@@ -78,6 +78,37 @@ class Benchmark:
     # (`iolab import` fills parameters not given from these and checks the given ones).
     echo_params: dict[str, str] = {}
 
+    # The benchmark's own options that run a program, load code, or name a path (which may lie
+    # outside the case directory): the name an experiment's `allow:` gives -> what it does. In
+    # raw options (extra_args) they are refused at load unless the experiment allows them by
+    # name; a case that uses an allowed one says so in its record (guarded_in).
+    guarded_options: dict[str, str] = {}
+
+    def guarded_arg(self, arg: str, previous: str | None) -> str | None:
+        """The guarded option one extra_args item sets (as `allow:` names it), or None; previous:
+        the item before it (an option whose value this may be)."""
+        name = flag_of(arg)
+        name = name[2:] if name.startswith("--") else name     # --name as `allow: [name]`
+        return name if name in self.guarded_options else None
+
+    def guarded(self, key: str, value) -> list[tuple[int | None, str]]:
+        """The guarded options a parameter's value sets: (its index in a list value, or None;
+        the option's name)."""
+        if key != "extra_args" or not isinstance(value, list):
+            return []
+        out = []
+        for i, arg in enumerate(value):
+            name = self.guarded_arg(str(arg), str(value[i - 1]) if i else None)
+            if name is not None:
+                out.append((i, name))
+        return out
+
+    def guarded_in(self, params: dict) -> dict[str, str]:
+        """Every guarded option a case's parameters set (allowed, or it would not have loaded):
+        name -> what it does."""
+        return {name: self.guarded_options[name] for key, value in params.items()
+                for _, name in self.guarded(key, value)}
+
     @functools.cached_property
     def params_schema(self) -> dict:
         """This benchmark's part of the experiment schema ($defs.params.<name>), from <name>.json."""
