@@ -109,3 +109,20 @@ def test_refusals_name_the_line_and_key(tmp_path, body, where):
     with pytest.raises(IolabError) as err:
         _load(tmp_path, body)
     assert where in str(err.value)
+
+
+def test_readme_lists_every_guarded_option_of_every_benchmark():
+    """README's Shell safety list is the descriptors' lists, no more, no less."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = text.split("### Shell safety", 1)[1].split("\n### ", 1)[0]
+    listed = section.split("The guarded options:", 1)[1]
+    items = {}
+    for entry in listed.split("\n- ")[1:]:
+        label, _, names = entry.partition(":")
+        items[label.strip()] = {n.strip(" `\n") for n in names.replace("\n", " ").split(",")}
+    for bench in registry().values():
+        label = next(k for k in items if bench.name in k.lower().replace(" ", "").split(","))
+        expected = set(bench.guarded_options) or {"none (they take no raw options)"}
+        assert items[label] == expected, bench.name
