@@ -126,3 +126,17 @@ def test_readme_lists_every_guarded_option_of_every_benchmark():
         label = next(k for k in items if bench.name in k.lower().replace(" ", "").split(","))
         expected = set(bench.guarded_options) or {"none (they take no raw options)"}
         assert items[label] == expected, bench.name
+
+
+def test_an_external_engine_loads_only_where_allowed(tmp_path):
+    body = 'benchmark: fio\nfixed: {size: 64KiB, ioengine: "external:/opt/engines/libfoo.so"}\n'
+    with pytest.raises(IolabError, match=r":4: fixed.ioengine: 'external:/opt/engines/libfoo.so' sets "
+                                         r"fio's ioengine=external, which loads code"):
+        _load(tmp_path, body)
+    exp = _load(tmp_path, "allow: [ioengine=external]\n" + body)
+    from iolab.matrix import expand
+
+    (case,) = expand(exp)
+    assert "ioengine=external:/opt/engines/libfoo.so\n" in FIO.run_spec(case, "/d").files["fio-job.fio"]
+    with pytest.raises(IolabError, match="does not match"):
+        _load(tmp_path, 'allow: [ioengine=external]\nbenchmark: fio\nfixed: {ioengine: "external:a b"}\n')
