@@ -102,6 +102,7 @@ class Experiment:
     darshan: Darshan | None = None      # None: the system config decides
     report: reportspec.Report = field(default_factory=reportspec.Report)
     search: Search | None = None
+    allow: tuple[str, ...] = ()         # guarded benchmark options extra_args may pass
 
     @property
     def benchmarks(self) -> list[str]:
@@ -193,6 +194,8 @@ def load_text(text: str, path, profile: str | None = None, shown: str | None = N
                 continue
             overrides[pname][name] = _canonical(doc, bench, ppath, section)
 
+    allow = _allow(doc, data, parts_at, has_parts)
+
     if choose_profile is not None:
         profile = choose_profile(list(overrides))
     if profile is not None and profile not in overrides:
@@ -220,7 +223,7 @@ def load_text(text: str, path, profile: str | None = None, shown: str | None = N
         tags=list(data.get("tags", [])), parts=parts, raw=data,
         require_lustre=data.get("require_lustre", False), verify=Verify(**data.get("verify", {})),
         darshan=Darshan(**data["darshan"]) if "darshan" in data else None,
-        report=reportspec.from_doc(data.get("report") or {}), search=search,
+        report=reportspec.from_doc(data.get("report") or {}), search=search, allow=allow,
     )
     if search is not None:
         _objective_reported(doc, exp)
@@ -295,6 +298,56 @@ def _search(doc: Located, raw: dict, parts: list[Part], repetitions: int) -> Sea
                         f"of {budget}", hint=f"at most {budget}")
     return Search(objective=objective, direction=direction, budget=budget, strategy=strategy,
                   repetitions=reps, seed=raw.get("seed", 0), initial=initial)
+
+
+def _allow(doc: Located, data: dict, parts_at: dict, has_parts: bool) -> tuple[str, ...]:
+    """`allow:` typed (each name a guarded option of one of the experiment's benchmarks), and
+    every guarded option the experiment's parameters set checked against it where it is written:
+    one not allowed is refused there, naming it and what it does."""
+    from .benchmarks import get as get_benchmark
+
+    benches = {bench: get_benchmark(bench) for bench, _at in parts_at.values()}
+    known = {name: why for b in benches.values() for name, why in b.guarded_options.items()}
+    allow = tuple(data.get("allow", []))
+    for i, name in enumerate(allow):
+        if name not in known:
+            raise doc.error(("allow", i), f"{brief(name)} is not an option iolab guards for "
+                            f"{', '.join(benches)}, so there is nothing to allow",
+                            hint=_suggest(name, known) if known else None)
+    for bench, at in parts_at.values():
+        sections = [at] + [("profiles", p, "parts", at[-1]) if has_parts else ("profiles", p)
+                           for p in data.get("profiles", {})]
+        for spath in sections:
+            try:
+                section = _get(data, spath)
+            except KeyError:
+                continue
+            for where, key, value in _values(section, spath):
+                for index, name in benches[bench].guarded(key, value):
+                    if name in allow:
+                        continue
+                    shown = value if index is None else value[index]
+                    raise doc.error(where + (() if index is None else (index,)),
+                                    f"{brief(shown)} sets {bench}'s {name}, which "
+                                    f"{benches[bench].guarded_options[name]}: an experiment does that "
+                                    "only where it says so", hint=f"allow: [{name}]")
+    return allow
+
+
+def _values(section: dict, at: tuple):
+    """(path, key, value) of every value a parameter takes in a section: fixed, matrix, zip."""
+    for key, value in (section.get("fixed") or {}).items():
+        yield at + ("fixed", key), key, value
+    for key, values in (section.get("matrix") or {}).items():
+        for i, value in enumerate(values):
+            yield at + ("matrix", key, i), key, value
+    raw_zip = section.get("zip") or []
+    groups = [(at + ("zip", gi), g) for gi, g in enumerate(raw_zip)] if isinstance(raw_zip, list) \
+        else [(at + ("zip",), raw_zip)]
+    for gpath, group in groups:
+        for key, values in group.items():
+            for i, value in enumerate(values):
+                yield gpath + (key, i), key, value
 
 
 def _shown(path: Path) -> str:

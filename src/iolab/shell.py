@@ -4,6 +4,13 @@ Everything iolab writes into a job script goes through here: argv words are sing
 (`word`), paths that may hold job-time variables such as $DW_JOB_STRIPED keep exactly those
 variables live and nothing else (`path_word`), and text with a newline or another control
 character is refused, because a job script is read line by line by schedulers too.
+
+One rule for job-time variables: a location known only in the job ($DW_JOB_STRIPED, $SCRATCH of
+the compute node) reaches every place a path goes with the same expansion. In argv, a descriptor
+marks such an argument as a JobPath and `words` quotes it with `path_word`, as `mkdir` is; in an
+input file, the job writes the file (`write_file`), so its path expands as the job sees it; a
+program that expands ${NAME} itself from its environment (fio's job file) gets `braced` paths
+and the variables exported. Every other value, and every other part of these, stays literal.
 """
 
 from __future__ import annotations
@@ -37,8 +44,15 @@ def word(value, what: str = "value") -> str:
     return shlex.quote(check_line(str(value), what))
 
 
+class JobPath(str):
+    """An argument that is (or ends in) a path whose $NAME and ${NAME} expand in the job, as the
+    case directory's `mkdir` expands them; every other argument is taken literally."""
+
+    __slots__ = ()
+
+
 def words(values, what: str = "argument") -> list[str]:
-    return [word(v, what) for v in values]
+    return [path_word(v, what) if isinstance(v, JobPath) else word(v, what) for v in values]
 
 
 def join(values, what: str = "argument") -> str:
@@ -63,6 +77,35 @@ def path_word(path: str, what: str = "path") -> str:
 def has_variables(path: str) -> bool:
     """Whether path_word would leave a variable for the job to expand."""
     return bool(_VAR.search(path))
+
+
+def variables(path: str) -> list[str]:
+    """The names of the variables path_word leaves for the job, in order, each once."""
+    return list(dict.fromkeys(m.group().strip("${}") for m in _VAR.finditer(path)))
+
+
+def braced(path: str) -> str:
+    """$NAME as ${NAME}: the only form fio expands in a job file (from its environment)."""
+    return _VAR.sub(lambda m: "${" + m.group().strip("${}") + "}", path)
+
+
+def write_file(name: str, text: str, live: str, max_line: int | None = None) -> str:
+    """Shell that writes `text` to the file `name` in the job, with the variables of the path
+    `live` expanded wherever that path occurs and everything else literal: an input file naming
+    a job-time location (BTIO's deck, h5bench's ini) cannot be written before the job. With
+    max_line, a line longer than that once expanded stops the job with the reason (the program
+    would cut it)."""
+    check_line(name, "file name")
+    live_word = path_word(live, "path")
+    lines = text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
+    out = [live_word.join(word(part, f"a line of {name}") for part in line.split(live))
+           for line in lines]
+    cmd = f"printf '%s\\n' {' '.join(out)} > {word(name)}"
+    if max_line is not None:
+        cmd += (f" && {{ awk -v m={int(max_line)} 'length($0) > m {{ exit 1 }}' {word(name)} || "
+                + stop_job(f"{name}: a line is longer than {max_line} characters once {live} "
+                           "is expanded in the job") + "; }")
+    return cmd
 
 
 def assignment_value(value, what: str = "environment value") -> str:

@@ -182,7 +182,10 @@ def test_slurm_dry_run_shows_directives_striping_and_hints(rfm_env, tmp_path):
     out = reframe(["--dry-run", "-n", "nersc", "-n", "cp2k"], rfm_env,
                   config="reframe/config/localslurm.py")
     scripts = {p.parent.name: p.read_text() for p in (tmp_path / "rfm").rglob("rfm_job.sh")}
-    bb = [t for n, t in scripts.items() if "$DW_JOB_STRIPED/nersc-burst-buffer/" in t]
+    bb = [t for n, t in scripts.items() if '"$DW_JOB_STRIPED"/nersc-burst-buffer/' in t]
+    # the variable is live wherever the path goes: mkdir and IOR's -o alike, never single-quoted
+    assert bb and not [t for t in bb if "'$DW_JOB_STRIPED" in t]
+    assert all(' -o "$DW_JOB_STRIPED"/nersc-burst-buffer/' in t for t in bb)
     assert bb and all("#DW jobdw type=scratch capacity=1GiB access_mode=striped\n" in t for t in bb)
     assert all(t.index("#DW jobdw") < t.index("\nsrun ") for t in bb), "directives precede commands"
     scratch = [t for n, t in scripts.items() if n.startswith("nersc") and t not in bb]

@@ -254,8 +254,10 @@ def test_run_spec_refusals(write_experiment, src_layout_templates):
     with pytest.raises(IolabError, match="needs the directory of its write case"):
         adapter.run_spec(read, "/scratch/r")
     write = _case(write_experiment, "{}", name="write")
-    with pytest.raises(IolabError, match="literally"):
-        adapter.run_spec(write, "$DW_JOB_STRIPED/exp/run/c1")
+    # a job-time directory: the job writes the deck, the path expanded as mkdir's (test_shell)
+    spec = adapter.run_spec(write, "$DW_JOB_STRIPED/exp/run/c1")
+    assert spec.job_files == {DECK: ("$DW_JOB_STRIPED/exp/run/c1", 503)}
+    assert spec.files[DECK].splitlines()[4] == "$DW_JOB_STRIPED/exp/run/c1"
     with pytest.raises(IolabError, match="at most 503 characters"):
         adapter.run_spec(write, "/" + "d" * 503)
     assert adapter.run_spec(write, "/" + "d" * 502).files[DECK].splitlines()[4] == "/" + "d" * 502

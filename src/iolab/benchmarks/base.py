@@ -39,6 +39,10 @@ class RunSpec:
     mpi: bool = True                                      # launched with the MPI launcher
     workdir: str | None = None    # run there, not in the stage dir (for files a benchmark
                                   # names itself in its working directory)
+    # Files (of `files`) that name a location known only in the job ($DW_JOB_STRIPED/...): the
+    # job writes them, with that path expanded (shell.write_file): name -> (the path, the
+    # longest line the program reads whole, or None)
+    job_files: dict[str, tuple[str, int | None]] = field(default_factory=dict)
 
     @property
     def command(self) -> str:
@@ -76,6 +80,37 @@ class Benchmark:
     # More of the same that only `iolab import` takes and checks: what a benchmark's command line
     # states of a parameter that a case's own check does not need (iolab built its arguments).
     imported_echo: dict[str, str] = {}
+
+    # The benchmark's own options that run a program, load code, or name a path (which may lie
+    # outside the case directory): the name an experiment's `allow:` gives -> what it does. In
+    # raw options (extra_args) they are refused at load unless the experiment allows them by
+    # name; a case that uses an allowed one says so in its record (guarded_in).
+    guarded_options: dict[str, str] = {}
+
+    def guarded_arg(self, arg: str, previous: str | None) -> str | None:
+        """The guarded option one extra_args item sets (as `allow:` names it), or None; previous:
+        the item before it (an option whose value this may be)."""
+        name = flag_of(arg)
+        name = name[2:] if name.startswith("--") else name     # --name as `allow: [name]`
+        return name if name in self.guarded_options else None
+
+    def guarded(self, key: str, value) -> list[tuple[int | None, str]]:
+        """The guarded options a parameter's value sets: (its index in a list value, or None;
+        the option's name)."""
+        if key != "extra_args" or not isinstance(value, list):
+            return []
+        out = []
+        for i, arg in enumerate(value):
+            name = self.guarded_arg(str(arg), str(value[i - 1]) if i else None)
+            if name is not None:
+                out.append((i, name))
+        return out
+
+    def guarded_in(self, params: dict) -> dict[str, str]:
+        """Every guarded option a case's parameters set (allowed, or it would not have loaded):
+        name -> what it does."""
+        return {name: self.guarded_options[name] for key, value in params.items()
+                for _, name in self.guarded(key, value)}
 
     @functools.cached_property
     def params_schema(self) -> dict:

@@ -14,6 +14,7 @@ from pathlib import Path
 from ..echo import replayed
 from ..errors import IolabError, ParseError
 from ..parsers import btio_text
+from ..shell import has_variables
 from .base import Benchmark, MetricSpec, RunSpec, read_output
 
 DECK = "inputbt.data"
@@ -106,9 +107,6 @@ class Btio(Benchmark):
             directory = input_dir
         else:
             directory = case_dir
-        if "$" in directory:
-            raise IolabError(f"BTIO reads its directory from {DECK} literally, so {directory!r} (a path "
-                             f"known only in the job) cannot be used")
         if len(directory) > _PATH_MAX or "\n" in directory:
             raise IolabError(f"BTIO's directory holds at most {_PATH_MAX} characters on one line; "
                              f"{directory[:40]!r}... has {len(directory)}")
@@ -121,12 +119,17 @@ class Btio(Benchmark):
                 raise IolabError(f"hint {bad[0]!r} contains ';' or '=', which PNETCDF_HINTS uses as "
                                  f"separators")
             env["PNETCDF_HINTS"] = ";".join(f"{k}={v}" for k, v in hints.items())
-        return RunSpec(self.executable, [DECK], env=env, files={DECK: deck}, outputs=[DECK], mpi=True)
+        # BTIO reads its directory from the deck literally: for a job-time directory
+        # ($DW_JOB_STRIPED/...) the job writes the deck, the path expanded as mkdir's
+        job_files = {DECK: (directory, _PATH_MAX)} if has_variables(directory) else {}
+        return RunSpec(self.executable, [DECK], env=env, files={DECK: deck}, outputs=[DECK], mpi=True,
+                       job_files=job_files)
 
     def parse_outputs(self, stage: Path, spec: RunSpec):
         stdout = read_output(stage / "rfm_job.out", "stdout")
         parsed = btio_text.parse(stdout, "rfm_job.out")
-        deck = spec.files.get(DECK)
+        # the deck as BTIO read it: the job's own where it wrote it (a job-time directory)
+        deck = read_output(stage / DECK, DECK) if DECK in spec.job_files else spec.files.get(DECK)
         if deck is not None:
             # A test stand-in's replay ran in the directory of its recording, which it echoes;
             # everything else must still be this deck's (the case is flagged as a replay).

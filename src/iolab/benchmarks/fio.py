@@ -6,12 +6,64 @@ import re
 from pathlib import Path
 
 from ..parsers import fio_json
+from ..shell import braced
 from .base import Benchmark, MetricSpec, RunSpec, read_output
 
 OUTPUT = "fio.json"
 JOBFILE = "fio-job.fio"
-_OWNED = ("--output", "--output-format", "--directory", "--filename", "--name", "--rw",
-          "--bs", "--size", "--numjobs", "--direct", "--ioengine", "--iodepth")
+_OWNED = ("output", "output-format", "directory", "filename", "name", "rw", "bs", "size", "numjobs",
+          "direct", "ioengine", "iodepth")
+
+# fio 3.33's options that run a program, load code, talk to other hosts or change the node, and
+# those that name a path (fio --cmdhelp=all, fio --help): `allow:` name -> what it does. fio
+# takes a command-line option with one dash or two and by any unambiguous abbreviation
+# (--exec_pre=... runs exec_prerun), so every spelling is matched.
+_RUNS = "runs a program"
+GUARDED = {
+    "exec_prerun": f"{_RUNS} before the job",
+    "exec_postrun": f"{_RUNS} after the job",
+    "ioengine=exec": f"{_RUNS} (its `program` option) as the job's I/O",
+    "ioengine=external": "loads code from a shared library as the I/O engine",
+    "trigger": f"{_RUNS} when a trigger fires",
+    "trigger-remote": f"{_RUNS} on remote fio servers when a trigger fires",
+    "trigger-file": f"{_RUNS} (the trigger) when a file appears",
+    "trigger-timeout": f"{_RUNS} (the trigger) after a time",
+    "server": "starts an fio server that takes jobs from the network",
+    "daemonize": "starts an fio server in the background",
+    "client": "runs the jobs on other hosts' fio servers",
+    "remote-config": "has fio servers run a job file of their own",
+    "ioscheduler": "changes the I/O scheduler of the device under the case directory",
+    "cgroup": "puts the job in a cgroup it creates",
+    "filename_format": "names the files fio writes, anywhere",
+    "opendir": "adds every file under a directory to the job",
+    "write_iolog": "names a file fio writes its I/O log to",
+    "read_iolog": "replays I/O from a file",
+    "replay_redirect": "replays I/O onto a device",
+    "merge_blktrace_file": "names a file fio writes merged block traces to",
+    "write_bw_log": "names a file fio writes its bandwidth log to",
+    "write_lat_log": "names a file fio writes its latency log to",
+    "write_iops_log": "names a file fio writes its IOPS log to",
+    "write_hist_log": "names a file fio writes its latency histograms to",
+    "aux-path": "names a directory fio writes its state files to",
+    "inflate-log": "reads a log file and prints it instead of running the job",
+}
+# fio options whose names begin a guarded one's (an exact name wins over an abbreviation); an
+# abbreviation shorter than this is taken as a short option or is ambiguous to fio
+_EXACT = ("filename",)
+_MIN_ABBREVIATION = 4
+
+
+def _spelled(arg: str, names) -> str | None:
+    """The one of `names` an option argument sets, as fio's getopt_long_only reads it: -name,
+    --name, with =value or not, or an abbreviation of it (None: another option, or a value)."""
+    if not arg.startswith("-"):
+        return None
+    given = arg.lstrip("-").split("=", 1)[0]
+    if given in names:
+        return given
+    if not given or given in _EXACT or len(given) < _MIN_ABBREVIATION:
+        return None
+    return next((n for n in names if n.startswith(given)), None)
 
 
 class Fio(Benchmark):
@@ -21,6 +73,7 @@ class Fio(Benchmark):
     spack_package = "fio"
     table_metrics = ("write_bw", "read_bw", "write_iops", "read_iops")
     size_params = ("size",)
+    guarded_options = GUARDED
     metrics = (
         MetricSpec("*_bw", "MiB/s", "higher", "bandwidth of the direction's jobs"),
         MetricSpec("*_iops", "ops/s", "higher", "I/O operations per second"),
@@ -44,9 +97,21 @@ class Fio(Benchmark):
         if case.params["size"] < case.params["bs"]:
             return "size must be at least bs"
         for arg in case.params["extra_args"]:
-            if arg.split("=", 1)[0] in _OWNED:
+            if not arg.startswith("-"):
+                return (f"extra_args {arg!r}: fio reads it as a job file, with jobs of its own; give "
+                        "options as --name=value")
+            if _spelled(arg, _OWNED):
                 return f"extra_args {arg!r}: iolab sets this from the typed parameters"
         return None
+
+    def guarded_arg(self, arg: str, previous: str | None) -> str | None:
+        return _spelled(arg, [n for n in GUARDED if "=" not in n])
+
+    def guarded(self, key: str, value) -> list[tuple[int | None, str]]:
+        if key == "ioengine" and isinstance(value, str):
+            engine = value.split(":", 1)[0]
+            return [(None, f"ioengine={engine}")] if f"ioengine={engine}" in GUARDED else []
+        return super().guarded(key, value)
 
     def file_size(self, params: dict) -> int | None:
         return params.get("size")
@@ -59,7 +124,9 @@ class Fio(Benchmark):
                  keep_files: bool = False, input_dir: str | None = None) -> RunSpec:
         from ..render import render_template
 
-        jobfile = render_template("fio/job.fio.j2", case=case, params=case.params, directory=case_dir)
+        # fio expands ${NAME} in a job file from its environment, where the job exported it
+        jobfile = render_template("fio/job.fio.j2", case=case, params=case.params,
+                                  directory=braced(case_dir))
         args = ["--output-format=json", f"--output={OUTPUT}", *case.params["extra_args"], JOBFILE]
         return RunSpec(self.executable, args, files={JOBFILE: jobfile}, outputs=[OUTPUT, JOBFILE],
                        mpi=False)

@@ -29,6 +29,7 @@ from pathlib import Path
 from ..errors import IolabError, ParseError
 from ..parsers import (Parsed, h5bench_csv, h5bench_exerciser, h5bench_metadata, h5bench_metadata_csv,
                        h5bench_text)
+from ..shell import JobPath, has_variables
 from .base import Benchmark, MetricSpec, RunSpec, read_output
 from .btio import layout_key
 
@@ -378,7 +379,7 @@ class H5bench(Benchmark):
                                  io_operation={"overwrite": "OVERWRITE", "append": "APPEND"}.get(kernel),
                                  compute_time=compute_time(p["emulated_compute_time"]), csv_file=CSV)
         env = {"HDF5_VOL_CONNECTOR": ASYNC_CONNECTOR} if p["mode"] == "ASYNC" else {}
-        return RunSpec(KERNELS[kernel], [CONFIG, f"{directory}/{DATA}"], env=env, files={CONFIG: config},
+        return RunSpec(KERNELS[kernel], [CONFIG, JobPath(f"{directory}/{DATA}")], env=env, files={CONFIG: config},
                        outputs=[CONFIG, CSV], mpi=True)
 
     @staticmethod
@@ -396,7 +397,10 @@ class H5bench(Benchmark):
         rows, _cols = metadata_grid(case)
         ini = render_template("h5bench/hdf5_iotest.ini.j2", case=case, params=case.params,
                               process_rows=rows, hdf5_file=data, csv_file=METADATA_CSV)
-        return RunSpec(KERNELS["metadata"], [INI], files={INI: ini}, outputs=[INI, METADATA_CSV], mpi=True)
+        # a job-time case directory: the job writes the ini, the path expanded as mkdir's
+        job_files = {INI: (case_dir, INI_MAX_LINE - 2)} if has_variables(case_dir) else {}
+        return RunSpec(KERNELS["metadata"], [INI], files={INI: ini}, outputs=[INI, METADATA_CSV], mpi=True,
+                       job_files=job_files)
 
     def parse_outputs(self, stage: Path, spec: RunSpec):
         if spec.executable == KERNELS["metadata"]:

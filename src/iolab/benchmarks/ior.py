@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..parsers import ior_json, ior_text
 from ..mpiio import ior_hints_file
+from ..shell import JobPath
 from ..units import ior_size_arg
 from .base import Benchmark, MetricSpec, RunSpec, extra_arg_problem, job_streams, read_output
 
@@ -28,9 +29,27 @@ _REJECTED = {
 }
 
 
+# Options that name a path (IOR 4.0.0 runs no program of its own): IOR's directives (-O key=value,
+# keys in any case) and its modules' hints files. -o is the case directory's (owned above).
+_HINTS_FILE = "names a file IOR reads MPI-IO hints from (iolab writes its own from mpiio.* parameters)"
+GUARDED = {
+    "testFile": "names the file IOR writes (-O testFile=), in place of the case directory's",
+    "hintsFileName": _HINTS_FILE,
+    "stoneWallingStatusFile": "names a file IOR writes its stonewalling state to",
+    "saveRankPerformanceDetailsCSV": "names a file IOR writes each rank's results to",
+    **{f"{module}.hintsFileName": _HINTS_FILE for module in _MODULE.values()},
+}
+_DIRECTIVES = {name.lower(): name for name in GUARDED if "." not in name}
+
+
+def _directive_keys(directives: str) -> set[str]:
+    """The keys of '-O k=v[,k=v]' as IOR reads them: in any case, around spaces, up to a '#'."""
+    return {item.split("=", 1)[0].strip().lower() for item in directives.split("#", 1)[0].split(",")}
+
+
 def _summary_directive(args: list[str], i: int) -> str | None:
     """The argument that sets IOR's summary file or format: '-O k=v[,k=v]' in one argument or
-    two, or '--summaryFile...'. IOR reads directive keys in any case and around spaces."""
+    two, or '--summaryFile...'."""
     arg = args[i]
     if arg.lower().startswith(("--summaryfile", "--summaryformat")):
         return arg
@@ -41,8 +60,7 @@ def _summary_directive(args: list[str], i: int) -> str | None:
         directives = arg[2:]
     else:
         return None
-    keys = {item.split("=", 1)[0].strip().lower() for item in directives.split("#", 1)[0].split(",")}
-    return arg if keys & {"summaryfile", "summaryformat"} else None
+    return arg if _directive_keys(directives) & {"summaryfile", "summaryformat"} else None
 
 
 class Ior(Benchmark):
@@ -53,6 +71,7 @@ class Ior(Benchmark):
     links = ("hdf5", "parallel-netcdf")
     table_metrics = ("write_bw", "read_bw")
     size_params = ("block_size", "segments")
+    guarded_options = GUARDED
     metrics = (
         MetricSpec("*_bw_stddev", "MiB/s", None, "spread of bandwidth over IOR's repetitions"),
         MetricSpec("*_ops_stddev", "ops/s", None, "spread of transfers per second"),
@@ -99,6 +118,13 @@ class Ior(Benchmark):
                 return f"extra_args {owned!r}: iolab owns the summary file ({SUMMARY}, JSON)"
         return None
 
+    def guarded_arg(self, arg: str, previous: str | None) -> str | None:
+        """A directive ('-O key=value' in one argument or two) or a module's hints file."""
+        if previous == "-O" or (arg.startswith("-O") and arg != "-O"):
+            keys = _directive_keys(arg if previous == "-O" else arg[2:])
+            return next((_DIRECTIVES[k] for k in sorted(keys) if k in _DIRECTIVES), None)
+        return super().guarded_arg(arg, previous)
+
     def bytes_written(self, case) -> int:
         p = case.params
         if not p["write"]:
@@ -130,7 +156,7 @@ class Ior(Benchmark):
                           ("random_offsets", "-z")):
             if p[key] or (key == "keep_file" and keep_files):
                 args.append(flag)
-        args += ["-o", f"{case_dir}/testfile",
+        args += ["-o", JobPath(f"{case_dir}/testfile"),
                  "-O", "summaryFormat=JSON", "-O", f"summaryFile={SUMMARY}"]
         files = {}
         module = _MODULE.get(p["api"])

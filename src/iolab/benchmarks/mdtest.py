@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..errors import ParseError
 from ..parsers import mdtest_csv, mdtest_text
+from ..shell import JobPath
 from .base import Benchmark, MetricSpec, RunSpec, extra_arg_problem, job_streams, read_output
 
 RANKS_CSV = "mdtest-ranks.csv"
@@ -38,8 +39,12 @@ _REJECTED = {
     "-l": "-f/-l/-s run several task counts in one run; iolab runs one per case",
     "-s": "-f/-l/-s run several task counts in one run; iolab runs one per case",
     "-x": "a stonewall status file splits phases across runs; iolab runs each case whole",
-    "--run-cmd-before-phase": "iolab runs no commands of a YAML inside a measurement",
-    "--run-cmd-after-phase": "iolab runs no commands of a YAML inside a measurement",
+}
+# Options that run commands (mdtest 4.0.0 has no other way to run a program or name a path
+# beside -d, -x and --saveRankPerformanceDetails, which iolab owns or refuses above).
+GUARDED = {
+    "run-cmd-before-phase": "runs a shell command before each phase, inside the measurement",
+    "run-cmd-after-phase": "runs a shell command after each phase, inside the measurement",
 }
 
 
@@ -50,6 +55,7 @@ class Mdtest(Benchmark):
     spack_package = "ior"
     table_metrics = ("file_create_rate", "file_stat_rate", "file_read_rate", "file_remove_rate")
     size_params = ("items", "write_bytes")
+    guarded_options = GUARDED
     metrics = (
         MetricSpec("*_rank_rate_*", "ops/s", None, "slowest or fastest rank's rate (per-rank CSV)"),
         MetricSpec("*_rate_stddev", "ops/s", None, "spread of the rate over mdtest's iterations"),
@@ -115,7 +121,7 @@ class Mdtest(Benchmark):
             args += ["-W", str(p["stonewall"])]
         if p["sync_file"]:
             args.append("-y")
-        args += ["-d", case_dir, f"--saveRankPerformanceDetails={RANKS_CSV}", *p["extra_args"]]
+        args += ["-d", JobPath(case_dir), f"--saveRankPerformanceDetails={RANKS_CSV}", *p["extra_args"]]
         return RunSpec(self.executable, args, outputs=[RANKS_CSV], mpi=True)
 
     def parse_outputs(self, stage: Path, spec: RunSpec):

@@ -25,11 +25,22 @@ def lines(case_dir: str, spec, stage: Path, req: dict, *, stop_on_layout_failure
     d = shell.path_word(case_dir, "case directory")
     exe = shell.word(spec.executable)
     times = shell.word(str(stage / TIMES_FILE))
-    pre = [
+    pre = []
+    for name in shell.variables(case_dir):
+        # a job-time location the job does not have would put the case under / : stop instead;
+        # exported, so a program that expands it itself (fio's job file) sees the same value
+        pre.append(f'[ -n "${{{name}:-}}" ] || '
+                   + shell.stop_job(f"the case directory {case_dir} needs ${name}, which is not "
+                                    "set in the job"))
+        pre.append(f"export {name}")
+    pre += [
         # a case directory that cannot be made stops the job before the benchmark, with why
         f"mkdir -p {d} 2> {MKDIR_FILE} || "
         + shell.stop_job(f"cannot create the case directory {case_dir}", MKDIR_FILE),
         f"printf '%s\\n' {d} > {CASEDIR_FILE}",
+        # input files naming a job-time location are written here, the path as mkdir's
+        *(shell.write_file(name, spec.files[name], path, max_line)
+          for name, (path, max_line) in spec.job_files.items()),
         *lustre.prerun_lines(case_dir, req, stop_on_failure=stop_on_layout_failure),
         # which binary ran, and its checksum: versions are not always printed
         f"{{ command -v {exe} && sha256sum \"$(command -v {exe})\"; }} > {BINARY_FILE}",

@@ -76,6 +76,9 @@ def outcome(stage: Path, case, bench, spec, verify, hints: dict | None, darshan_
     """The case's result: ok with its metrics, or failed with the reason in the benchmark's own
     words where it gave any."""
     seen = observed(stage, case, hints, darshan_info, own_files)
+    allowed = bench.guarded_in(case.params)
+    if allowed:     # options the experiment's allow: let through (they run programs, name paths)
+        seen["allowed"] = allowed
     parsed = None
     try:
         code = read(stage / jobscript.EXIT_FILE)
@@ -93,8 +96,13 @@ def outcome(stage: Path, case, bench, spec, verify, hints: dict | None, darshan_
         if problem:
             raise IolabError(problem)
     except IolabError as exc:
-        return Outcome("failed", str(exc), parsed, seen, Observed.from_json(seen).flags())
-    return Outcome("ok", None, parsed, seen, Observed.from_json(seen).flags())
+        return Outcome("failed", str(exc), parsed, seen, _flags(seen))
+    return Outcome("ok", None, parsed, seen, _flags(seen))
+
+
+def _flags(seen: dict) -> list[str]:
+    return Observed.from_json(seen).flags() + [f"allowed by the experiment: {name} ({why})"
+                                               for name, why in seen.get("allowed", {}).items()]
 
 
 def _last_line(path: Path) -> str:
