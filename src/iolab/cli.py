@@ -359,7 +359,10 @@ def cmd_runs(args) -> int:
     for path in paths:
         try:
             state = Run.load(path)
-        except IolabError as exc:      # one bad run does not hide the others
+            links = chain_paths(path)          # a chain that loops is refused here
+            chain = (Run.load_chain(path) if not state.parent
+                     and any(Run.load(p).parent for p in links[1:2]) else None)
+        except IolabError as exc:      # one bad run (or chain) does not hide the others
             print(f"{path.name}  unreadable: {exc}")
             status = 1
             continue
@@ -367,8 +370,7 @@ def cmd_runs(args) -> int:
                 f"{state.describe()}")
         if state.parent:
             line += f"; continues {state.parent}"
-        elif any(Run.load(p).parent for p in chain_paths(path)[1:2]):
-            chain = Run.load_chain(path)
+        elif chain is not None:
             line += (f"; with continuations {', '.join(r.run_id for r in chain.chain[1:])}: "
                      f"chain {chain.describe()}, {chain.counts_text()}")
         if state.unreadable:

@@ -32,6 +32,7 @@ import re
 import secrets
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -51,6 +52,11 @@ FALLBACK_NAME = "records.unsaved-{pid}.jsonl"
 # Errors worth retrying: the disk may get space back (quota, a cleaner), or the device recover.
 RETRYABLE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO})
 RETRY_DELAYS_S = (0.2, 1.0, 3.0)
+# What a reader opens (read_regular): regular files only, and at most this many bytes, so a
+# FIFO, a device or a runaway file never blocks a command or fills its memory.
+MAX_RECORDS_BYTES = 4 << 30       # records.jsonl: a campaign's is hundreds of MiB
+MAX_MANIFEST_BYTES = 256 << 20    # manifest.json: a campaign's plan makes it megabytes
+MAX_IMPORT_BYTES = 1 << 30        # one benchmark output given to `iolab import`
 # Run ids, case ids: one path component, no dots in front ("..", hidden files).
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -454,12 +460,7 @@ def read_manifest(run_path: Path) -> dict:
 
 
 def _manifest_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise IolabError(f"{path} not found: not a results run") from None
-    except OSError as exc:
-        raise IolabError(f"{path}: cannot read: {_why(exc)}") from None
+    return read_regular(path, MAX_MANIFEST_BYTES, within=path.parent, missing="not a results run")
 
 
 def _parse_manifest(path: Path, data: bytes) -> dict:
@@ -526,12 +527,72 @@ def read_records(run_path: Path) -> RecordsRead:
 
 def read_records_bytes(path: Path) -> bytes:
     """records.jsonl's bytes (path: the file); a missing or unreadable file is an error."""
+    return read_regular(path, MAX_RECORDS_BYTES, within=path.parent, missing="not a results run")
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+def open_regular(path: Path, limit: int, *, within: Path | None = None,
+                 missing: str = "no such file") -> int:
+    """A read-only descriptor on `path`, only if it is a regular file of at most `limit` bytes;
+    else IolabError in one line. Opened without blocking (O_NONBLOCK: a FIFO with no writer)
+    and checked on the opened descriptor. With `within` (a run directory), a symlink is followed
+    only to a file inside it."""
+    path = Path(path)
+    target = path
+    if path.is_symlink():
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            raise IolabError(f"{path}: a symlink to {os.readlink(path)!r}, which does not resolve "
+                             "to a file") from None
+        if within is not None and not _inside(target, Path(within)):
+            raise IolabError(f"{path}: a symlink to {target}, outside the run {Path(within).name}; "
+                             "a run's files are read only inside its directory")
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
     try:
-        return path.read_bytes()
+        fd = os.open(target, flags | os.O_NOFOLLOW)
     except FileNotFoundError:
-        raise IolabError(f"{path} not found: not a results run") from None
+        raise IolabError(f"{path} not found: {missing}") from None
     except OSError as exc:
         raise IolabError(f"{path}: cannot read: {_why(exc)}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+            shown = f" (a symlink to {target})" if target != path else ""
+            raise IolabError(f"{path}{shown}: {kind}, not a regular file; iolab reads only "
+                             "regular files")
+        if st.st_size > limit:
+            raise IolabError(f"{path}: {st.st_size} bytes, over iolab's limit of {limit} bytes "
+                             "for this file (README: Input limits)")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: Path, limit: int, *, within: Path | None = None,
+                 missing: str = "no such file") -> bytes:
+    """The bytes of a regular file of at most `limit` bytes (open_regular says what else is
+    refused); a file that grows past the limit while it is read is refused too."""
+    fd = open_regular(path, limit, within=within, missing=missing)
+    try:
+        with os.fdopen(fd, "rb", buffering=0) as f:
+            chunks = [f.read(os.fstat(fd).st_size + 1)]
+            total = len(chunks[0])
+            while chunks[-1] and total <= limit:       # it grew while being read
+                chunks.append(f.read(min(1 << 24, limit + 1 - total)))
+                total += len(chunks[-1])
+    except OSError as exc:
+        raise IolabError(f"{path}: cannot read: {_why(exc)}") from None
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    if len(data) > limit:
+        raise IolabError(f"{path}: more than {limit} bytes, over iolab's limit for this file "
+                         "(README: Input limits)")
+    return data
 
 
 def decode_records(path: Path, data: bytes, convert=None) -> tuple[list, list[BadLine]]:
@@ -573,7 +634,8 @@ def warn_bad(path: Path, bad: list[BadLine]) -> None:
 
 def _run_dirs(base: Path) -> list[Path]:
     try:
-        return [p for p in base.iterdir() if (p / MANIFEST).is_file()]
+        # a manifest that is not a regular file (a FIFO...) is listed, and refused when read
+        return [p for p in base.iterdir() if os.path.lexists(p / MANIFEST)]
     except OSError:
         return []
 

@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import datetime
 import gc
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -22,7 +23,7 @@ from pathlib import Path
 from . import cache, digest, recordcache, reportspec
 from .errors import IolabError
 from .record import STATUSES, Manifest, Record
-from .results import FALLBACK_NAME, RECORDS, BadLine, manifest_sha, read_manifest_shared
+from .results import FALLBACK_NAME, MANIFEST, RECORDS, BadLine, manifest_sha, read_manifest_shared
 
 
 def _clock(seconds: float) -> str:
@@ -62,9 +63,14 @@ def _manifest(path: Path) -> Manifest:
     return known[1]
 
 
+MAX_CHAIN = 10_000      # runs in one chain (a campaign's resumes, a search's rounds)
+
+
 def chain_paths(path: Path) -> list[Path]:
     """A run's chain: its first run (following `parent` in the manifests) and every run that
-    continues it, oldest first. Runs live side by side in results/<id>/."""
+    continues it, oldest first. Runs live side by side in results/<id>/. A chain that loops (a
+    run that is its own ancestor: an edited `parent`) or holds more than MAX_CHAIN runs is an
+    error, never a walk without end."""
     base = path.parent
 
     def parent_of(p: Path) -> str | None:
@@ -74,22 +80,39 @@ def chain_paths(path: Path) -> list[Path]:
             return None
         return parent if isinstance(parent, str) else None
 
-    root, seen = path, {path.name}
-    while (parent := parent_of(root)) and (base / parent).is_dir() and parent not in seen:
+    root, seen = path, [path.name]
+    while (parent := parent_of(root)) and (base / parent).is_dir():
+        if parent in seen:
+            loop = seen[seen.index(parent):] + [parent]
+            raise IolabError(f"run {path.name}: its chain of parents loops ({' -> '.join(loop)}): "
+                             "a run cannot continue itself (was a manifest's parent edited?)",
+                             file=str(root / MANIFEST))
+        if len(seen) >= MAX_CHAIN:
+            raise _too_long(path)
         root = base / parent
-        seen.add(parent)
+        seen.append(parent)
     children: dict[str, list[Path]] = {}
     for p in sorted(base.iterdir()):
-        if p.is_dir() and (p / "manifest.json").is_file():
+        if p.is_dir() and os.path.lexists(p / MANIFEST):
             parent = parent_of(p)
-            if parent:
+            if parent and parent != p.name:
                 children.setdefault(parent, []).append(p)
-    out, todo = [], [root]
-    while todo:
+    out, todo, visited = [], [root], set()
+    while todo:      # a tree below a root without a parent: visited only guards the walk
         p = todo.pop(0)
+        if p.name in visited:
+            continue
+        visited.add(p.name)
         out.append(p)
+        if len(out) > MAX_CHAIN:
+            raise _too_long(path)
         todo += children.get(p.name, [])
     return out
+
+
+def _too_long(path: Path) -> IolabError:
+    return IolabError(f"run {path.name}: its chain holds more than {MAX_CHAIN} runs "
+                      "(run.MAX_CHAIN); iolab reads no longer chain")
 
 
 FREEZE_OVER = 5000
