@@ -20,6 +20,7 @@ still running). Every planned job ends with one record whose status is one of ST
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import errno
 import getpass
@@ -49,6 +50,8 @@ COMPRESS_OVER = 1 << 20
 MANIFEST = "manifest.json"
 # The records an append could not write, beside the run (or in $TMPDIR, or the home directory).
 FALLBACK_NAME = "records.unsaved-{pid}.jsonl"
+# Held by the process that writes a run (ReFrame's) from its creation to its end: who it is.
+LOCK = "run.lock"
 # Errors worth retrying: the disk may get space back (quota, a cleaner), or the device recover.
 RETRYABLE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO})
 RETRY_DELAYS_S = (0.2, 1.0, 3.0)
@@ -246,15 +249,19 @@ class RunDir:
         self._pending: list[bytes] = []        # records not yet written anywhere
         self._fallback: Path | None = None     # where earlier unwritable records went
         self._dir_synced = False
+        self._held = False                     # this process holds the run's lock
 
     @property
     def run_id(self) -> str:
         return self.path.name
 
     @classmethod
-    def create(cls, root: Path, experiment_id: str, run_id: str, manifest: dict) -> RunDir:
+    def create(cls, root: Path, experiment_id: str, run_id: str, manifest: dict,
+               hold: bool = False) -> RunDir:
         """<root>/<experiment_id>/<run_id>/, new. Both names must be plain names, and
-        <root>/<experiment_id> a real directory (not a symlink), so a run lands nowhere else."""
+        <root>/<experiment_id> a real directory (not a symlink), so a run lands nowhere else.
+        With `hold`, this process holds the run's lock (LOCK) until `release`: a run being
+        written is never resumed or reproduced by another process (see Lock)."""
         check_experiment_id(experiment_id)
         check_plain_name(run_id, "run id")
         root = Path(root)
@@ -282,6 +289,8 @@ class RunDir:
         run = cls(path)
         manifest = {**manifest, "created_unix": time.time()}
         try:
+            if hold:        # before the manifest: a run is never seen without its writer
+                run._take_lock()
             _write_new(path / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
             os.close(os.open(path / RECORDS, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
             _fsync_dir(path)
@@ -407,6 +416,32 @@ class RunDir:
     def manifest(self) -> dict:
         return read_manifest(self.path)
 
+    def _take_lock(self) -> None:
+        me = os.getpid()
+        text = json.dumps({"pid": me, "host": socket.gethostname(), "pid_start": _process_start(me),
+                           "since": utcnow()}, sort_keys=True) + "\n"
+        fd = os.open(self.path / LOCK, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        try:
+            write_all(fd, text.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._held = True
+        atexit.register(self.release)       # however the process ends, short of a kill
+
+    def release(self) -> None:
+        """Give up the run's lock (once the run has ended); a no-op unless this process holds it."""
+        if not self._held:
+            return
+        held = read_lock(self.path)
+        if held is not None and held.pid == os.getpid():
+            try:
+                (self.path / LOCK).unlink()
+            except OSError:
+                return      # it stays; readers see a lock whose process is gone (stale)
+        self._held = False
+        atexit.unregister(self.release)
+
     def finish(self, finished: dict) -> None:
         """Once, at the end of the run: the manifest gains `finished` (atomic replace, so a
         reader sees the old manifest or the new one, never half of either)."""
@@ -450,6 +485,104 @@ def _write_new(path: Path, text: str) -> None:
         raise IolabError(f"{path} already exists; results are never overwritten") from None
     finally:
         tmp.unlink(missing_ok=True)
+
+
+# ------------------------------------------------------------------------------------ the lock
+
+@dataclass(frozen=True)
+class Lock:
+    """A run's lock file: the process writing the run. `alive`: True, False (the process is gone:
+    a stale lock, e.g. a reframe killed with SIGKILL), or None when this host cannot tell (the
+    lock names another host, or cannot be read)."""
+    path: Path
+    pid: int | None
+    host: str | None
+    pid_start: str | None = None
+    why_unreadable: str | None = None
+
+    @property
+    def who(self) -> str:
+        return f"pid {self.pid} on host {self.host}"
+
+    @property
+    def alive(self) -> bool | None:
+        if self.why_unreadable or self.host != socket.gethostname():
+            return None
+        started = _process_start(self.pid)
+        return started is not None and (self.pid_start is None or started == self.pid_start)
+
+
+def read_lock(run_path: Path) -> Lock | None:
+    """The run's lock, or None when no process holds it."""
+    path = Path(run_path) / LOCK
+    if not os.path.lexists(path):
+        return None
+    try:
+        fd = open_regular(path, 1 << 16, within=Path(run_path))
+        with os.fdopen(fd, "rb") as f:
+            held = json.loads(f.read().decode("utf-8"))
+        pid, host = held["pid"], held["host"]
+        if type(pid) is not int or pid <= 0 or not isinstance(host, str):
+            raise ValueError("no pid and host")
+        start = held.get("pid_start")
+        return Lock(path, pid, host, start if isinstance(start, str) else None)
+    except (IolabError, OSError, ValueError, KeyError, TypeError) as exc:
+        return Lock(path, None, None, why_unreadable=str(exc).splitlines()[0][:200] or "empty")
+
+
+def _process_start(pid: int | None) -> str | None:
+    """When a live process started (its /proc start time, so a reused pid is another process);
+    None when there is no such process, or it has exited (a zombie). Without /proc, "?" for a
+    live pid."""
+    if not isinstance(pid, int) or pid <= 0:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return None
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except OSError:
+            pass        # it exists, owned by someone else
+        return "?"
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+def check_not_running(run_paths, *, take_over: bool, say=None) -> None:
+    """Refuse to continue, reproduce or search from runs one of which a live process still
+    writes; a lock whose process is gone (on this host) is taken over: removed, unless
+    `take_over` is False (a dry run), said either way with `say`. A lock of another host, or
+    one that cannot be read, is refused with how to take it over."""
+    for path in run_paths:
+        lock = read_lock(path)
+        if lock is None:
+            continue
+        run_id = Path(path).name
+        alive = lock.alive
+        if alive:
+            raise IolabError(f"run {run_id} is still running ({lock.who})",
+                             hint="wait for it to end: `iolab status` shows how far it is")
+        if alive is None:
+            what = (f"its lock {lock.path} cannot be read ({lock.why_unreadable})"
+                    if lock.why_unreadable else
+                    f"run {run_id} is locked by {lock.who}, which this host "
+                    f"({socket.gethostname()}) cannot check")
+            raise IolabError(what, hint=f"if no process writes run {run_id} any more, delete "
+                                        f"{lock.path} and try again")
+        if take_over:
+            try:
+                lock.path.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise IolabError(f"run {run_id}: cannot remove its stale lock {lock.path}: "
+                                 f"{_why(exc)}") from None
+        if say:
+            say(f"run {run_id} was left locked by {lock.who}, which is gone (killed?): "
+                + ("taken over" if take_over else "it would be taken over"))
 
 
 # ------------------------------------------------------------------------------- reading runs

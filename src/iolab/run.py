@@ -23,7 +23,8 @@ from pathlib import Path
 from . import cache, digest, recordcache, reportspec
 from .errors import IolabError
 from .record import STATUSES, Manifest, Record
-from .results import FALLBACK_NAME, MANIFEST, RECORDS, BadLine, manifest_sha, read_manifest_shared
+from .results import (FALLBACK_NAME, MANIFEST, RECORDS, BadLine, manifest_sha, read_lock,
+                      read_manifest_shared)
 
 
 def _clock(seconds: float) -> str:
@@ -426,7 +427,7 @@ class Run:
         missing = (f"{len(self.missing)} of {self.planned} jobs have no record"
                    if self.missing and self.planned is not None else "")
         if state == "unfinished":
-            return "unfinished (killed or still running)" + (f": {missing}" if missing else "")
+            return self._unfinished() + (f": {missing}" if missing else "")
         if state == "incomplete":
             bits = [missing] if missing else []
             if self.counts.get("aborted"):
@@ -435,6 +436,19 @@ class Run:
             text = "incomplete: " + (", ".join(bits) or "the run says so")
             return text + (f" ({reason})" if reason else "")
         return "complete" if self.planned is not None else "complete as recorded"
+
+    def _unfinished(self) -> str:
+        """An unfinished run by its lock: still running, killed, or (no lock) either."""
+        locks = [lock for r in self.chain or [self] if (lock := read_lock(r.path)) is not None]
+        if not locks:
+            return "unfinished (killed or still running)"
+        alive = locks[-1].alive
+        if alive:
+            return f"still running ({locks[-1].who})"
+        if alive is False:
+            return f"unfinished (killed: its writer, {locks[-1].who}, is gone)"
+        return (f"unfinished (locked by {locks[-1].who}; this host cannot tell whether it still "
+                "runs)" if locks[-1].pid else "unfinished (its lock cannot be read)")
 
     def notes(self) -> list[str]:
         """Lines for tables and reports; none for a complete measured run read in full."""

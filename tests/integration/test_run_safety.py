@@ -353,11 +353,13 @@ def test_an_interrupted_run_records_every_planned_case(rfm_env, tmp_path, signum
         assert time.monotonic() < deadline and proc.poll() is None, "fio never started"
         time.sleep(0.1)
     time.sleep(1)
+    (lock,) = (tmp_path / "results" / "slow").glob("*/run.lock")     # its writer holds it
     proc.send_signal(signum)
     out = proc.communicate(timeout=180)[0]
     assert proc.returncode != 0, out[-2000:]
 
     run = only_run(tmp_path / "results", "slow")
+    assert not lock.exists()        # given up however the run ended
     recs = records(run)
     manifest = json.loads((run / "manifest.json").read_text())
     planned = {(p["case_id"], p["repetition"]) for p in manifest["planned"]}

@@ -72,8 +72,17 @@ class _Session:
                 run.open(tc.partition.fullname, tc.partition.extras.get("iolab", {}))
 
     def end(self, exc: BaseException | None) -> list[str]:
-        """Record what has no record, clean up, mark each run finished; returns the problems that
-        must fail the ReFrame run although every case passed (records in a fallback file)."""
+        """Record what has no record, clean up, mark each run finished, and give up the runs'
+        locks however that goes; returns the problems that must fail the ReFrame run although
+        every case passed (records in a fallback file)."""
+        try:
+            return self._end(exc)
+        finally:
+            for run in self.runs.values():
+                if run.dir is not None:
+                    run.dir.release()
+
+    def _end(self, exc: BaseException | None) -> list[str]:
         reason = _reason(exc)
         for tc in self.cases:
             check = tc.check
