@@ -7,7 +7,13 @@ Records are durable: a line is appended whole or not at all (partial writes are 
 failed append is truncated away), then fsynced. When the results disk is full (or failing), the
 records are kept in memory, retried, and finally written to a fallback file (FALLBACK_NAME in the
 run directory, else $TMPDIR, else the home directory) named in the error, so nothing measured is
-lost. One process appends to a run (run ids are created exclusively per process).
+lost. One process appends to a run (run ids are created exclusively per process), and a
+ReFrame run's process holds the run's lock (LOCK) until the run ends: resume, search and
+reproduce refuse a run a live process writes (check_not_running). The lock also keeps back space
+so a run on a full disk can still record its end (RunDir.finish).
+
+Readers open a run's files only when they are regular files within size limits (open_regular):
+a FIFO or a device is refused at once, never waited on.
 
 Readers never fail on a damaged line: a torn last line (a crash mid-write) or a corrupt line is
 reported once on stderr, skipped and counted (RecordsRead.bad, run.Run.unreadable).
@@ -50,8 +56,11 @@ COMPRESS_OVER = 1 << 20
 MANIFEST = "manifest.json"
 # The records an append could not write, beside the run (or in $TMPDIR, or the home directory).
 FALLBACK_NAME = "records.unsaved-{pid}.jsonl"
-# Held by the process that writes a run (ReFrame's) from its creation to its end: who it is.
+# Held by the process that writes a run (ReFrame's) from its creation to its end: who it is, on
+# its first line. The rest of the file is space kept for the run's end: on a full disk it is
+# given back so the manifest can still gain `finished` (RunDir.finish).
 LOCK = "run.lock"
+LOCK_RESERVE_EXTRA = 16 << 10   # beyond the manifest's own size: `finished` and the fallbacks
 # Errors worth retrying: the disk may get space back (quota, a cleaner), or the device recover.
 RETRYABLE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO})
 RETRY_DELAYS_S = (0.2, 1.0, 3.0)
@@ -248,8 +257,10 @@ class RunDir:
         self.path = Path(path)
         self._pending: list[bytes] = []        # records not yet written anywhere
         self._fallback: Path | None = None     # where earlier unwritable records went
+        self._fallbacks: list[Path] = []       # every fallback file this run wrote, in order
         self._dir_synced = False
         self._held = False                     # this process holds the run's lock
+        self._lock_bytes = 0                   # its first line; the rest is the reserve
 
     @property
     def run_id(self) -> str:
@@ -287,11 +298,14 @@ class RunDir:
         except OSError as exc:
             raise IolabError(f"cannot create the results run {path}: {_why(exc)}") from None
         run = cls(path)
-        manifest = {**manifest, "created_unix": time.time()}
+        # where records would go on a full disk, known now: the disk may be full by then
+        manifest = {**manifest, "created_unix": time.time(),
+                    "fallback_files": [str(c) for c in run._fallback_candidates()]}
+        text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
         try:
             if hold:        # before the manifest: a run is never seen without its writer
-                run._take_lock()
-            _write_new(path / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+                run._take_lock(reserve=len(text.encode()) + LOCK_RESERVE_EXTRA)
+            _write_new(path / MANIFEST, text)
             os.close(os.open(path / RECORDS, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
             _fsync_dir(path)
             _fsync_dir(parent)
@@ -357,6 +371,8 @@ class RunDir:
                 continue
             self._pending.clear()
             self._fallback = candidate
+            if candidate not in self._fallbacks:
+                self._fallbacks.append(candidate)
             raise IolabError(
                 f"{target}: could not append {n} record(s): {_why(error)}. Nothing is lost: they "
                 f"are in {candidate}",
@@ -416,17 +432,19 @@ class RunDir:
     def manifest(self) -> dict:
         return read_manifest(self.path)
 
-    def _take_lock(self) -> None:
+    def _take_lock(self, reserve: int = 0) -> None:
         me = os.getpid()
         text = json.dumps({"pid": me, "host": socket.gethostname(), "pid_start": _process_start(me),
                            "since": utcnow()}, sort_keys=True) + "\n"
         fd = os.open(self.path / LOCK, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         try:
-            write_all(fd, text.encode())
+            # the reserve: bytes no file system compresses or leaves sparse
+            write_all(fd, text.encode() + os.urandom(reserve))
             os.fsync(fd)
         finally:
             os.close(fd)
         self._held = True
+        self._lock_bytes = len(text.encode())
         atexit.register(self.release)       # however the process ends, short of a kill
 
     def release(self) -> None:
@@ -444,24 +462,43 @@ class RunDir:
 
     def finish(self, finished: dict) -> None:
         """Once, at the end of the run: the manifest gains `finished` (atomic replace, so a
-        reader sees the old manifest or the new one, never half of either)."""
+        reader sees the old manifest or the new one, never half of either), with the fallback
+        files this run wrote (`unsaved`). On a full disk the lock's reserve is given back first,
+        so a run whose records are safe in a fallback file still ends."""
         manifest = self.manifest()
         if "finished" in manifest:
             raise IolabError(f"run {self.run_id} is already finished; its manifest is not rewritten")
+        if self._fallbacks:
+            finished = {**finished, "unsaved": [str(p) for p in self._fallbacks]}
         manifest["finished"] = finished
         text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
         tmp = self.path / f".{MANIFEST}.tmp{os.getpid()}"
+        for attempt in (1, 2):
+            try:
+                with open(tmp, "w") as f:
+                    f.write(text)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, self.path / MANIFEST)
+                _fsync_dir(self.path)
+                return
+            except OSError as exc:
+                tmp.unlink(missing_ok=True)    # the old manifest stays: the run reads as unfinished
+                if attempt == 1 and exc.errno in RETRYABLE and self._give_back_reserve():
+                    continue
+                raise IolabError(f"{self.path / MANIFEST}: could not record the end of the run: "
+                                 f"{_why(exc)}") from None
+
+    def _give_back_reserve(self) -> bool:
+        """Free the space the lock keeps beyond its first line; whether there was any."""
+        lock = self.path / LOCK
         try:
-            with open(tmp, "w") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path / MANIFEST)
-            _fsync_dir(self.path)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)    # the old manifest stays: the run reads as unfinished
-            raise IolabError(f"{self.path / MANIFEST}: could not record the end of the run: "
-                             f"{_why(exc)}") from None
+            if not self._held or lock.stat().st_size <= self._lock_bytes:
+                return False
+            os.truncate(lock, self._lock_bytes)
+            return True
+        except OSError:
+            return False
 
 
 def _fsync_dir(path: Path) -> None:
@@ -518,9 +555,9 @@ def read_lock(run_path: Path) -> Lock | None:
     if not os.path.lexists(path):
         return None
     try:
-        fd = open_regular(path, 1 << 16, within=Path(run_path))
+        fd = open_regular(path, MAX_MANIFEST_BYTES + LOCK_RESERVE_EXTRA, within=Path(run_path))
         with os.fdopen(fd, "rb") as f:
-            held = json.loads(f.read().decode("utf-8"))
+            held = json.loads(f.readline(1 << 16).decode("utf-8"))
         pid, host = held["pid"], held["host"]
         if type(pid) is not int or pid <= 0 or not isinstance(host, str):
             raise ValueError("no pid and host")

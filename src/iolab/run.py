@@ -67,6 +67,17 @@ def _manifest(path: Path) -> Manifest:
 MAX_CHAIN = 10_000      # runs in one chain (a campaign's resumes, a search's rounds)
 
 
+def _fallback_files(path: Path, manifest: Manifest) -> list[str]:
+    """The run's fallback files that exist (records a full disk kept out of records.jsonl):
+    those in the run directory by name, and those the manifest names elsewhere ($TMPDIR, the
+    home directory: where they would go, from its creation, and where they went, from its end)
+    by path."""
+    here = sorted(p.name for p in path.glob(FALLBACK_NAME.format(pid="*")))
+    groups = (manifest.get("fallback_files"), (manifest.finished or {}).get("unsaved"))
+    named = [f for group in groups if isinstance(group, list) for f in group if isinstance(f, str)]
+    return here + [f for f in dict.fromkeys(named) if Path(f).parent != path and os.path.lexists(f)]
+
+
 def chain_paths(path: Path) -> list[Path]:
     """A run's chain: its first run (following `parent` in the manifests) and every run that
     continues it, oldest first. Runs live side by side in results/<id>/. A chain that loops (a
@@ -156,7 +167,7 @@ class Run:
     planned: int | None = None                 # jobs in the manifest's plan; None: no plan
     counts: dict[str, int] = field(default_factory=dict)     # records by status
     missing: list[tuple] = field(default_factory=list)       # planned jobs without a record
-    unsaved: list[str] = field(default_factory=list)         # fallback files in the run directory
+    unsaved: list[str] = field(default_factory=list)         # fallback files not merged yet
     raw_errors: int = 0                        # records whose raw outputs were not all stored
     project_root: Path | None = None           # for the pairing of runs whose YAML no longer loads
     chain: list[Run] = field(default_factory=list)     # a run and its continuations, oldest first
@@ -202,7 +213,7 @@ class Run:
             run = cls.of(got.records, manifest, path, project_root)
             run._digest = got.digest
         run.unreadable = got.bad
-        run.unsaved = sorted(p.name for p in path.glob(FALLBACK_NAME.format(pid="*")))
+        run.unsaved = _fallback_files(path, manifest)
         return run
 
     @classmethod
@@ -407,6 +418,9 @@ class Run:
         if self.planned is not None and self.finished is None:
             return "unfinished"
         if self.finished is not None and (not self.finished.get("complete") or self.missing):
+            if (self.finished.get("complete_once_merged") is True and not self.missing
+                    and not self.unsaved):      # its fallback records are merged back
+                return "complete"
             return "incomplete"
         if self.finished is None and self.counts.get("aborted"):
             return "incomplete"
@@ -477,8 +491,8 @@ class Run:
             out.append(f"{len(self.unreadable)} unreadable line(s) in {RECORDS} skipped: "
                        f"line {lines}{more}")
         if self.unsaved:
-            out.append(f"records not merged yet: {', '.join(self.unsaved)} in the run directory "
-                       f"(`cat FILE >> {RECORDS}` once there is space)")
+            out.append(f"records not merged yet: {', '.join(self.unsaved)} (`cat FILE >> "
+                       f"{RECORDS} && rm FILE` once there is space)")
         if self.raw_errors:
             out.append(f"{self.raw_errors} record(s) with raw outputs that could not be stored "
                        "(raw.errors)")

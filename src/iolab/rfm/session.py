@@ -118,6 +118,8 @@ class _Session:
                              if run.unsaved else None)
             finished = {"complete": why is None and missing == 0, "reason": why,
                         "ended": utcnow(), "planned": planned, "counts": dict(run.counts)}
+            if run.unsaved:     # complete once the fallback records are merged back
+                finished["complete_once_merged"] = reason is None and missing == 0
             try:
                 run.dir.finish(finished)
             except Exception as err:  # noqa: BLE001 - readers then see an unfinished run
