@@ -69,6 +69,7 @@ RETRY_DELAYS_S = (0.2, 1.0, 3.0)
 MAX_RECORDS_BYTES = 4 << 30       # records.jsonl: a campaign's is hundreds of MiB
 MAX_MANIFEST_BYTES = 256 << 20    # manifest.json: a campaign's plan makes it megabytes
 MAX_IMPORT_BYTES = 1 << 30        # one benchmark output given to `iolab import`
+MAX_DARSHAN_LOG_BYTES = 4 << 30   # a case's stored Darshan log (DXT traces make them large)
 # Run ids, case ids: one path component, no dots in front ("..", hidden files).
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import fnmatch
 import gc
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -75,7 +77,17 @@ def _fallback_files(path: Path, manifest: Manifest) -> list[str]:
     here = sorted(p.name for p in path.glob(FALLBACK_NAME.format(pid="*")))
     groups = (manifest.get("fallback_files"), (manifest.finished or {}).get("unsaved"))
     named = [f for group in groups if isinstance(group, list) for f in group if isinstance(f, str)]
-    return here + [f for f in dict.fromkeys(named) if Path(f).parent != path and os.path.lexists(f)]
+    # only this run's fallback names, and only regular files (a damaged manifest names no other)
+    ours = f"iolab-{path.parent.name}-{path.name}-{FALLBACK_NAME.format(pid='*')}"
+    return here + [f for f in dict.fromkeys(named) if Path(f).parent != path
+                   and fnmatch.fnmatchcase(Path(f).name, ours) and _regular(f)]
+
+
+def _regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def chain_paths(path: Path) -> list[Path]:

@@ -209,3 +209,45 @@ def test_import_refuses_what_is_no_regular_file(run_copy, tmp_path, what):
     answer = run_copy.iolab("import", "fio", target, "--into", "imported-fio")
     refused(answer, str(target), says, "not a regular file")
     assert not (run_copy.results / "imported-fio").exists()
+
+
+# ------------------------------------------------------------------------- search, Darshan logs
+
+def as_search(copy):
+    """The copy as the first round of a search (iolab search continues it)."""
+    yaml = copy.root / "experiments" / "corpus-fio.yaml"
+    yaml.write_text(yaml.read_text() + "search: {objective: write_bw, budget: 6}\n")
+    manifest = copy.manifest()
+    manifest["search_round"] = 1
+    copy.write_manifest(manifest)
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_search_over_records_that_are_no_regular_file_is_refused(run_copy, damage):
+    as_search(run_copy)
+    make, says = DAMAGES[damage]
+    make(run_copy.records_path)
+    refused(run_copy.iolab("search", "corpus-fio", "--dry-run"), "records.jsonl", says)
+
+
+def test_search_over_a_chain_that_loops_is_refused(run_copy):
+    as_search(run_copy)
+    shown = loop_onto_itself(run_copy)
+    refused(run_copy.iolab("search", "corpus-fio", "--dry-run"), "its chain of parents loops", shown)
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_a_stored_darshan_log_that_is_no_regular_file_is_refused(run_copy, damage):
+    """`iolab darshan ID --html` reads each case's stored log: a FIFO or a device in its place
+    is named, never read; without --html the stored summaries are shown as they are."""
+    recs = run_copy.records()
+    rec = recs[0]
+    rec["observed"]["darshan"] = {"status": "ok", "summary": {"status": "ok"}, "findings": []}
+    rec["raw"]["files"]["darshan.log"] = "0" * 64
+    run_copy.write_records(recs)
+    log = run_copy.run / rec["raw"]["dir"] / "darshan.log"
+    log.touch()
+    make, says = DAMAGES[damage]
+    make(log)
+    refused(run_copy.iolab("darshan", "corpus-fio", "--run", run_copy.run.name, "--html",
+                           run_copy.root / "pages"), "darshan.log", says)
