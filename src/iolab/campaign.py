@@ -10,6 +10,7 @@ The ReFrame side reads the continuation from the file IOLAB_RESUME names (rfm/co
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import json
@@ -71,7 +72,7 @@ def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None
     import sys
     import tempfile
 
-    from .results import list_runs, results_root
+    from .results import holding, list_runs, results_root
     from .shims import class_name
 
     res = results_root(root)
@@ -95,7 +96,10 @@ def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None
         if dry_run:
             print("would run: " + " ".join(cmd))
             return 0, None
-        status = subprocess.run(cmd, cwd=cwd or root, env=env).returncode
+        continued = (holding(res / cont.experiment / cont.parent, cont.kind)
+                     if cont.parent and cont.kind != "reproduce" else contextlib.nullcontext())
+        with continued:     # one continuation of a chain at a time
+            status = subprocess.run(cmd, cwd=cwd or root, env=env).returncode
     new = [p for p in list_runs(res, cont.experiment) if p.name not in before]
     return status, (new[-1] if new else None)
 

@@ -27,6 +27,7 @@ still running). Every planned job ends with one record whose status is one of ST
 from __future__ import annotations
 
 import atexit
+import contextlib
 import datetime as dt
 import errno
 import getpass
@@ -433,10 +434,11 @@ class RunDir:
     def manifest(self) -> dict:
         return read_manifest(self.path)
 
-    def _take_lock(self, reserve: int = 0) -> None:
+    def _take_lock(self, reserve: int = 0, role: str | None = None) -> None:
         me = os.getpid()
-        text = json.dumps({"pid": me, "host": socket.gethostname(), "pid_start": _process_start(me),
-                           "since": utcnow()}, sort_keys=True) + "\n"
+        held = {"pid": me, "host": socket.gethostname(), "pid_start": _process_start(me),
+                "since": utcnow(), **({"role": role} if role else {})}
+        text = json.dumps(held, sort_keys=True) + "\n"
         fd = os.open(self.path / LOCK, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         try:
             # the reserve: bytes no file system compresses or leaves sparse
@@ -537,10 +539,18 @@ class Lock:
     host: str | None
     pid_start: str | None = None
     why_unreadable: str | None = None
+    role: str | None = None         # None: the run's writer; "resume", "search": a continuation's
 
     @property
     def who(self) -> str:
         return f"pid {self.pid} on host {self.host}"
+
+    @property
+    def doing(self) -> str:
+        """What the holder does, e.g. "still running (pid 7 on host n1)"."""
+        if self.role:
+            return f"being continued by iolab {self.role} ({self.who})"
+        return f"still running ({self.who})"
 
     @property
     def alive(self) -> bool | None:
@@ -562,8 +572,9 @@ def read_lock(run_path: Path) -> Lock | None:
         pid, host = held["pid"], held["host"]
         if type(pid) is not int or pid <= 0 or not isinstance(host, str):
             raise ValueError("no pid and host")
-        start = held.get("pid_start")
-        return Lock(path, pid, host, start if isinstance(start, str) else None)
+        start, role = held.get("pid_start"), held.get("role")
+        return Lock(path, pid, host, start if isinstance(start, str) else None,
+                    role=role if isinstance(role, str) else None)
     except (IolabError, OSError, ValueError, KeyError, TypeError) as exc:
         return Lock(path, None, None, why_unreadable=str(exc).splitlines()[0][:200] or "empty")
 
@@ -589,6 +600,25 @@ def _process_start(pid: int | None) -> str | None:
     return None if fields[0] in ("Z", "X") else fields[19]
 
 
+@contextlib.contextmanager
+def holding(run_path: Path, role: str):
+    """This process holds a run's lock while it continues the run (`iolab resume`, a search's
+    next round): a second continuation started meanwhile is refused by name (check_not_running).
+    The run's own writer must be gone (check_not_running first)."""
+    run = RunDir(Path(run_path))
+    try:
+        run._take_lock(role=role)
+    except FileExistsError:        # another process took it since the check
+        check_not_running([run.path], take_over=False)
+        raise IolabError(f"run {run.run_id} was locked by another process just now; try again") from None
+    except OSError as exc:
+        raise IolabError(f"run {run.run_id}: cannot take its lock: {_why(exc)}") from None
+    try:
+        yield
+    finally:
+        run.release()
+
+
 def check_not_running(run_paths, *, take_over: bool, say=None) -> None:
     """Refuse to continue, reproduce or search from runs one of which a live process still
     writes; a lock whose process is gone (on this host) is taken over: removed, unless
@@ -601,7 +631,7 @@ def check_not_running(run_paths, *, take_over: bool, say=None) -> None:
         run_id = Path(path).name
         alive = lock.alive
         if alive:
-            raise IolabError(f"run {run_id} is still running ({lock.who})",
+            raise IolabError(f"run {run_id} is {lock.doing}",
                              hint="wait for it to end: `iolab status` shows how far it is")
         if alive is None:
             what = (f"its lock {lock.path} cannot be read ({lock.why_unreadable})"
@@ -754,12 +784,13 @@ def read_regular(path: Path, limit: int, *, within: Path | None = None,
         with os.fdopen(fd, "rb", buffering=0) as f:
             chunks = [f.read(os.fstat(fd).st_size + 1)]
             total = len(chunks[0])
-            while chunks[-1] and total <= limit:       # it grew while being read
+            while chunks[-1] and total <= limit:       # to the end: a short read, or a growing file
                 chunks.append(f.read(min(1 << 24, limit + 1 - total)))
                 total += len(chunks[-1])
     except OSError as exc:
         raise IolabError(f"{path}: cannot read: {_why(exc)}") from None
-    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    chunks = [c for c in chunks if c]
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)     # one read: no copy
     if len(data) > limit:
         raise IolabError(f"{path}: more than {limit} bytes, over iolab's limit for this file "
                          "(README: Input limits)")

@@ -470,7 +470,7 @@ class Run:
             return "unfinished (killed or still running)"
         alive = locks[-1].alive
         if alive:
-            return f"still running ({locks[-1].who})"
+            return locks[-1].doing if not locks[-1].role else f"unfinished, {locks[-1].doing}"
         if alive is False:
             return f"unfinished (killed: its writer, {locks[-1].who}, is gone)"
         return (f"unfinished (locked by {locks[-1].who}; this host cannot tell whether it still "

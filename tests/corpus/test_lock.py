@@ -128,3 +128,12 @@ def test_a_lock_that_is_a_fifo_is_refused_not_waited_on(run_copy):
     os.mkfifo(run_copy.run / LOCK)
     refused(run_copy.iolab("resume", "corpus-fio", run_copy.run.name, "--dry-run"),
             "cannot be read", "a FIFO, not a regular file")
+
+
+def test_a_second_resume_while_one_continues_the_run_is_refused(run_copy, writer):
+    """The lock an `iolab resume` holds on the run it continues while its reframe runs."""
+    (run_copy.run / LOCK).write_text(json.dumps({"pid": writer.pid, "host": HOST,
+                                                 "role": "resume"}) + "\n")
+    refused(run_copy.iolab("resume", "corpus-fio", run_copy.run.name, "--dry-run"),
+            f"run {run_copy.run.name} is being continued by iolab resume (pid {writer.pid} on "
+            f"host {HOST})")

@@ -1,7 +1,8 @@
 """One writer per run, end to end (issue 23): while a real `reframe -r` of a slow fio experiment
 runs, `iolab resume` of its run is refused naming the run and its writer; once that reframe is
-killed with SIGKILL (its lock left behind, stale), resume takes the run over and continues it;
-the continuation's own reframe gives up its lock when it ends."""
+killed with SIGKILL (its lock left behind, stale), resume takes the run over and continues it,
+holding the run while its own reframe runs (a second resume meanwhile is refused); the
+continuation's reframe gives up its lock when it ends."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -28,6 +30,13 @@ benchmark: fio
 repetitions: 1
 fixed: {size: 8MiB, bs: 1MiB, extra_args: ["--rate=1m"]}
 """
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_bytes().split(b"\n", 1)[0].decode()
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 def _kill_what_ran_in(where: Path) -> None:
@@ -93,10 +102,28 @@ def test_a_live_run_is_refused_and_a_killed_one_taken_over(rfm_env, tmp_path):
            "taken over" in out.stderr
     assert (run / "run.lock").exists()          # a dry run changes nothing
 
-    out = iolab(["resume", "slow-writer", run.name], env, cwd=root)
+    # the real resume, in the background: while its reframe runs, it holds the run it continues
+    resume = subprocess.Popen([sys.executable, "-m", "iolab.cli", "resume", "slow-writer", run.name],
+                              cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while f'"role": "resume"' not in _text(run / "run.lock"):
+            assert resume.poll() is None, resume.communicate()
+            assert time.monotonic() < deadline, "iolab resume never took the run's lock"
+            time.sleep(0.1)
+        out = iolab(["resume", "slow-writer", run.name, "--dry-run"], env, cwd=root)
+        assert out.returncode == 2 and (
+            f"iolab: error: run {run.name} is being continued by iolab resume (pid {resume.pid} "
+            f"on host {socket.gethostname()})") in out.stderr, out.stdout + out.stderr
+        stdout, stderr = resume.communicate(timeout=300)
+    finally:
+        if resume.poll() is None:
+            resume.kill()
+            resume.wait()
     assert f"run {run.name} was left locked by {who}, which is gone (killed?): taken over" \
-        in out.stderr, out.stdout[-3000:] + out.stderr[-2000:]
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+        in stderr, stdout[-3000:] + stderr[-2000:]
+    assert resume.returncode == 0, stdout[-3000:] + stderr[-2000:]
     assert not (run / "run.lock").exists()
     (cont,) = [p for p in base.iterdir() if p.is_dir() and p != run]
     assert not (cont / "run.lock").exists()     # its reframe ended: the lock went with it

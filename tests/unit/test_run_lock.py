@@ -125,3 +125,23 @@ def test_an_unreadable_lock_is_refused_not_ignored(run_dir, text):
     with pytest.raises(IolabError, match="its lock .* cannot be read"):
         check_not_running([run_dir.path], take_over=True)
     assert (run_dir.path / LOCK).exists()
+
+
+def test_a_continuation_holds_the_run_it_continues(run_dir):
+    """iolab resume (or a search's next round) holds the chain's last run while its reframe
+    runs: a second continuation meanwhile is refused by name, and the lock goes with it."""
+    from iolab.results import holding
+
+    with holding(run_dir.path, "resume"):
+        lock = read_lock(run_dir.path)
+        assert lock.role == "resume" and lock.alive is True
+        with pytest.raises(IolabError) as info:
+            check_not_running([run_dir.path], take_over=True)
+        assert str(info.value).startswith(f"run {RUN} is being continued by iolab resume "
+                                          f"(pid {lock.pid} on host {socket.gethostname()})")
+        assert "unfinished, being continued by iolab resume (pid" in Run.load(run_dir.path).describe()
+        with pytest.raises(IolabError, match="is being continued by iolab resume"):
+            with holding(run_dir.path, "search"):
+                pass
+        assert read_lock(run_dir.path).role == "resume"      # the refused one took nothing
+    assert read_lock(run_dir.path) is None
