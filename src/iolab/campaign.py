@@ -10,6 +10,7 @@ The ReFrame side reads the continuation from the file IOLAB_RESUME names (rfm/co
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import json
@@ -71,10 +72,11 @@ def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None
     import sys
     import tempfile
 
-    from .results import list_runs, results_root
+    from .results import holding, list_runs, results_root
     from .shims import class_name
 
     res = results_root(root)
+    writing_to(res, cont, take_over=not dry_run)
     before = {p.name for p in list_runs(res, cont.experiment)}
     with tempfile.TemporaryDirectory(prefix=f"iolab-{cont.kind}-") as tmp:
         env = dict(os.environ, **{RESUME_ENV: str(cont.write(Path(tmp) / "continuation.json"))})
@@ -94,14 +96,42 @@ def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None
         if dry_run:
             print("would run: " + " ".join(cmd))
             return 0, None
-        status = subprocess.run(cmd, cwd=cwd or root, env=env).returncode
+        continued = (holding(res / cont.experiment / cont.parent, cont.kind)
+                     if cont.parent and cont.kind != "reproduce" else contextlib.nullcontext())
+        with continued:     # one continuation of a chain at a time
+            status = subprocess.run(cmd, cwd=cwd or root, env=env).returncode
     new = [p for p in list_runs(res, cont.experiment) if p.name not in before]
     return status, (new[-1] if new else None)
+
+
+def writing_to(results: Path, cont: Continuation, take_over: bool) -> None:
+    """One writer per campaign: a continuation (or a reproduction) of runs that a live process
+    still writes is refused by name; a dead writer's lock is taken over (results.check_not_running)."""
+    import sys
+
+    from .results import check_not_running
+    from .run import chain_paths
+
+    if not cont.parent:         # a search's first round: no run yet
+        return
+    base = Path(results) / cont.experiment
+    paths = [base / cont.parent] if cont.kind == "reproduce" else chain_paths(base / cont.root)
+    check_not_running(paths, take_over=take_over,
+                      say=lambda text: print(f"iolab: note: {text}", file=sys.stderr))
+
+
+def refuse_if_running(chain: Run) -> None:
+    """Before proposing anything from a chain: refused while a live process writes one of its
+    runs (run_reframe takes over a dead one's lock)."""
+    from .results import check_not_running
+
+    check_not_running([r.path for r in chain.chain or [chain]], take_over=False)
 
 
 def jobs_to_resume(chain: Run, failed_only: bool = False, missing_only: bool = False) -> list[tuple]:
     """Planned jobs of the chain without an ok record: missing ones (never recorded) and those
     whose last record failed or was aborted (a skipped job is one the system could not run)."""
+    refuse_if_running(chain)
     if chain.planned is None:
         raise IolabError(f"run {chain.run_id} has no plan in its manifest (an imported run, or one "
                          "written before runs listed their jobs): there is nothing to resume from")

@@ -332,8 +332,8 @@ def cmd_darshan(args) -> int:
             item = {"case_id": rec.case_id, "repetition": rec.repetition,
                     "summary": dar.get("summary") or {"status": dar["status"], "reason": dar.get("reason")},
                     "findings": dar.get("findings", []), "aggregators": dar.get("aggregators")}
-            log = view.stored_log(run.path, rec)
-            if out_dir and log is not None and dar.get("status") == "ok":
+            log = view.stored_log(run.path, rec) if out_dir else None     # read only for a page
+            if log is not None and dar.get("status") == "ok":
                 item["html"] = str(darshan.html_report(view.readable_copy(log, work),
                                                        out_dir / f"{rec.case_id}-rep{rec.repetition}"))
             shown.append(item)
@@ -360,7 +360,10 @@ def cmd_runs(args) -> int:
     for path in paths:
         try:
             state = Run.load(path)
-        except IolabError as exc:      # one bad run does not hide the others
+            links = chain_paths(path)          # a chain that loops is refused here
+            chain = (Run.load_chain(path) if not state.parent
+                     and any(Run.load(p).parent for p in links[1:2]) else None)
+        except IolabError as exc:      # one bad run (or chain) does not hide the others
             print(f"{path.name}  unreadable: {exc}")
             status = 1
             continue
@@ -368,8 +371,7 @@ def cmd_runs(args) -> int:
                 f"{state.describe()}")
         if state.parent:
             line += f"; continues {state.parent}"
-        elif any(Run.load(p).parent for p in chain_paths(path)[1:2]):
-            chain = Run.load_chain(path)
+        elif chain is not None:
             line += (f"; with continuations {', '.join(r.run_id for r in chain.chain[1:])}: "
                      f"chain {chain.describe()}, {chain.counts_text()}")
         if state.unreadable:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .benchmarks import get as get_benchmark
@@ -11,7 +12,8 @@ from .load import type_param_text
 from .matrix import case_id, defaults
 from .record import SCHEMA, Manifest, Observed, Provenance, Record
 from .render import project_root
-from .results import RunDir, check_experiment_id, host_info, new_run_id, results_root, sha256_file, utcnow
+from .results import (MAX_IMPORT_BYTES, RunDir, check_experiment_id, host_info, new_run_id, open_regular,
+                      results_root, sha256_file, utcnow)
 
 
 def type_params(benchmark: str, pairs: list[str]) -> dict:
@@ -116,6 +118,9 @@ def import_files(benchmark: str, files: list[Path], into: str, params: list[str]
     check_experiment_id(into, "--into")
     adapter = get_benchmark(benchmark)
     given = type_params(benchmark, params)
+    for path in files:      # a FIFO or a device would block the parser; a huge file fill memory
+        if os.path.lexists(path):       # a missing one: the parser says which output it is
+            os.close(open_regular(path, MAX_IMPORT_BYTES))
     # Parse everything first: a bad file fails the import before anything is written.
     parsed = adapter.parse_files(files)
     full = reconcile(benchmark, given, files, parsed, trust_params)

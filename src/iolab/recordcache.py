@@ -35,7 +35,8 @@ from .digest import Digest, fold
 from .errors import IolabError
 from .parsers import Metric
 from .record import Observed, Provenance, Record
-from .results import RECORDS, BadLine, decode_records, read_records_bytes, warn_bad
+from .results import (MAX_RECORDS_BYTES, RECORDS, BadLine, decode_records, open_regular,
+                      read_records_bytes, warn_bad)
 
 FORMAT = cache.FORMAT
 CACHE_MIN_BYTES = cache.MIN_BYTES
@@ -114,8 +115,10 @@ def _key(path: Path, data: bytes | None = None) -> str | None:
         h.update(data)
         size = len(data)
     else:
+        # never a FIFO or device (it would block), nor a file over the limit
+        fd = open_regular(path, MAX_RECORDS_BYTES, within=path.parent, missing="not a results run")
         try:
-            with open(path, "rb", buffering=0) as f:
+            with os.fdopen(fd, "rb", buffering=0) as f:
                 if os.fstat(f.fileno()).st_size < CACHE_MIN_BYTES:
                     return None
                 buf = bytearray(1 << 20)

@@ -7,7 +7,13 @@ Records are durable: a line is appended whole or not at all (partial writes are 
 failed append is truncated away), then fsynced. When the results disk is full (or failing), the
 records are kept in memory, retried, and finally written to a fallback file (FALLBACK_NAME in the
 run directory, else $TMPDIR, else the home directory) named in the error, so nothing measured is
-lost. One process appends to a run (run ids are created exclusively per process).
+lost. One process appends to a run (run ids are created exclusively per process), and a
+ReFrame run's process holds the run's lock (LOCK) until the run ends: resume, search and
+reproduce refuse a run a live process writes (check_not_running). The lock also keeps back space
+so a run on a full disk can still record its end (RunDir.finish).
+
+Readers open a run's files only when they are regular files within size limits (open_regular):
+a FIFO or a device is refused at once, never waited on.
 
 Readers never fail on a damaged line: a torn last line (a crash mid-write) or a corrupt line is
 reported once on stderr, skipped and counted (RecordsRead.bad, run.Run.unreadable).
@@ -20,6 +26,8 @@ still running). Every planned job ends with one record whose status is one of ST
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import datetime as dt
 import errno
 import getpass
@@ -32,6 +40,7 @@ import re
 import secrets
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -48,9 +57,20 @@ COMPRESS_OVER = 1 << 20
 MANIFEST = "manifest.json"
 # The records an append could not write, beside the run (or in $TMPDIR, or the home directory).
 FALLBACK_NAME = "records.unsaved-{pid}.jsonl"
+# Held by the process that writes a run (ReFrame's) from its creation to its end: who it is, on
+# its first line. The rest of the file is space kept for the run's end: on a full disk it is
+# given back so the manifest can still gain `finished` (RunDir.finish).
+LOCK = "run.lock"
+LOCK_RESERVE_EXTRA = 16 << 10   # beyond the manifest's own size: `finished` and the fallbacks
 # Errors worth retrying: the disk may get space back (quota, a cleaner), or the device recover.
 RETRYABLE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO})
 RETRY_DELAYS_S = (0.2, 1.0, 3.0)
+# What a reader opens (read_regular): regular files only, and at most this many bytes, so a
+# FIFO, a device or a runaway file never blocks a command or fills its memory.
+MAX_RECORDS_BYTES = 4 << 30       # records.jsonl: a campaign's is hundreds of MiB
+MAX_MANIFEST_BYTES = 256 << 20    # manifest.json: a campaign's plan makes it megabytes
+MAX_IMPORT_BYTES = 1 << 30        # one benchmark output given to `iolab import`
+MAX_DARSHAN_LOG_BYTES = 4 << 30   # a case's stored Darshan log (DXT traces make them large)
 # Run ids, case ids: one path component, no dots in front ("..", hidden files).
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -239,16 +259,22 @@ class RunDir:
         self.path = Path(path)
         self._pending: list[bytes] = []        # records not yet written anywhere
         self._fallback: Path | None = None     # where earlier unwritable records went
+        self._fallbacks: list[Path] = []       # every fallback file this run wrote, in order
         self._dir_synced = False
+        self._held = False                     # this process holds the run's lock
+        self._lock_bytes = 0                   # its first line; the rest is the reserve
 
     @property
     def run_id(self) -> str:
         return self.path.name
 
     @classmethod
-    def create(cls, root: Path, experiment_id: str, run_id: str, manifest: dict) -> RunDir:
+    def create(cls, root: Path, experiment_id: str, run_id: str, manifest: dict,
+               hold: bool = False) -> RunDir:
         """<root>/<experiment_id>/<run_id>/, new. Both names must be plain names, and
-        <root>/<experiment_id> a real directory (not a symlink), so a run lands nowhere else."""
+        <root>/<experiment_id> a real directory (not a symlink), so a run lands nowhere else.
+        With `hold`, this process holds the run's lock (LOCK) until `release`: a run being
+        written is never resumed or reproduced by another process (see Lock)."""
         check_experiment_id(experiment_id)
         check_plain_name(run_id, "run id")
         root = Path(root)
@@ -274,9 +300,14 @@ class RunDir:
         except OSError as exc:
             raise IolabError(f"cannot create the results run {path}: {_why(exc)}") from None
         run = cls(path)
-        manifest = {**manifest, "created_unix": time.time()}
+        # where records would go on a full disk, known now: the disk may be full by then
+        manifest = {**manifest, "created_unix": time.time(),
+                    "fallback_files": [str(c) for c in run._fallback_candidates()]}
+        text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
         try:
-            _write_new(path / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+            if hold:        # before the manifest: a run is never seen without its writer
+                run._take_lock(reserve=len(text.encode()) + LOCK_RESERVE_EXTRA)
+            _write_new(path / MANIFEST, text)
             os.close(os.open(path / RECORDS, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
             _fsync_dir(path)
             _fsync_dir(parent)
@@ -342,6 +373,8 @@ class RunDir:
                 continue
             self._pending.clear()
             self._fallback = candidate
+            if candidate not in self._fallbacks:
+                self._fallbacks.append(candidate)
             raise IolabError(
                 f"{target}: could not append {n} record(s): {_why(error)}. Nothing is lost: they "
                 f"are in {candidate}",
@@ -401,26 +434,74 @@ class RunDir:
     def manifest(self) -> dict:
         return read_manifest(self.path)
 
+    def _take_lock(self, reserve: int = 0, role: str | None = None) -> None:
+        me = os.getpid()
+        held = {"pid": me, "host": socket.gethostname(), "pid_start": _process_start(me),
+                "since": utcnow(), **({"role": role} if role else {})}
+        text = json.dumps(held, sort_keys=True) + "\n"
+        fd = os.open(self.path / LOCK, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        try:
+            # the reserve: bytes no file system compresses or leaves sparse
+            write_all(fd, text.encode() + os.urandom(reserve))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._held = True
+        self._lock_bytes = len(text.encode())
+        atexit.register(self.release)       # however the process ends, short of a kill
+
+    def release(self) -> None:
+        """Give up the run's lock (once the run has ended); a no-op unless this process holds it."""
+        if not self._held:
+            return
+        held = read_lock(self.path)
+        if held is not None and held.pid == os.getpid():
+            try:
+                (self.path / LOCK).unlink()
+            except OSError:
+                return      # it stays; readers see a lock whose process is gone (stale)
+        self._held = False
+        atexit.unregister(self.release)
+
     def finish(self, finished: dict) -> None:
         """Once, at the end of the run: the manifest gains `finished` (atomic replace, so a
-        reader sees the old manifest or the new one, never half of either)."""
+        reader sees the old manifest or the new one, never half of either), with the fallback
+        files this run wrote (`unsaved`). On a full disk the lock's reserve is given back first,
+        so a run whose records are safe in a fallback file still ends."""
         manifest = self.manifest()
         if "finished" in manifest:
             raise IolabError(f"run {self.run_id} is already finished; its manifest is not rewritten")
+        if self._fallbacks:
+            finished = {**finished, "unsaved": [str(p) for p in self._fallbacks]}
         manifest["finished"] = finished
         text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
         tmp = self.path / f".{MANIFEST}.tmp{os.getpid()}"
+        for attempt in (1, 2):
+            try:
+                with open(tmp, "w") as f:
+                    f.write(text)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, self.path / MANIFEST)
+                _fsync_dir(self.path)
+                return
+            except OSError as exc:
+                tmp.unlink(missing_ok=True)    # the old manifest stays: the run reads as unfinished
+                if attempt == 1 and exc.errno in RETRYABLE and self._give_back_reserve():
+                    continue
+                raise IolabError(f"{self.path / MANIFEST}: could not record the end of the run: "
+                                 f"{_why(exc)}") from None
+
+    def _give_back_reserve(self) -> bool:
+        """Free the space the lock keeps beyond its first line; whether there was any."""
+        lock = self.path / LOCK
         try:
-            with open(tmp, "w") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path / MANIFEST)
-            _fsync_dir(self.path)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)    # the old manifest stays: the run reads as unfinished
-            raise IolabError(f"{self.path / MANIFEST}: could not record the end of the run: "
-                             f"{_why(exc)}") from None
+            if not self._held or lock.stat().st_size <= self._lock_bytes:
+                return False
+            os.truncate(lock, self._lock_bytes)
+            return True
+        except OSError:
+            return False
 
 
 def _fsync_dir(path: Path) -> None:
@@ -446,6 +527,132 @@ def _write_new(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
+# ------------------------------------------------------------------------------------ the lock
+
+@dataclass(frozen=True)
+class Lock:
+    """A run's lock file: the process writing the run. `alive`: True, False (the process is gone:
+    a stale lock, e.g. a reframe killed with SIGKILL), or None when this host cannot tell (the
+    lock names another host, or cannot be read)."""
+    path: Path
+    pid: int | None
+    host: str | None
+    pid_start: str | None = None
+    why_unreadable: str | None = None
+    role: str | None = None         # None: the run's writer; "resume", "search": a continuation's
+
+    @property
+    def who(self) -> str:
+        return f"pid {self.pid} on host {self.host}"
+
+    @property
+    def doing(self) -> str:
+        """What the holder does, e.g. "still running (pid 7 on host n1)"."""
+        if self.role:
+            return f"being continued by iolab {self.role} ({self.who})"
+        return f"still running ({self.who})"
+
+    @property
+    def alive(self) -> bool | None:
+        if self.why_unreadable or self.host != socket.gethostname():
+            return None
+        started = _process_start(self.pid)
+        return started is not None and (self.pid_start is None or started == self.pid_start)
+
+
+def read_lock(run_path: Path) -> Lock | None:
+    """The run's lock, or None when no process holds it."""
+    path = Path(run_path) / LOCK
+    if not os.path.lexists(path):
+        return None
+    try:
+        fd = open_regular(path, MAX_MANIFEST_BYTES + LOCK_RESERVE_EXTRA, within=Path(run_path))
+        with os.fdopen(fd, "rb") as f:
+            held = json.loads(f.readline(1 << 16).decode("utf-8"))
+        pid, host = held["pid"], held["host"]
+        if type(pid) is not int or pid <= 0 or not isinstance(host, str):
+            raise ValueError("no pid and host")
+        start, role = held.get("pid_start"), held.get("role")
+        return Lock(path, pid, host, start if isinstance(start, str) else None,
+                    role=role if isinstance(role, str) else None)
+    except (IolabError, OSError, ValueError, KeyError, TypeError) as exc:
+        return Lock(path, None, None, why_unreadable=str(exc).splitlines()[0][:200] or "empty")
+
+
+def _process_start(pid: int | None) -> str | None:
+    """When a live process started (its /proc start time, so a reused pid is another process);
+    None when there is no such process, or it has exited (a zombie). Without /proc, "?" for a
+    live pid."""
+    if not isinstance(pid, int) or pid <= 0:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return None
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except OSError:
+            pass        # it exists, owned by someone else
+        return "?"
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+@contextlib.contextmanager
+def holding(run_path: Path, role: str):
+    """This process holds a run's lock while it continues the run (`iolab resume`, a search's
+    next round): a second continuation started meanwhile is refused by name (check_not_running).
+    The run's own writer must be gone (check_not_running first)."""
+    run = RunDir(Path(run_path))
+    try:
+        run._take_lock(role=role)
+    except FileExistsError:        # another process took it since the check
+        check_not_running([run.path], take_over=False)
+        raise IolabError(f"run {run.run_id} was locked by another process just now; try again") from None
+    except OSError as exc:
+        raise IolabError(f"run {run.run_id}: cannot take its lock: {_why(exc)}") from None
+    try:
+        yield
+    finally:
+        run.release()
+
+
+def check_not_running(run_paths, *, take_over: bool, say=None) -> None:
+    """Refuse to continue, reproduce or search from runs one of which a live process still
+    writes; a lock whose process is gone (on this host) is taken over: removed, unless
+    `take_over` is False (a dry run), said either way with `say`. A lock of another host, or
+    one that cannot be read, is refused with how to take it over."""
+    for path in run_paths:
+        lock = read_lock(path)
+        if lock is None:
+            continue
+        run_id = Path(path).name
+        alive = lock.alive
+        if alive:
+            raise IolabError(f"run {run_id} is {lock.doing}",
+                             hint="wait for it to end: `iolab status` shows how far it is")
+        if alive is None:
+            what = (f"its lock {lock.path} cannot be read ({lock.why_unreadable})"
+                    if lock.why_unreadable else
+                    f"run {run_id} is locked by {lock.who}, which this host "
+                    f"({socket.gethostname()}) cannot check")
+            raise IolabError(what, hint=f"if no process writes run {run_id} any more, delete "
+                                        f"{lock.path} and try again")
+        if take_over:
+            try:
+                lock.path.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise IolabError(f"run {run_id}: cannot remove its stale lock {lock.path}: "
+                                 f"{_why(exc)}") from None
+        if say:
+            say(f"run {run_id} was left locked by {lock.who}, which is gone (killed?): "
+                + ("taken over" if take_over else "it would be taken over"))
+
+
 # ------------------------------------------------------------------------------- reading runs
 
 def read_manifest(run_path: Path) -> dict:
@@ -454,12 +661,7 @@ def read_manifest(run_path: Path) -> dict:
 
 
 def _manifest_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise IolabError(f"{path} not found: not a results run") from None
-    except OSError as exc:
-        raise IolabError(f"{path}: cannot read: {_why(exc)}") from None
+    return read_regular(path, MAX_MANIFEST_BYTES, within=path.parent, missing="not a results run")
 
 
 def _parse_manifest(path: Path, data: bytes) -> dict:
@@ -526,12 +728,73 @@ def read_records(run_path: Path) -> RecordsRead:
 
 def read_records_bytes(path: Path) -> bytes:
     """records.jsonl's bytes (path: the file); a missing or unreadable file is an error."""
+    return read_regular(path, MAX_RECORDS_BYTES, within=path.parent, missing="not a results run")
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+def open_regular(path: Path, limit: int, *, within: Path | None = None,
+                 missing: str = "no such file") -> int:
+    """A read-only descriptor on `path`, only if it is a regular file of at most `limit` bytes;
+    else IolabError in one line. Opened without blocking (O_NONBLOCK: a FIFO with no writer)
+    and checked on the opened descriptor. With `within` (a run directory), a symlink is followed
+    only to a file inside it."""
+    path = Path(path)
+    target = path
+    if path.is_symlink():
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            raise IolabError(f"{path}: a symlink to {os.readlink(path)!r}, which does not resolve "
+                             "to a file") from None
+        if within is not None and not _inside(target, Path(within)):
+            raise IolabError(f"{path}: a symlink to {target}, outside the run {Path(within).name}; "
+                             "a run's files are read only inside its directory")
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
     try:
-        return path.read_bytes()
+        fd = os.open(target, flags | os.O_NOFOLLOW)
     except FileNotFoundError:
-        raise IolabError(f"{path} not found: not a results run") from None
+        raise IolabError(f"{path} not found: {missing}") from None
     except OSError as exc:
         raise IolabError(f"{path}: cannot read: {_why(exc)}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+            shown = f" (a symlink to {target})" if target != path else ""
+            raise IolabError(f"{path}{shown}: {kind}, not a regular file; iolab reads only "
+                             "regular files")
+        if st.st_size > limit:
+            raise IolabError(f"{path}: {st.st_size} bytes, over iolab's limit of {limit} bytes "
+                             "for this file (README: Input limits)")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: Path, limit: int, *, within: Path | None = None,
+                 missing: str = "no such file") -> bytes:
+    """The bytes of a regular file of at most `limit` bytes (open_regular says what else is
+    refused); a file that grows past the limit while it is read is refused too."""
+    fd = open_regular(path, limit, within=within, missing=missing)
+    try:
+        with os.fdopen(fd, "rb", buffering=0) as f:
+            chunks = [f.read(os.fstat(fd).st_size + 1)]
+            total = len(chunks[0])
+            while chunks[-1] and total <= limit:       # to the end: a short read, or a growing file
+                chunks.append(f.read(min(1 << 24, limit + 1 - total)))
+                total += len(chunks[-1])
+    except OSError as exc:
+        raise IolabError(f"{path}: cannot read: {_why(exc)}") from None
+    chunks = [c for c in chunks if c]
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)     # one read: no copy
+    if len(data) > limit:
+        raise IolabError(f"{path}: more than {limit} bytes, over iolab's limit for this file "
+                         "(README: Input limits)")
+    return data
 
 
 def decode_records(path: Path, data: bytes, convert=None) -> tuple[list, list[BadLine]]:
@@ -573,7 +836,8 @@ def warn_bad(path: Path, bad: list[BadLine]) -> None:
 
 def _run_dirs(base: Path) -> list[Path]:
     try:
-        return [p for p in base.iterdir() if (p / MANIFEST).is_file()]
+        # a manifest that is not a regular file (a FIFO...) is listed, and refused when read
+        return [p for p in base.iterdir() if os.path.lexists(p / MANIFEST)]
     except OSError:
         return []
 

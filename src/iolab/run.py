@@ -13,7 +13,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import fnmatch
 import gc
+import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -22,7 +25,8 @@ from pathlib import Path
 from . import cache, digest, recordcache, reportspec
 from .errors import IolabError
 from .record import STATUSES, Manifest, Record
-from .results import FALLBACK_NAME, RECORDS, BadLine, manifest_sha, read_manifest_shared
+from .results import (FALLBACK_NAME, MANIFEST, RECORDS, BadLine, manifest_sha, read_lock,
+                      read_manifest_shared)
 
 
 def _clock(seconds: float) -> str:
@@ -62,9 +66,35 @@ def _manifest(path: Path) -> Manifest:
     return known[1]
 
 
+MAX_CHAIN = 10_000      # runs in one chain (a campaign's resumes, a search's rounds)
+
+
+def _fallback_files(path: Path, manifest: Manifest) -> list[str]:
+    """The run's fallback files that exist (records a full disk kept out of records.jsonl):
+    those in the run directory by name, and those the manifest names elsewhere ($TMPDIR, the
+    home directory: where they would go, from its creation, and where they went, from its end)
+    by path."""
+    here = sorted(p.name for p in path.glob(FALLBACK_NAME.format(pid="*")))
+    groups = (manifest.get("fallback_files"), (manifest.finished or {}).get("unsaved"))
+    named = [f for group in groups if isinstance(group, list) for f in group if isinstance(f, str)]
+    # only this run's fallback names, and only regular files (a damaged manifest names no other)
+    ours = f"iolab-{path.parent.name}-{path.name}-{FALLBACK_NAME.format(pid='*')}"
+    return here + [f for f in dict.fromkeys(named) if Path(f).parent != path
+                   and fnmatch.fnmatchcase(Path(f).name, ours) and _regular(f)]
+
+
+def _regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 def chain_paths(path: Path) -> list[Path]:
     """A run's chain: its first run (following `parent` in the manifests) and every run that
-    continues it, oldest first. Runs live side by side in results/<id>/."""
+    continues it, oldest first. Runs live side by side in results/<id>/. A chain that loops (a
+    run that is its own ancestor: an edited `parent`) or holds more than MAX_CHAIN runs is an
+    error, never a walk without end."""
     base = path.parent
 
     def parent_of(p: Path) -> str | None:
@@ -74,22 +104,39 @@ def chain_paths(path: Path) -> list[Path]:
             return None
         return parent if isinstance(parent, str) else None
 
-    root, seen = path, {path.name}
-    while (parent := parent_of(root)) and (base / parent).is_dir() and parent not in seen:
+    root, seen = path, [path.name]
+    while (parent := parent_of(root)) and (base / parent).is_dir():
+        if parent in seen:
+            loop = seen[seen.index(parent):] + [parent]
+            raise IolabError(f"run {path.name}: its chain of parents loops ({' -> '.join(loop)}): "
+                             "a run cannot continue itself (was a manifest's parent edited?)",
+                             file=str(root / MANIFEST))
+        if len(seen) >= MAX_CHAIN:
+            raise _too_long(path)
         root = base / parent
-        seen.add(parent)
+        seen.append(parent)
     children: dict[str, list[Path]] = {}
     for p in sorted(base.iterdir()):
-        if p.is_dir() and (p / "manifest.json").is_file():
+        if p.is_dir() and os.path.lexists(p / MANIFEST):
             parent = parent_of(p)
-            if parent:
+            if parent and parent != p.name:
                 children.setdefault(parent, []).append(p)
-    out, todo = [], [root]
-    while todo:
+    out, todo, visited = [], [root], set()
+    while todo:      # a tree below a root without a parent: visited only guards the walk
         p = todo.pop(0)
+        if p.name in visited:
+            continue
+        visited.add(p.name)
         out.append(p)
+        if len(out) > MAX_CHAIN:
+            raise _too_long(path)
         todo += children.get(p.name, [])
     return out
+
+
+def _too_long(path: Path) -> IolabError:
+    return IolabError(f"run {path.name}: its chain holds more than {MAX_CHAIN} runs "
+                      "(run.MAX_CHAIN); iolab reads no longer chain")
 
 
 FREEZE_OVER = 5000
@@ -132,7 +179,7 @@ class Run:
     planned: int | None = None                 # jobs in the manifest's plan; None: no plan
     counts: dict[str, int] = field(default_factory=dict)     # records by status
     missing: list[tuple] = field(default_factory=list)       # planned jobs without a record
-    unsaved: list[str] = field(default_factory=list)         # fallback files in the run directory
+    unsaved: list[str] = field(default_factory=list)         # fallback files not merged yet
     raw_errors: int = 0                        # records whose raw outputs were not all stored
     project_root: Path | None = None           # for the pairing of runs whose YAML no longer loads
     chain: list[Run] = field(default_factory=list)     # a run and its continuations, oldest first
@@ -178,7 +225,7 @@ class Run:
             run = cls.of(got.records, manifest, path, project_root)
             run._digest = got.digest
         run.unreadable = got.bad
-        run.unsaved = sorted(p.name for p in path.glob(FALLBACK_NAME.format(pid="*")))
+        run.unsaved = _fallback_files(path, manifest)
         return run
 
     @classmethod
@@ -383,6 +430,9 @@ class Run:
         if self.planned is not None and self.finished is None:
             return "unfinished"
         if self.finished is not None and (not self.finished.get("complete") or self.missing):
+            if (self.finished.get("complete_once_merged") is True and not self.missing
+                    and not self.unsaved):      # its fallback records are merged back
+                return "complete"
             return "incomplete"
         if self.finished is None and self.counts.get("aborted"):
             return "incomplete"
@@ -403,7 +453,7 @@ class Run:
         missing = (f"{len(self.missing)} of {self.planned} jobs have no record"
                    if self.missing and self.planned is not None else "")
         if state == "unfinished":
-            return "unfinished (killed or still running)" + (f": {missing}" if missing else "")
+            return self._unfinished() + (f": {missing}" if missing else "")
         if state == "incomplete":
             bits = [missing] if missing else []
             if self.counts.get("aborted"):
@@ -412,6 +462,19 @@ class Run:
             text = "incomplete: " + (", ".join(bits) or "the run says so")
             return text + (f" ({reason})" if reason else "")
         return "complete" if self.planned is not None else "complete as recorded"
+
+    def _unfinished(self) -> str:
+        """An unfinished run by its lock: still running, killed, or (no lock) either."""
+        locks = [lock for r in self.chain or [self] if (lock := read_lock(r.path)) is not None]
+        if not locks:
+            return "unfinished (killed or still running)"
+        alive = locks[-1].alive
+        if alive:
+            return locks[-1].doing if not locks[-1].role else f"unfinished, {locks[-1].doing}"
+        if alive is False:
+            return f"unfinished (killed: its writer, {locks[-1].who}, is gone)"
+        return (f"unfinished (locked by {locks[-1].who}; this host cannot tell whether it still "
+                "runs)" if locks[-1].pid else "unfinished (its lock cannot be read)")
 
     def notes(self) -> list[str]:
         """Lines for tables and reports; none for a complete measured run read in full."""
@@ -440,8 +503,8 @@ class Run:
             out.append(f"{len(self.unreadable)} unreadable line(s) in {RECORDS} skipped: "
                        f"line {lines}{more}")
         if self.unsaved:
-            out.append(f"records not merged yet: {', '.join(self.unsaved)} in the run directory "
-                       f"(`cat FILE >> {RECORDS}` once there is space)")
+            out.append(f"records not merged yet: {', '.join(self.unsaved)} (`cat FILE >> "
+                       f"{RECORDS} && rm FILE` once there is space)")
         if self.raw_errors:
             out.append(f"{self.raw_errors} record(s) with raw outputs that could not be stored "
                        "(raw.errors)")

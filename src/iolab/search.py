@@ -728,6 +728,7 @@ def run_search(root, exp, config, system, batch: int, rounds: int | None = None,
     space = Space.of(expand(exp))
     chain = None if new else search_chain(root, exp.id)
     if chain is not None:
+        campaign.refuse_if_running(chain)
         changed = campaign.changes(chain, root)
         if changed and not allow_changes:
             raise IolabError("refusing to continue the search of run " + chain.run_id + ": what it "

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REFRAME, have, iolab, make_project, only_run, records, reframe
+from .conftest import REFRAME, REPO, have, iolab, make_project, only_run, records, reframe
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not have("mpirun"), reason="mpirun (Open MPI) is not installed"),
@@ -353,11 +353,13 @@ def test_an_interrupted_run_records_every_planned_case(rfm_env, tmp_path, signum
         assert time.monotonic() < deadline and proc.poll() is None, "fio never started"
         time.sleep(0.1)
     time.sleep(1)
+    (lock,) = (tmp_path / "results" / "slow").glob("*/run.lock")     # its writer holds it
     proc.send_signal(signum)
     out = proc.communicate(timeout=180)[0]
     assert proc.returncode != 0, out[-2000:]
 
     run = only_run(tmp_path / "results", "slow")
+    assert not lock.exists()        # given up however the run ended
     recs = records(run)
     manifest = json.loads((run / "manifest.json").read_text())
     planned = {(p["case_id"], p["repetition"]) for p in manifest["planned"]}
@@ -436,9 +438,25 @@ def test_a_full_results_disk_loses_no_record_and_fails_the_run(rfm_env, tmp_path
         assert kept == "" or kept.endswith("\n")
         spilled = [line for f in spill.glob("*unsaved*.jsonl") for line in f.read_text().splitlines()]
         recs = [json.loads(line) for line in kept.splitlines() + spilled]
-        planned = json.loads((run / "manifest.json").read_text())["planned"]
+        manifest = json.loads((run / "manifest.json").read_text())
+        planned = manifest["planned"]
         assert sorted((r["case_id"], r["repetition"]) for r in recs) == \
             sorted((p["case_id"], p["repetition"]) for p in planned)
+        # the records are safe, so the run ended, naming where they are (issue 23)
+        fallbacks = sorted(str(f) for f in spill.glob("*unsaved*.jsonl"))
+        finished = manifest["finished"]
+        assert finished["complete"] is False and finished["complete_once_merged"] is True
+        assert finished["unsaved"] == fallbacks and not (run / "run.lock").exists()
+        cli_env = dict(env, IOLAB_ROOT=str(REPO))
+        out = iolab(["runs", "quickstart"], cli_env)
+        assert "incomplete" in out.stdout and f"unmerged: {', '.join(fallbacks)}" in out.stdout, \
+            out.stdout + out.stderr
+        # the README's merge once there is space: the run is complete
+        subprocess.run(["mount", "-o", "remount,size=4m", str(results)], check=True)
+        for f in fallbacks:
+            subprocess.run(f"cat {f} >> {run / 'records.jsonl'} && rm {f}", shell=True, check=True)
+        out = iolab(["runs", "quickstart"], cli_env)
+        assert "  complete" in out.stdout and "unmerged" not in out.stdout, out.stdout + out.stderr
     finally:
         subprocess.run(["umount", str(results)], check=False)
 

@@ -40,11 +40,18 @@ def render(title: str, summary: dict, found: list[dict], aggregators: dict | Non
 
 
 def stored_log(run_path: Path, record) -> Path | None:
-    """The Darshan log stored with a record (record.Record), if any."""
+    """The Darshan log stored with a record (record.Record), if any: a regular file inside the
+    run (a FIFO or a device in its place is refused, never read: results.open_regular)."""
+    import os
+
+    from ..results import MAX_DARSHAN_LOG_BYTES, open_regular
+
     raw = record.raw
     for name in LOG_NAMES:
         if name in raw.get("files", {}):
-            return run_path / raw["dir"] / name
+            log = run_path / str(raw.get("dir")) / name
+            os.close(open_regular(log, MAX_DARSHAN_LOG_BYTES, within=run_path))
+            return log
     return None
 
 

@@ -59,7 +59,9 @@ class _Run:
             manifest = base_manifest(self.exp, origin="reframe", system=system,
                                      shim_text=shim.read_text() if shim.is_file() else None,
                                      extra=extra)
-            self.dir = RunDir.create(results_root(self.exp.root), self.exp.id, self.run_id, manifest)
+            # held by this process until the session ends (session.py): one writer per run
+            self.dir = RunDir.create(results_root(self.exp.root), self.exp.id, self.run_id, manifest,
+                                     hold=True)
         return self.dir
 
     def append(self, rec: Record) -> None:

@@ -72,8 +72,17 @@ class _Session:
                 run.open(tc.partition.fullname, tc.partition.extras.get("iolab", {}))
 
     def end(self, exc: BaseException | None) -> list[str]:
-        """Record what has no record, clean up, mark each run finished; returns the problems that
-        must fail the ReFrame run although every case passed (records in a fallback file)."""
+        """Record what has no record, clean up, mark each run finished, and give up the runs'
+        locks however that goes; returns the problems that must fail the ReFrame run although
+        every case passed (records in a fallback file)."""
+        try:
+            return self._end(exc)
+        finally:
+            for run in self.runs.values():
+                if run.dir is not None:
+                    run.dir.release()
+
+    def _end(self, exc: BaseException | None) -> list[str]:
         reason = _reason(exc)
         for tc in self.cases:
             check = tc.check
@@ -109,6 +118,8 @@ class _Session:
                              if run.unsaved else None)
             finished = {"complete": why is None and missing == 0, "reason": why,
                         "ended": utcnow(), "planned": planned, "counts": dict(run.counts)}
+            if run.unsaved:     # complete once the fallback records are merged back
+                finished["complete_once_merged"] = reason is None and missing == 0
             try:
                 run.dir.finish(finished)
             except Exception as err:  # noqa: BLE001 - readers then see an unfinished run
