@@ -178,8 +178,9 @@ class Scan:
         self.problems: list[Problem] = []
         self.sealed: list[tuple] = []           # (line, position, prev, digest, checks)
         self.plain: list[int] = []              # readable lines without a chain
-        self.unreadable: list[int] = []
-        self.jobs: dict[tuple, int] = {}        # (part, case_id, repetition) -> its first line
+        self.unreadable: dict[int, str] = {}    # line -> why it could not be read
+        self.jobs: dict[tuple, tuple] = {}      # (part, case_id, repetition) -> (line, digest)
+        self.verdict: Verdict | None = None     # once finished
         planned = self.manifest.get("planned")
         self.planned = None
         if isinstance(planned, list):       # a run's plan and records name its cases alike
@@ -188,8 +189,8 @@ class Scan:
             self.plan_cases = {(part, case) for part, case, _rep in self.planned}
         self.experiment = self.manifest.get("experiment")
 
-    def bad_line(self, line: int) -> None:
-        self.unreadable.append(line)
+    def bad_line(self, line: int, reason: str) -> None:
+        self.unreadable[line] = reason
 
     def record(self, line: int, rec: dict, sealed: tuple | None) -> bool:
         """Whether the record of `line` may be used (else it is set aside, with a problem)."""
@@ -211,14 +212,18 @@ class Scan:
             return self._aside(line, f"a record of another run ({run_id!r}), not of {self.run_id!r}")
         job = (rec.get("part") or "main", rec["case_id"], rec["repetition"])
         if job in self.jobs:
+            first, digest = self.jobs[job]
+            if sealed is not None and sealed[2] == digest:
+                return self._aside(line, f"a copy of line {first} (chain position {sealed[0]}): "
+                                         "duplicated")
             return self._aside(line, f"a second record of case {job[1]} repetition {job[2]}"
                                      + (f" (part {job[0]})" if job[0] != "main" else "")
-                                     + f": line {self.jobs[job]} has it")
+                                     + f": line {first} has it")
         if self.planned is not None and job not in self.planned:
             what = (f"repetition {job[2]} of case {job[1]}" if job[:2] in self.plan_cases
                     else f"case {job[1]}" + (f" of part {job[0]}" if job[0] != "main" else ""))
             return self._aside(line, f"{what} is not in the run's plan (manifest `planned`)")
-        self.jobs[job] = line
+        self.jobs[job] = (line, sealed and sealed[2])
         return True
 
     def _aside(self, line: int, reason: str) -> bool:
@@ -242,25 +247,29 @@ class Scan:
                     f"does not follow chain position {pos - 1} (line {where[pos - 1][0]}): not "
                     "written by this run there")
         if pos <= top:
-            return f"out of order: chain position {pos} comes after position {top} (line {seen[top][0]})"
-        gap = range(top + 1, pos)
-        later = [where[g] for g in gap if g in where and where[g][0] > line]
-        if later:
-            return (f"out of order: chain position {pos} comes before position {later[0][1]} "
-                    f"(line {later[0][0]}): lines were reordered")
-        gone = [g for g in gap if g not in where]
-        if gone:
-            return Problem(line, f"{_positions(gone)} before this line "
-                                 f"{'is' if len(gone) == 1 else 'are'} missing: removed, or damaged "
-                                 "beyond reading", False)
-        return None
+            return (f"out of order: chain position {pos} comes after position {top} "
+                    f"(line {seen[top][0]}): lines were reordered")
+        # positions between the last one placed and this: later in the file (that line is out
+        # of order, and named there), or gone
+        gone = [g for g in range(top + 1, pos) if g not in where]
+        if not gone:
+            return None
+        after = seen[top][0] if top else 0
+        torn = [n for n in self.unreadable if after < n < line]
+        if torn:        # an unreadable line where they belong: damaged, not torn by a crash
+            return Problem(torn[0], f"unreadable ({self.unreadable[torn[0]]}) where "
+                                    f"{_positions(gone)} belongs: damaged", False)
+        return Problem(line, f"{_positions(gone)} before this line {'is' if len(gone) == 1 else 'are'} "
+                             "missing: removed, or damaged beyond reading", False)
 
     def finish(self) -> Verdict:
         """The chain's own problems, then the verdict (problems in line order)."""
         chained = bool(self.sealed)
         if chained:
+            named = {p.line for p in self.problems}
             for line in self.plain:
-                self._aside(line, "has no chain digest: not written by this run (inserted?)")
+                if line not in named:       # the first reason found is the one given
+                    self._aside(line, "has no chain digest: not written by this run (inserted?)")
             count, last = self._chain()
         else:
             count, last = 0, None
@@ -268,8 +277,9 @@ class Scan:
                 self.problems.append(Problem(None, "no line carries a chain digest, though the run "
                                              "wrote them: records.jsonl was rewritten", False))
         self.problems.sort(key=lambda p: (p.line or 0))
-        return Verdict("verified" if chained or self.manifest.get(MANIFEST_KEY) else "unverified",
+        self.verdict = Verdict("verified" if chained or self.manifest.get(MANIFEST_KEY) else "unverified",
                        count, last, self.problems)
+        return self.verdict
 
     def _finished_count(self):
         done = (self.manifest.get("finished") or {})
@@ -292,9 +302,7 @@ class Scan:
             if isinstance(why, Problem):        # the line itself stays: what is before it is gone
                 self.problems.append(why)
                 seen[pos], top = s, pos
-            elif line in aside:                 # the chain says more precisely what happened
-                aside[line].reason = why
-            else:
+            elif line not in aside:             # the first reason found is the one given
                 self._aside(line, why)
         last = seen[top][3] if top else None
         done = self._finished_count()

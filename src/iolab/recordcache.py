@@ -165,7 +165,7 @@ def _decode(path: Path, data: bytes, check: tuple, convert=Record.from_json):
     """Records, unreadable lines and the checks' verdict (check: the manifest and run id)."""
     scan = integrity.Scan(*check)
     records, bad = decode_records(path, data, convert, scan)
-    return records, bad, scan.finish()
+    return records, bad, scan.verdict
 
 
 def _read(entry: Path, key: str):

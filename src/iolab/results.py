@@ -588,13 +588,14 @@ def decode_records(path: Path, data: bytes, convert=None,
                    scan: integrity.Scan | None = None) -> tuple[list, list[BadLine]]:
     """The records in records.jsonl's bytes, each passed through `convert` (e.g. Record.from_json)
     as it is read, and its unreadable lines (each reported: warn_bad). Each line's chain field is
-    taken off; with a `scan` (integrity.Scan) every line is checked as it is read, and the
-    records it sets aside are left out."""
+    taken off; with a `scan` (integrity.Scan) every line is checked as it is read, the records
+    it sets aside are left out, and its verdict (scan.verdict) names the damaged lines, which
+    are then no longer merely unreadable."""
     lines = data.split(b"\n")
     torn = lines[-1] != b""          # no newline at the end: the last write did not finish
     if not torn:
         lines.pop()
-    records, bad = [], []
+    records, bad, at = [], [], []
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
@@ -611,11 +612,21 @@ def decode_records(path: Path, data: bytes, convert=None,
             if scan is not None and sealed is not None:      # whole, but not what was written
                 scan.record(n, {}, sealed)
                 continue
+            if scan is not None:
+                scan.bad_line(n, reason)
             bad.append(BadLine(n, reason, raw[:60].decode("utf-8", "replace")))
             continue
         if scan is not None and not scan.record(n, rec, sealed):
             continue
         records.append(rec if convert is None else convert(rec))
+        at.append(n)
+    if scan is not None:
+        verdict = scan.finish()
+        aside = {p.line for p in verdict.problems if p.set_aside}
+        if aside:       # set aside once the whole chain was seen (duplicates, order)
+            records = [r for r, n in zip(records, at) if n not in aside]
+        named = {p.line for p in verdict.problems}
+        bad = [b for b in bad if b.line not in named]
     warn_bad(path, bad)
     return records, bad
 
