@@ -142,13 +142,15 @@ def cmd_render(args) -> int:
     return 0
 
 
-def _run_state(exp_id: str, run: str | None, include_imported: bool):
+def _run_state(exp_id: str, run: str | None, include_imported: bool, set_aside: bool = False):
     """The chosen run's state (manifest, records, completeness); a run without a readable
-    record is an error."""
+    record is an error, and so is one whose records fail the checks (integrity.py) unless
+    `set_aside`."""
     from .results import find_run, results_root
     from .run import Run
 
     state = Run.load_chain(find_run(results_root(_root()), exp_id, run, include_imported), _root())
+    state.vouch(set_aside)
     if not state.record_count:
         why = f" ({len(state.unreadable)} unreadable line(s) skipped)" if state.unreadable else ""
         raise IolabError(f"run {state.run_id} of {exp_id!r} has no readable records{why}",
@@ -174,7 +176,8 @@ def _tables(state, metrics, darshan_columns: str | None = None):
     return tables_from(state.digest, metrics, state.report)
 
 
-def _pooled(exp_id: str, runs: list[str] | None, since: str | None, include_imported: bool):
+def _pooled(exp_id: str, runs: list[str] | None, since: str | None, include_imported: bool,
+            set_aside: bool = False):
     """Several runs (each with its continuations) pooled: named ones, or every run since a date
     (YYYY-MM-DD or a UTC time) or a run id."""
     from .results import find_run, list_runs, results_root
@@ -198,6 +201,7 @@ def _pooled(exp_id: str, runs: list[str] | None, since: str | None, include_impo
     if not roots:
         raise IolabError(f"no run of {exp_id!r} since {since!r}")
     state = Run.pooled(roots, _root())
+    state.vouch(set_aside)
     if not state.record_count:
         raise IolabError(f"the runs of {exp_id!r} have no readable records")
     return state
@@ -215,9 +219,9 @@ def cmd_table(args) -> int:
     if args.runs or args.since:
         if args.run:
             raise IolabError("give --run, or --runs/--since to pool several runs, not both")
-        state = _pooled(args.experiment, args.runs, args.since, args.include_imported)
+        state = _pooled(args.experiment, args.runs, args.since, args.include_imported, args.set_aside)
     else:
-        state = _run_state(args.experiment, args.run, args.include_imported)
+        state = _run_state(args.experiment, args.run, args.include_imported, args.set_aside)
     tables = _tables(state, metrics, args.darshan)
     if args.format == "csv":
         _print_run_notes(state)     # CSV readers get the table only
@@ -239,7 +243,7 @@ def cmd_compare(args) -> int:
     runs = list(args.runs)
 
     def side(run, label):
-        state = _run_state(args.experiment, run, args.include_imported)
+        state = _run_state(args.experiment, run, args.include_imported, args.set_aside)
         _print_run_notes(state, f"run {state.run_id}: ")
         return Side(label, state)
 
@@ -376,6 +380,7 @@ def cmd_runs(args) -> int:
                      f"chain {chain.describe()}, {chain.counts_text()}")
         if state.unreadable:
             line += f"; {len(state.unreadable)} unreadable line(s) skipped"
+        line += _integrity_text(state)
         if state.unsaved:
             line += f"; unmerged: {', '.join(state.unsaved)}"
         print(line)
@@ -404,6 +409,42 @@ def _seconds(option: str, text) -> float:
     return value
 
 
+def _integrity_text(run) -> str:
+    """For `runs` and `status`: what the records' checks set aside (counted as tables count)."""
+    from .results import RECORDS
+
+    found = run.problems()
+    if not found:
+        return ""
+    aside = sum(p.set_aside for _r, p in found)
+    first = found[0][1]
+    return (f"; {aside} record line(s) set aside, {len(found)} problem(s) (first: "
+            f"{first.where(RECORDS)}: {first.reason}; `iolab verify`)")
+
+
+def cmd_verify(args) -> int:
+    """Check a run's records (and its continuations'): the digest chain and every record."""
+    from .results import RECORDS, find_run, results_root
+    from .run import Run
+
+    path = find_run(results_root(_root()), args.experiment, args.run, True)
+    whole = Run.load_chain(path, _root())
+    found = whole.problems()
+    for run in whole.runs_read():
+        print(f"{args.experiment} run {run.run_id}: {run.record_count} record(s); "
+              f"{run.verdict.describe()}")
+        for b in run.unreadable:
+            print(f"  {RECORDS}:{b.line}: unreadable, skipped: {b.reason}")
+        for p in run.verdict.problems:
+            print(f"  {p.where(RECORDS)}: {p.reason}"
+                  + ("" if p.set_aside else " (no record of it is left out)"))
+    if found:
+        run, first = found[0]
+        raise IolabError(f"{first.where(run.path / RECORDS)}: {first.reason}",
+                         hint=f"{len(found)} problem(s) in all, listed above")
+    return 0
+
+
 def cmd_status(args) -> int:
     """How far a run (with its continuations) is; --watch repeats until it ends."""
     import time
@@ -417,7 +458,8 @@ def cmd_status(args) -> int:
     tty = sys.stdout.isatty()
     while True:
         run = Run.load_chain(path)
-        line = f"{args.experiment} run {run.run_id}: {run.state}: {run.progress(time.time())}"
+        line = (f"{args.experiment} run {run.run_id}: {run.state}: {run.progress(time.time())}"
+                + _integrity_text(run))
         if not watch or run.state != "unfinished":
             print(("\r" if tty and watch else "") + line)
             return 0 if run.state != "unfinished" or not watch else 1
@@ -546,6 +588,7 @@ def cmd_resume(args) -> int:
     root = _root()
     res = results_root(root)
     chain = Run.load_chain(find_run(res, args.experiment, args.run), root)
+    chain.vouch(args.set_aside)
     if args.failed_only and args.missing_only:
         raise IolabError("give --failed-only or --missing-only, not both")
     jobs = campaign.jobs_to_resume(chain, args.failed_only, args.missing_only)
@@ -621,6 +664,8 @@ def cmd_search_report(args) -> int:
 
     root = _root()
     run = Run.load_chain(find_run(results_root(root), args.experiment, args.run, True), root)
+    run.vouch(args.set_aside)
+    _print_run_notes(run)
     text, found = report_run(run, args.objective)
     sys.stdout.write(text)
     return 0 if found else 1
@@ -630,7 +675,7 @@ def cmd_publish(args) -> int:
     from .publish import publish
 
     done = publish(args.experiment, Path(args.out), args.runs, force=args.force,
-                   include_imported=args.include_imported)
+                   include_imported=args.include_imported, set_aside=args.set_aside)
     for note in done.notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"published {args.experiment} (run{'s' if len(done.runs) > 1 else ''} "
@@ -678,6 +723,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="add Darshan columns, e.g. small_write_pct,agg_ranks,posix_write_time")
     s.add_argument("--include-imported", action="store_true",
                    help="let 'latest' be an imported run too (default: the latest measured run)")
+    s.add_argument("--set-aside", action="store_true",
+                   help="show the records that pass the integrity checks and name the others in a "
+                        "note (default: refuse a run with records that fail them)")
     s.set_defaults(func=cmd_table)
 
     s = sub.add_parser("compare", help="two runs, two values of a parameter, or a run and a published study",
@@ -706,6 +754,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "counts and problem sizes, and several cases for one row are 'ambiguous'")
     s.add_argument("--include-imported", action="store_true",
                    help="let 'latest' be an imported run too (default: the latest measured run)")
+    s.add_argument("--set-aside", action="store_true",
+                   help="show the records that pass the integrity checks and name the others in a "
+                        "note (default: refuse a run with records that fail them)")
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("parse", help="print metrics parsed from benchmark outputs as JSON lines")
@@ -742,6 +793,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "binaries and their versions")
     s.set_defaults(func=cmd_runs)
 
+    s = sub.add_parser("verify", help="check a run's records: the digest chain (an edited, inserted, "
+                       "duplicated, reordered or removed line is named) and every record's fields")
+    s.add_argument("experiment", metavar="ID")
+    s.add_argument("run", nargs="?", metavar="RUN", help="default: the latest")
+    s.set_defaults(func=cmd_verify)
+
     s = sub.add_parser("reproduce", help="re-run one recorded case from what its run stored (the YAML "
                        "as run, profile, system) and compare the result with the original")
     s.add_argument("experiment", nargs="?", metavar="ID")
@@ -775,6 +832,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dry-run", action="store_true", help="print what would run and stop")
     s.add_argument("reframe_args", nargs="*", metavar="-- REFRAME_ARG",
                    help="more ReFrame options after --, e.g. -- --exec-policy=serial")
+    s.add_argument("--set-aside", action="store_true",
+                   help="show the records that pass the integrity checks and name the others in a "
+                        "note (default: refuse a run with records that fail them)")
     s.set_defaults(func=cmd_resume)
 
     s = sub.add_parser("search", help="run an experiment's search: rounds of adaptively chosen cases "
@@ -802,6 +862,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--objective", metavar="METRIC",
                    help="the metric to answer for (default: the search's; needed for a run of the "
                         "whole grid)")
+    s.add_argument("--set-aside", action="store_true",
+                   help="show the records that pass the integrity checks and name the others in a "
+                        "note (default: refuse a run with records that fail them)")
     s.set_defaults(func=cmd_search_report)
 
     s = sub.add_parser("publish", help="write a self-contained report folder (HTML, Markdown, CSV, plots)",
@@ -817,6 +880,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replace the files an earlier `iolab publish` wrote in DIR (others are left alone)")
     s.add_argument("--include-imported", action="store_true",
                    help="let 'latest' be an imported run too (default: the latest measured run)")
+    s.add_argument("--set-aside", action="store_true",
+                   help="show the records that pass the integrity checks and name the others in a "
+                        "note (default: refuse a run with records that fail them)")
     s.set_defaults(func=cmd_publish)
     return p
 

@@ -126,6 +126,9 @@ def provenance(run: Run) -> dict:
         "status": status,
         "parts": list(parts.values()),
         "state": run.describe(),
+        # each run's records as checked (integrity.py): its final digest, or why none
+        "checked": [{"run_id": r.run_id, "text": r.verdict.describe() if r.verdict else "in memory"}
+                    for r in run.runs_read()],
     }
 
 
@@ -311,8 +314,9 @@ def search_section(run: Run, staging: Path, prefix: str = "") -> dict | None:
 
 
 def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str,
-               prefix: str = "") -> RunReport:
+               prefix: str = "", set_aside: bool = False) -> RunReport:
     run = Run.load_chain(path, project_root)
+    run.vouch(set_aside)
     if not run.record_count:
         raise IolabError(f"run {path.name} has no readable records", hint=run.describe())
     settings = run.report
@@ -594,7 +598,7 @@ class Published:
 
 def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, force: bool = False,
             project_root: Path | None = None, results: Path | None = None,
-            include_imported: bool = False) -> Published:
+            include_imported: bool = False, set_aside: bool = False) -> Published:
     """Write the static report of an experiment's run(s) into `out` (see the module docstring).
     `results` defaults to results.results_root (IOLAB_RESULTS, else <project>/results)."""
     from .render import project_root as default_root
@@ -609,7 +613,8 @@ def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, for
     with tempfile.TemporaryDirectory(prefix="iolab-publish-") as tmp:
         staging = Path(tmp)
         reports = [run_report(p, staging, root, experiment_id,
-                              prefix=f"{p.name}-" if len(paths) > 1 else "") for p in paths]
+                              prefix=f"{p.name}-" if len(paths) > 1 else "", set_aside=set_aside)
+                   for p in paths]
         context = build_context(experiment_id, reports)
         files = {
             "index.html": render_template("report/index.html.j2", **context),

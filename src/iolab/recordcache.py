@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from . import cache, stats
+from . import cache, integrity, stats
 from . import digest as digest_module
 from . import record as record_module
 from .digest import Digest, fold
@@ -42,7 +42,8 @@ FORMAT = cache.FORMAT
 CACHE_MIN_BYTES = cache.MIN_BYTES
 CHUNK = 5000           # records per pickle in an entry
 _SOURCES = (Path(record_module.__file__), Path(record_module.__file__).parent / "parsers" / "__init__.py",
-            Path(digest_module.__file__), Path(stats.__file__), Path(__file__))   # and this format
+            Path(digest_module.__file__), Path(stats.__file__), Path(integrity.__file__),
+            Path(__file__))   # and this format
 
 
 def _code_key() -> str:
@@ -61,55 +62,60 @@ class Loaded:
     bad: list[BadLine]
     later: Callable[[], list[Record]] | None = None
     key: str | None = None          # of the bytes the digest is of, when it is cached
+    verdict: integrity.Verdict | None = None    # what the checks found (set-aside records left out)
 
 
-def load(run_path: Path) -> tuple[list[Record], list[BadLine]]:
+def load(run_path: Path, manifest: dict | None = None) -> tuple[list[Record], list[BadLine]]:
     """The typed records of a run and its unreadable lines (reported on stderr as always)."""
-    got = open_run(run_path, digest_only=False)
+    got = open_run(run_path, digest_only=False, manifest=manifest)
     return got.records, got.bad
 
 
-def open_run(run_path: Path, digest_only: bool = True) -> Loaded:
-    """A run's records and their digest. From a cache entry only the digest is read (with
-    digest_only); its records are decoded when first asked for (`later`), from their own entry
-    for the same bytes."""
+def open_run(run_path: Path, digest_only: bool = True, manifest: dict | None = None,
+             manifest_key: str = "") -> Loaded:
+    """A run's records that pass the checks (integrity.py) and their digest. From a cache entry
+    only the digest is read (with digest_only); its records are decoded when first asked for
+    (`later`), from their own entry for the same bytes. The checks depend on the manifest too:
+    `manifest_key` (its sha256) is part of an entry's key."""
     path = Path(run_path) / RECORDS
     where = cache.cache_dir()
-    key = _key(path) if where is not None else None
+    check = (manifest, Path(run_path).name)
+    key = _key(path, suffix=manifest_key) if where is not None else None
     if key is None:         # a small file, or no cache: decode it as it is
-        records, bad = _decode(path, read_records_bytes(path))
-        return Loaded(records, None, bad)
+        records, bad, verdict = _decode(path, read_records_bytes(path), check)
+        return Loaded(records, None, bad, verdict=verdict)
     entry = cache.entry(where, "records", path, key)
     digest_entry = cache.entry(where, "digest", path, key)
     if digest_only and (cached := _read_digest(digest_entry, key)) is not None:
-        facts, bad = cached
+        facts, bad, verdict = cached
         warn_bad(path, bad)
-        return Loaded(None, facts, bad, lambda: _records_of(path, entry, key)[0], key)
+        return Loaded(None, facts, bad, lambda: _records_of(path, entry, key, check, manifest_key)[0], key, verdict)
     cached = _read(entry, key)
     if cached is not None:
-        records, bad = cached
+        records, bad, verdict = cached
         warn_bad(path, bad)
     else:       # decode the bytes as they are now (a run may still be appending to them)
         data = read_records_bytes(path)
-        key = _key(path, data)
+        key = _key(path, data, manifest_key)
         if key is None:
-            records, bad = _decode(path, data)
-            return Loaded(records, None, bad)
+            records, bad, verdict = _decode(path, data, check)
+            return Loaded(records, None, bad, verdict=verdict)
         entry = cache.entry(where, "records", path, key)
         digest_entry = cache.entry(where, "digest", path, key)
-        records, bad = _decoded(path, data)
-        _write(entry, key, records, bad, cache.prefix("records", path))
+        records, bad, verdict = _decoded(path, data, check)
+        _write(entry, key, records, bad, verdict, cache.prefix("records", path))
     if not digest_only:
-        return Loaded(records, None, bad)
+        return Loaded(records, None, bad, verdict=verdict)
     facts = fold(records)
     facts.summarize()           # once, for every later table of these bytes
-    cache.write_value(digest_entry, key, (facts, bad), cache.prefix("digest", path))
-    return Loaded(records, facts, bad, key=key)
+    cache.write_value(digest_entry, key, (facts, bad, verdict), cache.prefix("digest", path))
+    return Loaded(records, facts, bad, key=key, verdict=verdict)
 
 
-def _key(path: Path, data: bytes | None = None) -> str | None:
+def _key(path: Path, data: bytes | None = None, suffix: str = "") -> str | None:
     """What an entry is for: the file's size and sha256 (streamed: a campaign's file is hundreds
-    of megabytes) and the code's; None for a file under CACHE_MIN_BYTES."""
+    of megabytes), the code's, and `suffix` (the manifest's); None for a file under
+    CACHE_MIN_BYTES."""
     h, size = hashlib.sha256(), 0
     if data is not None:
         h.update(data)
@@ -131,10 +137,10 @@ def _key(path: Path, data: bytes | None = None) -> str | None:
             raise
     if size < CACHE_MIN_BYTES:
         return None
-    return f"{size}-{h.hexdigest()}-{_code_key()}"
+    return f"{size}-{h.hexdigest()}-{_code_key()}" + (f"-{suffix[:16]}" if suffix else "")
 
 
-def _records_of(path: Path, entry: Path, key: str):
+def _records_of(path: Path, entry: Path, key: str, check: tuple, manifest_key: str):
     """The records (and unreadable lines) of exactly the bytes `key` names (a digest read from
     the cache): from their entry, else decoded (and the entry written); bytes that changed
     since are an error, never a mix of two versions."""
@@ -143,23 +149,26 @@ def _records_of(path: Path, entry: Path, key: str):
         warn_bad(path, cached[1])
         return cached
     data = read_records_bytes(path)
-    if _key(path, data) != key:
+    if _key(path, data, manifest_key) != key:
         raise IolabError(f"{path} changed while it was being read (a run still writing it?)",
                          hint="run the command again")
-    records, bad = _decoded(path, data)
-    _write(entry, key, records, bad, cache.prefix("records", path))
-    return records, bad
+    records, bad, verdict = _decoded(path, data, check)
+    _write(entry, key, records, bad, verdict, cache.prefix("records", path))
+    return records, bad, verdict
 
 
-def _decoded(path: Path, data: bytes):
+def _decoded(path: Path, data: bytes, check: tuple):
     if _SHAREABLE:      # equal records with each string once, made as the lines are read
         share = _Shared().record
-        return decode_records(path, data, lambda d: share(Record.from_json(d)))
-    return _decode(path, data)
+        return _decode(path, data, check, lambda d: share(Record.from_json(d)))
+    return _decode(path, data, check)
 
 
-def _decode(path: Path, data: bytes) -> tuple[list[Record], list[BadLine]]:
-    return decode_records(path, data, Record.from_json)
+def _decode(path: Path, data: bytes, check: tuple, convert=Record.from_json):
+    """Records, unreadable lines and the checks' verdict (check: the manifest and run id)."""
+    scan = integrity.Scan(*check)
+    records, bad = decode_records(path, data, convert, scan)
+    return records, bad, scan.verdict
 
 
 def _read(entry: Path, key: str):
@@ -169,7 +178,7 @@ def _read(entry: Path, key: str):
         with open(entry, "rb") as f:
             if pickle.load(f) != (FORMAT, key):
                 return None
-            chunks, bad = pickle.load(f)
+            chunks, bad, verdict = pickle.load(f)
             records = []
             for _ in range(chunks):
                 records += pickle.load(f)
@@ -177,20 +186,20 @@ def _read(entry: Path, key: str):
         return None
     if not isinstance(records, list) or not all(type(r) is Record for r in records[:1]):
         return None
-    return records, bad
+    return records, bad, verdict
 
 
 def _read_digest(entry: Path, key: str):
     got = cache.read_value(entry, key, tuple)
-    return got if got is not None and len(got) == 2 and type(got[0]) is Digest else None
+    return got if got is not None and len(got) == 3 and type(got[0]) is Digest else None
 
 
-def _write(entry: Path, key: str, records, bad, prefix: str) -> None:
+def _write(entry: Path, key: str, records, bad, verdict, prefix: str) -> None:
     def dump(f):
         pickle.dump((FORMAT, key), f, protocol=pickle.HIGHEST_PROTOCOL)
         # in chunks: a pickler remembers every object it wrote (memory), per dump
         starts = range(0, len(records), CHUNK)
-        pickle.dump((len(starts), bad), f, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump((len(starts), bad, verdict), f, protocol=pickle.HIGHEST_PROTOCOL)
         for start in starts:
             pickle.dump(records[start:start + CHUNK], f, protocol=pickle.HIGHEST_PROTOCOL)
     cache.write(entry, prefix, dump)

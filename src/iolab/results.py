@@ -47,7 +47,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__, cache
+from . import __version__, cache, integrity
 from .errors import IolabError
 from .record import SCHEMA, STATUSES, Manifest, Record  # noqa: F401  (STATUSES: the format's)
 
@@ -263,6 +263,8 @@ class RunDir:
         self._dir_synced = False
         self._held = False                     # this process holds the run's lock
         self._lock_bytes = 0                   # its first line; the rest is the reserve
+        self._chain: tuple[int, str] | None = None     # the last position written, its digest
+        self._chained: bool | None = None              # whether this run's lines carry the chain
 
     @property
     def run_id(self) -> str:
@@ -301,7 +303,7 @@ class RunDir:
             raise IolabError(f"cannot create the results run {path}: {_why(exc)}") from None
         run = cls(path)
         # where records would go on a full disk, known now: the disk may be full by then
-        manifest = {**manifest, "created_unix": time.time(),
+        manifest = {**manifest, "created_unix": time.time(), integrity.MANIFEST_KEY: integrity.FORMAT,
                     "fallback_files": [str(c) for c in run._fallback_candidates()]}
         text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
         try:
@@ -315,15 +317,59 @@ class RunDir:
             shutil.rmtree(path, ignore_errors=True)   # nothing recorded yet: leave no half run
             raise IolabError(f"cannot create the results run {path}: {_why(exc)}") from None
         run._dir_synced = True
+        run._chained, run._chain = True, (0, integrity.seed(manifest, run_id))
         return run
 
+    def _chain_head(self) -> None:
+        """Where this run's chain ends (a RunDir opened on an existing run): the last chained
+        line of records.jsonl, else its seed; a run written before the chain stays unchained."""
+        manifest = self.manifest()
+        try:
+            data = (self.path / RECORDS).read_bytes()
+        except OSError:
+            data = b""
+        end = integrity.tail_position(data)
+        self._chained = bool(manifest.get(integrity.MANIFEST_KEY)) or end is not None \
+            or not data.strip()
+        self._chain = end or (0, integrity.seed(manifest, self.run_id))
+
+    def _line(self, record: dict) -> bytes:
+        """A record as its records.jsonl line, at the next place of the run's chain."""
+        record = {k: v for k, v in record.items() if k != integrity.KEY}
+        body = json.dumps(record, sort_keys=True, allow_nan=False)
+        if self._chained is None:
+            self._chain_head()
+        if not self._chained:
+            return (body + "\n").encode()
+        position = self._chain[0] + 1
+        line, digest = integrity.seal(body, position, self._chain[1])
+        self._chain = (position, digest)
+        return (line + "\n").encode()
+
+    def _merged(self) -> bool:
+        """Whether records.jsonl ends where the lines now in the fallback file begin (they were
+        moved back), so the next line can go there without breaking the chain's order."""
+        if not self._chained or not self._pending:
+            return True
+        try:
+            data = (self.path / RECORDS).read_bytes()
+        except OSError:
+            return False
+        _body, sealed = integrity.unseal(self._pending[0].rstrip(b"\n"))
+        end = integrity.tail_position(data)
+        return sealed is not None and (end or (0, ""))[0] == sealed[0] - 1
+
     def append(self, record: Record | dict) -> None:
-        """Append one record, durably (see the module docstring). Raises IolabError naming the
-        fallback file when the record could not go into records.jsonl."""
+        """Append one record, durably (see the module docstring), as the next line of the run's
+        chain (integrity.py). Raises IolabError naming the fallback file when the record could
+        not go into records.jsonl."""
         if isinstance(record, Record):
             record = record.to_json()
-        line = json.dumps(record, sort_keys=True, allow_nan=False) + "\n"
-        self._pending.append(line.encode())
+        self._pending.append(self._line(record))
+        if self._fallback and not self._merged():
+            # Earlier lines wait in the fallback file: this one goes after them, so that moving
+            # them back keeps the chain in order.
+            self._save_elsewhere("earlier records are in the fallback file, not merged back yet")
         # After a fallback, one try per record: the disk is known to be in trouble.
         delays = (0,) if self._fallback else (0, *RETRY_DELAYS_S)
         error: OSError | None = None
@@ -344,7 +390,7 @@ class RunDir:
                 except OSError:
                     pass    # the record is written; the directory is synced with the next one
             return
-        self._save_elsewhere(error)
+        self._save_elsewhere(_why(error))
 
     def _fallback_candidates(self) -> list[Path]:
         name = FALLBACK_NAME.format(pid=os.getpid())
@@ -354,7 +400,7 @@ class RunDir:
                 Path.home() / elsewhere]
         return list(dict.fromkeys(out))
 
-    def _save_elsewhere(self, error: OSError) -> None:
+    def _save_elsewhere(self, why: str) -> None:
         target = self.path / RECORDS
         n = len(self._pending)
         tried = []
@@ -376,14 +422,14 @@ class RunDir:
             if candidate not in self._fallbacks:
                 self._fallbacks.append(candidate)
             raise IolabError(
-                f"{target}: could not append {n} record(s): {_why(error)}. Nothing is lost: they "
+                f"{target}: could not append {n} record(s): {why}. Nothing is lost: they "
                 f"are in {candidate}",
                 hint=f"once there is space, move them back with `cat {candidate} >> {target} && "
                      f"rm {candidate}`")
         # Nowhere to write: keep them in memory for the next append, and show them as a last resort.
         for line in self._pending:
             sys.stderr.write(f"iolab: unsaved record: {line.decode()}")
-        raise IolabError(f"{target}: could not append {n} record(s): {_why(error)}; no fallback file "
+        raise IolabError(f"{target}: could not append {n} record(s): {why}; no fallback file "
                          f"could be written either ({'; '.join(tried)}). They are kept in memory, "
                          "retried with the next append, and were printed on stderr")
 
@@ -474,6 +520,10 @@ class RunDir:
         if self._fallbacks:
             finished = {**finished, "unsaved": [str(p) for p in self._fallbacks]}
         manifest["finished"] = finished
+        if self._chained is None:
+            self._chain_head()
+        if self._chained:       # what the chain must reach: a line removed from its end shows
+            manifest["finished"] = {**finished, "records": self._chain[0], "last_digest": self._chain[1]}
         text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
         tmp = self.path / f".{MANIFEST}.tmp{os.getpid()}"
         for attempt in (1, 2):
@@ -797,19 +847,24 @@ def read_regular(path: Path, limit: int, *, within: Path | None = None,
     return data
 
 
-def decode_records(path: Path, data: bytes, convert=None) -> tuple[list, list[BadLine]]:
+def decode_records(path: Path, data: bytes, convert=None,
+                   scan: integrity.Scan | None = None) -> tuple[list, list[BadLine]]:
     """The records in records.jsonl's bytes, each passed through `convert` (e.g. Record.from_json)
-    as it is read, and its unreadable lines (each reported: warn_bad)."""
+    as it is read, and its unreadable lines (each reported: warn_bad). Each line's chain field is
+    taken off; with a `scan` (integrity.Scan) every line is checked as it is read, the records
+    it sets aside are left out, and its verdict (scan.verdict) names the damaged lines, which
+    are then no longer merely unreadable."""
     lines = data.split(b"\n")
     torn = lines[-1] != b""          # no newline at the end: the last write did not finish
     if not torn:
         lines.pop()
-    records, bad = [], []
+    records, bad, at = [], [], []
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
+        body, sealed = integrity.unseal(raw)
         try:
-            rec = json.loads(raw.decode("utf-8"))
+            rec = json.loads(body.decode("utf-8"))
             if not isinstance(rec, dict) or not isinstance(rec.get("case_id"), str):
                 raise ValueError("not a record (a JSON object with a case_id)")
         except ValueError as exc:
@@ -817,9 +872,24 @@ def decode_records(path: Path, data: bytes, convert=None) -> tuple[list, list[Ba
                 reason = "torn last line (a write was interrupted)"
             else:
                 reason = f"corrupt record ({str(exc).splitlines()[0][:80]})"
+            if scan is not None and sealed is not None:      # whole, but not what was written
+                scan.record(n, {}, sealed)
+                continue
+            if scan is not None:
+                scan.bad_line(n, reason)
             bad.append(BadLine(n, reason, raw[:60].decode("utf-8", "replace")))
             continue
+        if scan is not None and not scan.record(n, rec, sealed):
+            continue
         records.append(rec if convert is None else convert(rec))
+        at.append(n)
+    if scan is not None:
+        verdict = scan.finish()
+        aside = {p.line for p in verdict.problems if p.set_aside}
+        if aside:       # set aside once the whole chain was seen (duplicates, order)
+            records = [r for r, n in zip(records, at) if n not in aside]
+        named = {p.line for p in verdict.problems}
+        bad = [b for b in bad if b.line not in named]
     warn_bad(path, bad)
     return records, bad
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from . import cache, digest, recordcache, reportspec
+from . import cache, digest, integrity, recordcache, reportspec
 from .errors import IolabError
 from .record import STATUSES, Manifest, Record
 from .results import (FALLBACK_NAME, MANIFEST, RECORDS, BadLine, manifest_sha, read_lock,
@@ -187,6 +187,7 @@ class Run:
     superseded: int = 0                        # non-ok records a later run of the chain re-ran ok
     _digest: digest.Digest | None = None       # the records folded by case (see digest)
     _later: Callable[[], list[Record]] | None = field(default=None, repr=False)
+    verdict: integrity.Verdict | None = None   # the records' checks (integrity.py); None: in memory
 
     @property
     def records(self) -> list[Record]:
@@ -215,7 +216,8 @@ class Run:
         path = Path(path)
         manifest = _manifest(path)
         with _no_gc():
-            got = recordcache.open_run(path)
+            got = recordcache.open_run(path, manifest=read_manifest_shared(path),
+                                       manifest_key=manifest_sha(path) or "")
             size = len(got.records) if got.records is not None else got.digest.records
             if size >= FREEZE_OVER:
                 gc.freeze()
@@ -225,6 +227,7 @@ class Run:
             run = cls.of(got.records, manifest, path, project_root)
             run._digest = got.digest
         run.unreadable = got.bad
+        run.verdict = got.verdict
         run.unsaved = _fallback_files(path, manifest)
         return run
 
@@ -508,9 +511,53 @@ class Run:
         if self.raw_errors:
             out.append(f"{self.raw_errors} record(s) with raw outputs that could not be stored "
                        "(raw.errors)")
+        out += self.integrity_notes()
         why = self._loaded[1]
         if self.manifest.experiment_yaml and why:
             out.append(f"the experiment as run no longer loads ({why}): default report settings")
+        return out
+
+    # ------------------------------------------------------------------------------- integrity
+    def runs_read(self) -> list[Run]:
+        """The runs whose records.jsonl this one's records come from (itself, its chain, a pool)."""
+        if self.pool:
+            return [r for run in self.pool for r in run.runs_read()]
+        return self.chain or [self]
+
+    def problems(self) -> list[tuple[Run, integrity.Problem]]:
+        """What the records' checks found (integrity.py), run by run, in line order."""
+        return [(r, p) for r in self.runs_read() if r.verdict for p in r.verdict.problems]
+
+    def vouch(self, set_aside: bool = False) -> None:
+        """Refuse records that fail the checks: one line naming the file, line and reason.
+        With set_aside, the records that pass are used and notes() names the others."""
+        found = self.problems()
+        if found and not set_aside:
+            run, first = found[0]
+            more = f"{len(found) - 1} more problem(s); " if len(found) > 1 else ""
+            raise IolabError(f"{first.where(run.path / RECORDS)}: {first.reason}",
+                             hint=f"{more}`iolab verify {self.experiment_id} {run.run_id}` lists "
+                                  "them; --set-aside shows the other records")
+
+    def integrity_notes(self) -> list[str]:
+        """What was set aside, and which runs are unverified (said once)."""
+        out = []
+        found = self.problems()
+        several = len(self.runs_read()) > 1
+        aside = [(r, p) for r, p in found if p.set_aside]
+        if aside:
+            shown = "; ".join(f"{f'run {r.run_id} ' if several else ''}{RECORDS}:{p.line} ({p.reason})"
+                              for r, p in aside[:3])
+            more = f"; and {len(aside) - 3} more" if len(aside) > 3 else ""
+            out.append(f"{len(aside)} record line(s) set aside, not in the tables: {shown}{more}")
+        for r, p in found:
+            if not p.set_aside:
+                out.append(f"{'run ' + r.run_id + ' ' if several else ''}"
+                           f"{p.where(RECORDS)}: {p.reason}")
+        old = [r.run_id for r in self.runs_read() if r.verdict and r.verdict.state == "unverified"]
+        if old:
+            out.append(f"{'runs ' + ', '.join(old) if several else 'run'} unverified: written before "
+                       "records carried a digest chain (other checks made)")
         return out
 
     def progress(self, now: float) -> str:

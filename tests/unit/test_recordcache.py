@@ -60,7 +60,10 @@ def test_a_changed_file_is_decoded_again_and_replaces_the_entry(run_path, record
     assert changed != text
     path.write_text(changed)
     recs, _ = recordcache.load(run_path)
-    assert recs == decoded(run_path) and recs[0].metrics[0].value == value + 1
+    # the edited line no longer matches its chain digest: set aside, never the cached value
+    assert recs == decoded(run_path)[1:] and decoded(run_path)[0].metrics[0].value == value + 1
+    (problem,) = recordcache.open_run(run_path, digest_only=False).verdict.problems
+    assert problem.line == 1 and problem.reason.startswith("edited since it was written")
     assert entries(records_cache) != [old] and len(entries(records_cache)) == 1
 
 
@@ -179,8 +182,10 @@ def test_a_large_manifest_and_its_missing_jobs_are_kept_and_follow_changes(run_p
     assert len(list(records_cache.glob("manifest-*.pickle"))) == 1
     assert len(list(records_cache.glob("plan-*.pickle"))) == 1
     # a job added to the plan (same records): read from the new bytes, never the old entries
+    # (the records' checks depend on the manifest too: decoded once more, then warm again)
     manifest["planned"].append({"part": "main", "case_id": "ffffffffffffffff", "repetition": 1})
     (run_path / "manifest.json").write_text(json.dumps(manifest))
+    Run.load(run_path)
     again = Run.load(run_path)
     assert again._records is None
     assert again.missing == [("main", "ffffffffffffffff", 1)] and again.planned == warm.planned + 1

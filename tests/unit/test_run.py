@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+from iolab import integrity
 from iolab.record import Manifest, Observed, Record, hint_value, num_tasks
 from iolab.results import RunDir
 from iolab.run import Run
@@ -90,4 +91,6 @@ def test_run_dir_appends_records(tmp_path):
     run = RunDir.create(tmp_path / "results", exp.id, RUN, {"experiment": exp.id})
     run.append(rec)
     (line,) = (run.path / "records.jsonl").read_text().splitlines()
-    assert json.loads(line) == rec.to_json()
+    written = json.loads(line)
+    position, seed, _digest = written.pop("chain")          # the record, then its place in the chain
+    assert written == rec.to_json() and position == 1 and seed == integrity.seed({"experiment": exp.id}, RUN)

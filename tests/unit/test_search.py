@@ -477,7 +477,8 @@ def test_publish_of_a_search_shows_its_answer_and_progress(results, tmp_path, ca
 
     # the whole grid, run as a plain run of the same experiment: no search section
     grid_results = tmp_path / "grid-results"
-    run = grid_results / "grid-romio-local" / "20261123T190000Z-grid00"
+    recorded = next(iter(by_job.values())).run_id             # the run its records name
+    run = grid_results / "grid-romio-local" / recorded
     run.parent.mkdir(parents=True)
     import shutil
 
