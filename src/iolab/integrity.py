@@ -95,6 +95,7 @@ class Problem:
     line: int | None        # in records.jsonl; None: the run as a whole
     reason: str
     set_aside: bool = True  # the line's record is left out of tables
+    tail: bool = False      # lines missing from the end (a fallback file may still hold them)
 
     def where(self, path) -> str:
         return f"{path}:{self.line}" if self.line else f"{path}"
@@ -312,7 +313,7 @@ class Scan:
             self.problems.append(Problem(None, f"ends at chain position {top}{after}, but the run "
                                          f"finished with {done} record line(s): the last "
                                          f"{done - top} were removed (or are in a fallback file not "
-                                         "merged back)", False))
+                                         "merged back)", False, tail=True))
         elif isinstance(done, int) and done in seen and ended and seen[done][3] != ended:
             self.problems.append(Problem(seen[done][0], "is not the line the run finished with "
                                          "(manifest finished.last_digest)", False))

@@ -526,7 +526,10 @@ class Run:
 
     def problems(self) -> list[tuple[Run, integrity.Problem]]:
         """What the records' checks found (integrity.py), run by run, in line order."""
-        return [(r, p) for r in self.runs_read() if r.verdict for p in r.verdict.problems]
+        # a missing tail while the run's fallback files exist is those records, not yet merged
+        # back: notes() names the files; once a file is gone, the missing lines are a problem
+        return [(r, p) for r in self.runs_read() if r.verdict for p in r.verdict.problems
+                if not (p.tail and r.unsaved)]
 
     def vouch(self, set_aside: bool = False) -> None:
         """Refuse records that fail the checks: one line naming the file, line and reason.
