@@ -50,11 +50,10 @@ from pathlib import Path
 from . import __version__, cache, integrity
 from .errors import IolabError
 from .record import SCHEMA, STATUSES, Manifest, Record  # noqa: F401  (STATUSES: the format's)
+from .runfiles import MANIFEST, RECORDS, results_root  # noqa: F401  (the store's names)
 
 RECORD_SCHEMA = SCHEMA
-RECORDS = "records.jsonl"
 COMPRESS_OVER = 1 << 20
-MANIFEST = "manifest.json"
 # The records an append could not write, beside the run (or in $TMPDIR, or the home directory).
 FALLBACK_NAME = "records.unsaved-{pid}.jsonl"
 # Held by the process that writes a run (ReFrame's) from its creation to its end: who it is, on
@@ -109,10 +108,6 @@ def new_run_id(seed: str = "") -> str:
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     short = hashlib.sha256(f"{seed}{secrets.token_hex(8)}".encode()).hexdigest()[:6]
     return f"{stamp}-{short}"
-
-
-def results_root(project_root: Path) -> Path:
-    return Path(os.environ.get("IOLAB_RESULTS", project_root / "results"))
 
 
 def git_state(root: Path, used=()) -> dict:

@@ -524,12 +524,14 @@ class Run:
             return [r for run in self.pool for r in run.runs_read()]
         return self.chain or [self]
 
-    def problems(self) -> list[tuple[Run, integrity.Problem]]:
-        """What the records' checks found (integrity.py), run by run, in line order."""
-        # a missing tail while the run's fallback files exist is those records, not yet merged
-        # back: notes() names the files; once a file is gone, the missing lines are a problem
+    def problems(self, strict: bool = False) -> list[tuple[Run, integrity.Problem]]:
+        """What the records' checks found (integrity.py), run by run, in line order.
+
+        A missing tail while the run's fallback files exist is those records, not merged back
+        yet: notes() names the files and tables show the rest; once a file is gone, the missing
+        lines are a problem. `strict` (iolab verify) counts them as one all the same."""
         return [(r, p) for r in self.runs_read() if r.verdict for p in r.verdict.problems
-                if not (p.tail and r.unsaved)]
+                if strict or not (p.tail and r.unsaved)]
 
     def vouch(self, set_aside: bool = False) -> None:
         """Refuse records that fail the checks: one line naming the file, line and reason.

@@ -149,11 +149,12 @@ def _with_value(run_copy, value: float, metric: str = "write_bw") -> tuple[str, 
     for m in recs[0]["metrics"]:
         if m["name"] == metric:
             m["value"] = value
-    run_copy.write_records(recs)
+    run_copy.rechain(recs)      # a record as written, chain and all: its value is the damage
     return recs[0]["case_id"], recs[0]["repetition"]
 
 
-HUGE = {"1e308": 1e308, "max-float": 1.7976931348623157e308, "-1e300": -1e300, "1e151": 1e151}
+# (a negative bandwidth is no huge value: the record readers set it aside, test_integrity.py)
+HUGE = {"1e308": 1e308, "max-float": 1.7976931348623157e308, "1e300": 1e300, "1e151": 1e151}
 
 
 @pytest.mark.parametrize("huge", HUGE)

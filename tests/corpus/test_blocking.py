@@ -14,7 +14,7 @@ import pytest
 from iolab.results import MAX_MANIFEST_BYTES, MAX_RECORDS_BYTES
 from iolab.run import MAX_CHAIN
 
-from .conftest import noted, refused
+from .conftest import noted, rechain, refused
 
 
 def fifo(path):
@@ -42,6 +42,8 @@ def sibling(copy, run_id: str, parent: str | None = None):
     if parent:
         manifest["parent"] = parent
     (other / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    recs = [{**json.loads(line), "run_id": run_id} for line in copy.lines() if line.strip()]
+    rechain(other, recs)        # its own records: of its run id, chained from its own seed
     return other
 
 
@@ -244,7 +246,7 @@ def test_a_stored_darshan_log_that_is_no_regular_file_is_refused(run_copy, damag
     rec = recs[0]
     rec["observed"]["darshan"] = {"status": "ok", "summary": {"status": "ok"}, "findings": []}
     rec["raw"]["files"]["darshan.log"] = "0" * 64
-    run_copy.write_records(recs)
+    run_copy.rechain(recs)
     log = run_copy.run / rec["raw"]["dir"] / "darshan.log"
     log.touch()
     make, says = DAMAGES[damage]
