@@ -74,6 +74,21 @@ def unseal(raw: bytes) -> tuple[bytes, tuple | None]:
     return body, (position, prev.decode(), digest, _digest(prev, position, body) == digest)
 
 
+def file_tail(path) -> tuple[int, str] | None:
+    """tail_position of a records.jsonl file, from its last MiB (a line is a few KiB)."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, 2)
+            start = max(0, size - (1 << 20))
+            f.seek(start)
+            data = f.read()
+    except OSError:
+        return None
+    if start:
+        data = data[data.find(b"\n") + 1:]        # from the first whole line
+    return tail_position(data)
+
+
 def tail_position(data: bytes) -> tuple[int, str] | None:
     """(position, digest) of the last whole chained line of records.jsonl's bytes (its end)."""
     end = data.rfind(b"\n")
@@ -95,6 +110,7 @@ class Problem:
     line: int | None        # in records.jsonl; None: the run as a whole
     reason: str
     set_aside: bool = True  # the line's record is left out of tables
+    unmerged: bool = False  # lines missing from the end: a fallback file may still hold them
 
     def where(self, path) -> str:
         return f"{path}:{self.line}" if self.line else f"{path}"
@@ -312,7 +328,7 @@ class Scan:
             self.problems.append(Problem(None, f"ends at chain position {top}{after}, but the run "
                                          f"finished with {done} record line(s): the last "
                                          f"{done - top} were removed (or are in a fallback file not "
-                                         "merged back)", False))
+                                         "merged back)", False, unmerged=True))
         elif isinstance(done, int) and done in seen and ended and seen[done][3] != ended:
             self.problems.append(Problem(seen[done][0], "is not the line the run finished with "
                                          "(manifest finished.last_digest)", False))

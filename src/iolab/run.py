@@ -468,7 +468,9 @@ class Run:
     def vouch(self, set_aside: bool = False) -> None:
         """Refuse records that fail the checks: one line naming the file, line and reason.
         With set_aside, the records that pass are used and notes() names the others."""
-        found = self.problems()
+        # lines missing from the end of a run with a fallback file beside it: the file says
+        # where they are (a note), the records there are whole
+        found = [(r, p) for r, p in self.problems() if not (p.unmerged and r.unsaved)]
         if found and not set_aside:
             run, first = found[0]
             more = f"{len(found) - 1} more problem(s); " if len(found) > 1 else ""

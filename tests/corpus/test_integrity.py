@@ -188,6 +188,9 @@ def test_lines_in_a_fallback_file_verify_once_merged_back(run_copy):
     fallback.write_text("".join(lines[-2:]))
     refused(run_copy.iolab("verify", EXP), "ends at chain position 6", "fallback file not merged back")
     noted(run_copy.iolab("runs", EXP), "unmerged: records.unsaved-4242.jsonl")
+    # the end is where the fallback file says: a table of the records there is, and why
+    noted(run_copy.iolab("table", EXP), "records not merged yet: records.unsaved-4242.jsonl",
+          "ends at chain position 6 (line 6)")
     with open(run_copy.records_path, "a") as f:
         f.write(fallback.read_text())
     fallback.unlink()
