@@ -32,12 +32,14 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from .record import STATUSES
+
 FORMAT = 1
 KEY = "chain"
 MANIFEST_KEY = "records_chain"      # in a manifest: its run's lines carry the chain (FORMAT)
-_TAIL = re.compile(rb', "chain": \[([1-9][0-9]{0,11}), "([0-9a-f]{64})", "([0-9a-f]{64})"\]\}[ \t\r]*$')
-_TAIL_LOOK = 180                    # the tail is at most this long
-STATUSES = ("ok", "failed", "skipped", "aborted")
+# the line's very end (a byte after it is an edit too)
+_TAIL = re.compile(rb', "chain": \[([1-9][0-9]{0,11}), "([0-9a-f]{64})", "([0-9a-f]{64})"\]\}\Z')
+_TAIL_LOOK = 200                    # the tail is at most this long
 
 
 def seed(manifest: dict, run_id: str) -> str:
@@ -195,6 +197,7 @@ class Scan:
         self.sealed: list[tuple] = []           # (line, position, prev, digest, checks)
         self.plain: list[int] = []              # readable lines without a chain
         self.unreadable: dict[int, str] = {}    # line -> why it could not be read
+        self.blank: list[int] = []
         self.jobs: dict[tuple, tuple] = {}      # (part, case_id, repetition) -> (line, digest)
         self.verdict: Verdict | None = None     # once finished
         planned = self.manifest.get("planned")
@@ -208,8 +211,14 @@ class Scan:
     def bad_line(self, line: int, reason: str) -> None:
         self.unreadable[line] = reason
 
+    def blank_line(self, line: int) -> None:
+        self.blank.append(line)
+
     def record(self, line: int, rec: dict, sealed: tuple | None) -> bool:
         """Whether the record of `line` may be used (else it is set aside, with a problem)."""
+        if sealed is None and KEY in rec:       # a chain, but not as written: edited
+            return self._aside(line, "edited since it was written: its chain field is damaged or "
+                                     "not at the end of the line")
         if sealed is None:
             self.plain.append(line)
         else:
@@ -286,6 +295,9 @@ class Scan:
             for line in self.plain:
                 if line not in named:       # the first reason found is the one given
                     self._aside(line, "has no chain digest: not written by this run (inserted?)")
+            for line in self.blank:
+                self.problems.append(Problem(line, "an empty line, which iolab never writes: the "
+                                                   "file was edited", False))
             count, last = self._chain()
         else:
             count, last = 0, None

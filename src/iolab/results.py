@@ -593,6 +593,8 @@ def decode_records(path: Path, data: bytes, convert=None,
     records, bad, at = [], [], []
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
+            if scan is not None:
+                scan.blank_line(n)
             continue
         body, sealed = integrity.unseal(raw)
         try:

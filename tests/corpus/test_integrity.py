@@ -139,6 +139,9 @@ CHAIN_CASES = {
                           ("records.jsonl: ends at chain position 7 (line 7)", "finished with 8",
                            "the last 1 were removed")),
     "two-last-lines-removed": (lambda ls: ls[:-2], ("ends at chain position 6", "finished with 8")),
+    "space-after-a-line": (lambda ls: ls[:3] + [ls[3][:-1] + " \n"] + ls[4:], ("records.jsonl:4: edited since it was "
+                                                                               "written: its chain field",)),
+    "empty-line-inserted": (lambda ls: ls[:4] + ["\n"] + ls[4:], ("records.jsonl:5: an empty line",)),
     "every-digest-stripped": (lambda ls: [json.dumps(body(line), sort_keys=True) + "\n" for line in ls],
                               ("no line carries a chain digest", "rewritten")),
 }
