@@ -55,11 +55,16 @@ _MANIFESTS: dict[Path, tuple[dict, Manifest]] = {}
 def _manifest(path: Path) -> Manifest:
     """A run's manifest, typed once per process while its bytes stay the same (finding a chain
     reads every run's manifest; a campaign's plan makes one megabytes)."""
+    return _manifest_read(path)[1]
+
+
+def _manifest_read(path: Path) -> tuple[dict, Manifest]:
+    """A run's manifest as parsed (shared: never change it) and typed."""
     data = read_manifest_shared(path)
     known = _MANIFESTS.get(Path(path))
     if known is None or known[0] is not data:
         known = _MANIFESTS[Path(path)] = (data, Manifest.from_json(data))
-    return known[1]
+    return known
 
 
 def chain_paths(path: Path) -> list[Path]:
@@ -167,10 +172,9 @@ class Run:
     @classmethod
     def load(cls, path, project_root: Path | None = None) -> Run:
         path = Path(path)
-        manifest = _manifest(path)
+        parsed, manifest = _manifest_read(path)
         with _no_gc():
-            got = recordcache.open_run(path, manifest=read_manifest_shared(path),
-                                       manifest_key=manifest_sha(path) or "")
+            got = recordcache.open_run(path, manifest=parsed, manifest_key=manifest_sha(path) or "")
             size = len(got.records) if got.records is not None else got.digest.records
             if size >= FREEZE_OVER:
                 gc.freeze()
