@@ -32,12 +32,14 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from .record import STATUSES
+
 FORMAT = 1
 KEY = "chain"
 MANIFEST_KEY = "records_chain"      # in a manifest: its run's lines carry the chain (FORMAT)
-_TAIL = re.compile(rb', "chain": \[([1-9][0-9]{0,11}), "([0-9a-f]{64})", "([0-9a-f]{64})"\]\}[ \t\r]*$')
-_TAIL_LOOK = 180                    # the tail is at most this long
-STATUSES = ("ok", "failed", "skipped", "aborted")
+# the line's very end (a byte after it is an edit too)
+_TAIL = re.compile(rb', "chain": \[([1-9][0-9]{0,11}), "([0-9a-f]{64})", "([0-9a-f]{64})"\]\}\Z')
+_TAIL_LOOK = 200                    # the tail is at most this long
 
 
 def seed(manifest: dict, run_id: str) -> str:
@@ -48,7 +50,9 @@ def seed(manifest: dict, run_id: str) -> str:
 
 
 def _digest(prev: bytes, position: int, body: bytes) -> str:
-    return hashlib.sha256(b"%s %d " % (prev, position) + body).hexdigest()
+    h = hashlib.sha256(b"%s %d " % (prev, position))
+    h.update(body)
+    return h.hexdigest()
 
 
 def seal(body: str, position: int, prev: str) -> tuple[str, str]:
@@ -74,6 +78,21 @@ def unseal(raw: bytes) -> tuple[bytes, tuple | None]:
     return body, (position, prev.decode(), digest, _digest(prev, position, body) == digest)
 
 
+def file_tail(path) -> tuple[int, str] | None:
+    """tail_position of a records.jsonl file, from its last MiB (a line is a few KiB)."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, 2)
+            start = max(0, size - (1 << 20))
+            f.seek(start)
+            data = f.read()
+    except OSError:
+        return None
+    if start:
+        data = data[data.find(b"\n") + 1:]        # from the first whole line
+    return tail_position(data)
+
+
 def tail_position(data: bytes) -> tuple[int, str] | None:
     """(position, digest) of the last whole chained line of records.jsonl's bytes (its end)."""
     end = data.rfind(b"\n")
@@ -95,7 +114,7 @@ class Problem:
     line: int | None        # in records.jsonl; None: the run as a whole
     reason: str
     set_aside: bool = True  # the line's record is left out of tables
-    tail: bool = False      # lines missing from the end (a fallback file may still hold them)
+    unmerged: bool = False  # lines missing from the end: a fallback file may still hold them
 
     def where(self, path) -> str:
         return f"{path}:{self.line}" if self.line else f"{path}"
@@ -136,8 +155,41 @@ def _number_problem(name: str, value) -> str | None:
     return None
 
 
+_MAX = 1.7976931348623157e308     # the largest finite float: 0 <= v <= _MAX is finite and >= 0
+
+
 def record_problem(rec: dict) -> str | None:
     """Why a decoded record cannot be a measurement, by its own fields; None when it can."""
+    if _plainly_whole(rec):
+        return None
+    return _record_problem(rec)
+
+
+def _plainly_whole(rec: dict) -> bool:
+    """The common case, quickly (a campaign's 100,000 records): every field of the right type."""
+    get = rec.get
+    rep, metrics = get("repetition"), get("metrics", ())
+    if not (get("status") in STATUSES and type(rep) is int and rep >= 1
+            and type(get("params", _EMPTY)) is dict and type(metrics) is list
+            and type(get("experiment", "")) is str and type(get("run_id", "")) is str
+            and type(get("benchmark", "")) is str and type(get("part") or "") is str
+            and type(get("observed") or _EMPTY) is dict and type(get("provenance") or _EMPTY) is dict
+            and type(get("raw") or _EMPTY) is dict and type(get("varied") or ()) in (list, tuple)):
+        return False
+    for m in metrics:
+        if type(m) is not dict:
+            return False
+        value = m.get("value")
+        if not ((type(value) is float or type(value) is int) and 0 <= value <= _MAX
+                and type(m.get("name")) is str):
+            return False
+    return True
+
+
+_EMPTY: dict = {}
+
+
+def _record_problem(rec: dict) -> str | None:
     status = rec.get("status")
     if status not in STATUSES:
         return f"status {status!r} is not one of {', '.join(STATUSES)}"
@@ -180,6 +232,7 @@ class Scan:
         self.sealed: list[tuple] = []           # (line, position, prev, digest, checks)
         self.plain: list[int] = []              # readable lines without a chain
         self.unreadable: dict[int, str] = {}    # line -> why it could not be read
+        self.blank: list[int] = []
         self.jobs: dict[tuple, tuple] = {}      # (part, case_id, repetition) -> (line, digest)
         self.verdict: Verdict | None = None     # once finished
         planned = self.manifest.get("planned")
@@ -193,8 +246,14 @@ class Scan:
     def bad_line(self, line: int, reason: str) -> None:
         self.unreadable[line] = reason
 
+    def blank_line(self, line: int) -> None:
+        self.blank.append(line)
+
     def record(self, line: int, rec: dict, sealed: tuple | None) -> bool:
         """Whether the record of `line` may be used (else it is set aside, with a problem)."""
+        if sealed is None and KEY in rec:       # a chain, but not as written: edited
+            return self._aside(line, "edited since it was written: its chain field is damaged or "
+                                     "not at the end of the line")
         if sealed is None:
             self.plain.append(line)
         else:
@@ -271,6 +330,9 @@ class Scan:
             for line in self.plain:
                 if line not in named:       # the first reason found is the one given
                     self._aside(line, "has no chain digest: not written by this run (inserted?)")
+            for line in self.blank:
+                self.problems.append(Problem(line, "an empty line, which iolab never writes: the "
+                                                   "file was edited", False))
             count, last = self._chain()
         else:
             count, last = 0, None
@@ -278,8 +340,8 @@ class Scan:
                 self.problems.append(Problem(None, "no line carries a chain digest, though the run "
                                              "wrote them: records.jsonl was rewritten", False))
         self.problems.sort(key=lambda p: (p.line or 0))
-        self.verdict = Verdict("verified" if chained or self.manifest.get(MANIFEST_KEY) else "unverified",
-                       count, last, self.problems)
+        chained = chained or bool(self.manifest.get(MANIFEST_KEY))
+        self.verdict = Verdict("verified" if chained else "unverified", count, last, self.problems)
         return self.verdict
 
     def _finished_count(self):
@@ -313,13 +375,13 @@ class Scan:
             self.problems.append(Problem(None, f"ends at chain position {top}{after}, but the run "
                                          f"finished with {done} record line(s): the last "
                                          f"{done - top} were removed (or are in a fallback file not "
-                                         "merged back)", False, tail=True))
+                                         "merged back)", False, unmerged=True))
         elif isinstance(done, int) and done in seen and ended and seen[done][3] != ended:
             self.problems.append(Problem(seen[done][0], "is not the line the run finished with "
                                          "(manifest finished.last_digest)", False))
         if isinstance(done, int):
             for pos in range(done + 1, top + 1):
-                if pos in seen:
+                if pos in seen and seen[pos][0] not in aside:
                     self._aside(seen[pos][0], f"chain position {pos} was appended after the run "
                                               f"finished with {done}")
         return top, last

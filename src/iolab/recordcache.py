@@ -89,7 +89,9 @@ def open_run(run_path: Path, digest_only: bool = True, manifest: dict | None = N
     if digest_only and (cached := _read_digest(digest_entry, key)) is not None:
         facts, bad, verdict = cached
         warn_bad(path, bad)
-        return Loaded(None, facts, bad, lambda: _records_of(path, entry, key, check, manifest_key)[0], key, verdict)
+        def later():
+            return _records_of(path, entry, key, check, manifest_key)[0]
+        return Loaded(None, facts, bad, later, key, verdict)
     cached = _read(entry, key)
     if cached is not None:
         records, bad, verdict = cached

@@ -319,13 +319,12 @@ class RunDir:
         """Where this run's chain ends (a RunDir opened on an existing run): the last chained
         line of records.jsonl, else its seed; a run written before the chain stays unchained."""
         manifest = self.manifest()
+        end = integrity.file_tail(self.path / RECORDS)
         try:
-            data = (self.path / RECORDS).read_bytes()
+            empty = (self.path / RECORDS).stat().st_size == 0
         except OSError:
-            data = b""
-        end = integrity.tail_position(data)
-        self._chained = bool(manifest.get(integrity.MANIFEST_KEY)) or end is not None \
-            or not data.strip()
+            empty = True
+        self._chained = bool(manifest.get(integrity.MANIFEST_KEY)) or end is not None or empty
         self._chain = end or (0, integrity.seed(manifest, self.run_id))
 
     def _line(self, record: dict) -> bytes:
@@ -346,12 +345,8 @@ class RunDir:
         moved back), so the next line can go there without breaking the chain's order."""
         if not self._chained or not self._pending:
             return True
-        try:
-            data = (self.path / RECORDS).read_bytes()
-        except OSError:
-            return False
         _body, sealed = integrity.unseal(self._pending[0].rstrip(b"\n"))
-        end = integrity.tail_position(data)
+        end = integrity.file_tail(self.path / RECORDS)
         return sealed is not None and (end or (0, ""))[0] == sealed[0] - 1
 
     def append(self, record: Record | dict) -> None:
@@ -856,6 +851,8 @@ def decode_records(path: Path, data: bytes, convert=None,
     records, bad, at = [], [], []
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
+            if scan is not None:
+                scan.blank_line(n)
             continue
         body, sealed = integrity.unseal(raw)
         try:

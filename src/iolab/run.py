@@ -59,11 +59,16 @@ _MANIFESTS: dict[Path, tuple[dict, Manifest]] = {}
 def _manifest(path: Path) -> Manifest:
     """A run's manifest, typed once per process while its bytes stay the same (finding a chain
     reads every run's manifest; a campaign's plan makes one megabytes)."""
+    return _manifest_read(path)[1]
+
+
+def _manifest_read(path: Path) -> tuple[dict, Manifest]:
+    """A run's manifest as parsed (shared: never change it) and typed."""
     data = read_manifest_shared(path)
     known = _MANIFESTS.get(Path(path))
     if known is None or known[0] is not data:
         known = _MANIFESTS[Path(path)] = (data, Manifest.from_json(data))
-    return known[1]
+    return known
 
 
 MAX_CHAIN = 10_000      # runs in one chain (a campaign's resumes, a search's rounds)
@@ -214,10 +219,9 @@ class Run:
     @classmethod
     def load(cls, path, project_root: Path | None = None) -> Run:
         path = Path(path)
-        manifest = _manifest(path)
+        parsed, manifest = _manifest_read(path)
         with _no_gc():
-            got = recordcache.open_run(path, manifest=read_manifest_shared(path),
-                                       manifest_key=manifest_sha(path) or "")
+            got = recordcache.open_run(path, manifest=parsed, manifest_key=manifest_sha(path) or "")
             size = len(got.records) if got.records is not None else got.digest.records
             if size >= FREEZE_OVER:
                 gc.freeze()
@@ -524,19 +528,16 @@ class Run:
             return [r for run in self.pool for r in run.runs_read()]
         return self.chain or [self]
 
-    def problems(self, strict: bool = False) -> list[tuple[Run, integrity.Problem]]:
-        """What the records' checks found (integrity.py), run by run, in line order.
-
-        A missing tail while the run's fallback files exist is those records, not merged back
-        yet: notes() names the files and tables show the rest; once a file is gone, the missing
-        lines are a problem. `strict` (iolab verify) counts them as one all the same."""
-        return [(r, p) for r in self.runs_read() if r.verdict for p in r.verdict.problems
-                if strict or not (p.tail and r.unsaved)]
+    def problems(self) -> list[tuple[Run, integrity.Problem]]:
+        """What the records' checks found (integrity.py), run by run, in line order."""
+        return [(r, p) for r in self.runs_read() if r.verdict for p in r.verdict.problems]
 
     def vouch(self, set_aside: bool = False) -> None:
         """Refuse records that fail the checks: one line naming the file, line and reason.
         With set_aside, the records that pass are used and notes() names the others."""
-        found = self.problems()
+        # lines missing from the end of a run with a fallback file beside it: the file says
+        # where they are (a note), the records there are whole
+        found = [(r, p) for r, p in self.problems() if not (p.unmerged and r.unsaved)]
         if found and not set_aside:
             run, first = found[0]
             more = f"{len(found) - 1} more problem(s); " if len(found) > 1 else ""

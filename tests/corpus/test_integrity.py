@@ -139,6 +139,9 @@ CHAIN_CASES = {
                           ("records.jsonl: ends at chain position 7 (line 7)", "finished with 8",
                            "the last 1 were removed")),
     "two-last-lines-removed": (lambda ls: ls[:-2], ("ends at chain position 6", "finished with 8")),
+    "space-after-a-line": (lambda ls: ls[:3] + [ls[3][:-1] + " \n"] + ls[4:],
+                           ("records.jsonl:4: edited since it was written: its chain field",)),
+    "empty-line-inserted": (lambda ls: ls[:4] + ["\n"] + ls[4:], ("records.jsonl:5: an empty line",)),
     "every-digest-stripped": (lambda ls: [json.dumps(body(line), sort_keys=True) + "\n" for line in ls],
                               ("no line carries a chain digest", "rewritten")),
 }
@@ -188,6 +191,9 @@ def test_lines_in_a_fallback_file_verify_once_merged_back(run_copy):
     fallback.write_text("".join(lines[-2:]))
     refused(run_copy.iolab("verify", EXP), "ends at chain position 6", "fallback file not merged back")
     noted(run_copy.iolab("runs", EXP), "unmerged: records.unsaved-4242.jsonl")
+    # the end is where the fallback file says: a table of the records there is, and why
+    noted(run_copy.iolab("table", EXP), "records not merged yet: records.unsaved-4242.jsonl",
+          "ends at chain position 6 (line 6)")
     with open(run_copy.records_path, "a") as f:
         f.write(fallback.read_text())
     fallback.unlink()
@@ -255,9 +261,11 @@ FIELD_CASES = {
                                                                  "inf is not finite"),
     "value-a-string": (_metric(0, "write_bw", "fast"), "records.jsonl:1: metric 'write_bw' value 'fast' is "
                                                        "not a number"),
-    "value-a-bool": (_metric(0, "write_bw", True), "records.jsonl:1: metric 'write_bw' value True is not a number"),
+    "value-a-bool": (_metric(0, "write_bw", True),
+                     "records.jsonl:1: metric 'write_bw' value True is not a number"),
     "metrics-a-string": (_set(4, "metrics", "write_bw=62.5"), "records.jsonl:5: metrics is str"),
-    "repetition-one": (_set(5, "repetition", "one"), "records.jsonl:6: repetition 'one' is not a whole number"),
+    "repetition-one": (_set(5, "repetition", "one"),
+                       "records.jsonl:6: repetition 'one' is not a whole number"),
     "repetition-zero": (_set(5, "repetition", 0), "records.jsonl:6: repetition 0"),
     "params-a-list": (_set(6, "params", ["bs", 4096]), "records.jsonl:7: params is list"),
     "status-unknown": (_set(7, "status", "great"), "records.jsonl:8: status 'great' is not one of ok"),
@@ -328,7 +336,8 @@ def test_publish_of_the_intact_run_shows_its_final_digest(run_copy, tmp_path):
     noted(run_copy.iolab("publish", EXP, "--out", tmp_path / "page"), "published corpus-fio")
     last = run_copy.manifest()["finished"]["last_digest"]
     for name in ("index.html", "report.md"):
-        assert f"verified: 8 line(s) in the chain, final digest {last}" in (tmp_path / "page" / name).read_text()
+        page = (tmp_path / "page" / name).read_text()
+        assert f"verified: 8 line(s) in the chain, final digest {last}" in page
 
 
 def test_search_report_refuses_or_sets_aside(edited):
