@@ -25,8 +25,8 @@ from pathlib import Path
 from . import cache, digest, recordcache, reportspec
 from .errors import IolabError
 from .record import STATUSES, Manifest, Record
-from .results import (FALLBACK_NAME, MANIFEST, RECORDS, BadLine, Lock, manifest_sha, read_lock,
-                      read_manifest_shared)
+from .results import (FALLBACK_NAME, MANIFEST, RECORDS, BadLine, Lock, check_plain_name, manifest_sha,
+                      read_lock, read_manifest_shared)
 
 
 def _clock(seconds: float) -> str:
@@ -106,6 +106,8 @@ def chain_paths(path: Path) -> list[Path]:
 
     root, seen = path, [path.name]
     while (parent := parent_of(root)) and (base / parent).is_dir():
+        # a run beside it, never "../other-experiment/RUN"
+        check_plain_name(parent, f"run {root.name}: its manifest's parent")
         if parent in seen:
             loop = seen[seen.index(parent):] + [parent]
             raise IolabError(f"run {path.name}: its chain of parents loops ({' -> '.join(loop)}): "
