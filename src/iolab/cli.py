@@ -460,8 +460,11 @@ def cmd_status(args) -> int:
         run = Run.load_chain(path)
         line = (f"{args.experiment} run {run.run_id}: {run.state}: {run.progress(time.time())}"
                 + _integrity_text(run))
-        if not watch or run.state != "unfinished":
+        if not watch or run.state != "unfinished" or run.writer_gone:
             print(("\r" if tty and watch else "") + line)
+            if watch and run.writer_gone:      # it will never end: say so, do not wait
+                raise IolabError(f"run {run.run_id} will not finish: {run.describe()}",
+                                 hint=f"`iolab resume {args.experiment} {run.run_id}` continues it")
             return 0 if run.state != "unfinished" or not watch else 1
         print(("\r" + line + "\033[K") if tty else line, end="" if tty else "\n", flush=True)
         time.sleep(watch)

@@ -25,8 +25,8 @@ from pathlib import Path
 from . import cache, digest, integrity, recordcache, reportspec
 from .errors import IolabError
 from .record import STATUSES, Manifest, Record
-from .results import (FALLBACK_NAME, MANIFEST, RECORDS, BadLine, manifest_sha, read_lock,
-                      read_manifest_shared)
+from .results import (FALLBACK_NAME, MANIFEST, RECORDS, BadLine, Lock, check_plain_name, manifest_sha,
+                      read_lock, read_manifest_shared)
 
 
 def _clock(seconds: float) -> str:
@@ -111,6 +111,8 @@ def chain_paths(path: Path) -> list[Path]:
 
     root, seen = path, [path.name]
     while (parent := parent_of(root)) and (base / parent).is_dir():
+        # a run beside it, never "../other-experiment/RUN"
+        check_plain_name(parent, f"run {root.name}: its manifest's parent")
         if parent in seen:
             loop = seen[seen.index(parent):] + [parent]
             raise IolabError(f"run {path.name}: its chain of parents loops ({' -> '.join(loop)}): "
@@ -470,18 +472,30 @@ class Run:
             return text + (f" ({reason})" if reason else "")
         return "complete" if self.planned is not None else "complete as recorded"
 
+    @property
+    def writer(self) -> Lock | None:
+        """The lock of the run (for a chain: of its latest run holding one), if any."""
+        locks = [lock for r in self.chain or [self] if (lock := read_lock(r.path)) is not None]
+        return locks[-1] if locks else None
+
+    @property
+    def writer_gone(self) -> bool:
+        """An unfinished run whose writer is known to be dead (it will never finish)."""
+        lock = self.writer
+        return self.state == "unfinished" and lock is not None and lock.alive is False
+
     def _unfinished(self) -> str:
         """An unfinished run by its lock: still running, killed, or (no lock) either."""
-        locks = [lock for r in self.chain or [self] if (lock := read_lock(r.path)) is not None]
-        if not locks:
+        lock = self.writer
+        if lock is None:
             return "unfinished (killed or still running)"
-        alive = locks[-1].alive
+        alive = lock.alive
         if alive:
-            return locks[-1].doing if not locks[-1].role else f"unfinished, {locks[-1].doing}"
+            return lock.doing if not lock.role else f"unfinished, {lock.doing}"
         if alive is False:
-            return f"unfinished (killed: its writer, {locks[-1].who}, is gone)"
-        return (f"unfinished (locked by {locks[-1].who}; this host cannot tell whether it still "
-                "runs)" if locks[-1].pid else "unfinished (its lock cannot be read)")
+            return f"unfinished (killed: its writer, {lock.who}, is gone)"
+        return (f"unfinished (locked by {lock.who}; this host cannot tell whether it still "
+                "runs)" if lock.pid else "unfinished (its lock cannot be read)")
 
     def notes(self) -> list[str]:
         """Lines for tables and reports; none for a complete measured run read in full."""

@@ -253,3 +253,16 @@ def test_a_stored_darshan_log_that_is_no_regular_file_is_refused(run_copy, damag
     make(log)
     refused(run_copy.iolab("darshan", "corpus-fio", "--run", run_copy.run.name, "--html",
                            run_copy.root / "pages"), "darshan.log", says)
+
+
+@pytest.mark.parametrize("parent", ["../other-experiment/20990101T000000Z-f00d00", ".."])
+def test_a_parent_outside_the_experiment_s_runs_is_refused(run_copy, parent):
+    """A parent is a run beside its child: a path that climbs out would pull another
+    experiment's run (or the experiment's directory itself) into the chain."""
+    other = run_copy.results / "other-experiment" / "20990101T000000Z-f00d00"
+    shutil.copytree(run_copy.run, other)
+    manifest = run_copy.manifest()
+    manifest["parent"] = parent
+    run_copy.write_manifest(manifest)
+    refused(run_copy.iolab("table", "corpus-fio", "--run", run_copy.run.name),
+            f"run {run_copy.run.name}: its manifest's parent {parent!r} is not a plain name")

@@ -137,3 +137,14 @@ def test_a_second_resume_while_one_continues_the_run_is_refused(run_copy, writer
     refused(run_copy.iolab("resume", "corpus-fio", run_copy.run.name, "--dry-run"),
             f"run {run_copy.run.name} is being continued by iolab resume (pid {writer.pid} on "
             f"host {HOST})")
+
+
+def test_status_watch_of_a_run_whose_writer_is_gone_does_not_wait_for_ever(run_copy):
+    running(run_copy)
+    pid = dead_pid()
+    lock(run_copy.run, pid)
+    refused(run_copy.iolab("status", "corpus-fio", run_copy.run.name, "--watch", "1"),
+            f"run {run_copy.run.name} will not finish: unfinished (killed: its writer, pid {pid} "
+            f"on host {HOST}, is gone)", "iolab resume corpus-fio")
+    answer = run_copy.iolab("status", "corpus-fio", run_copy.run.name)     # once: as before
+    assert answer.returncode == 0 and ": unfinished: 8/8 jobs recorded" in answer.stdout, answer
