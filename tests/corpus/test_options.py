@@ -64,9 +64,10 @@ CASES = {
         "sets ior's saveRankPerformanceDetailsCSV, which names a file IOR writes each rank's results to"]),
     "mdtest-cmd-before": (MDTEST % '"--run-cmd-before-phase=touch /tmp/x"', [
         ":5: fixed.extra_args[0]: '--run-cmd-before-phase=touch /tmp/x' sets mdtest's "
-        "run-cmd-before-phase, which runs a shell command before each phase, inside the measurement"]),
+        "run-cmd-before-phase, which runs a shell command before each phase (outside the timing)"]),
     "mdtest-cmd-after": (MDTEST % '"--run-cmd-after-phase=sync"', [
-        "sets mdtest's run-cmd-after-phase, which runs a shell command after each phase"]),
+        "sets mdtest's run-cmd-after-phase, which runs a shell command after each phase (inside the "
+        "timing)"]),
     "allow-unknown-name": ("allow: [exec_prerunn]\n" + FIO % "", [
         ":3: allow[0]: 'exec_prerunn' is not an option iolab guards for fio, so there is nothing to "
         "allow (did you mean 'exec_prerun'?"]),

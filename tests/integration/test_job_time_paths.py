@@ -106,3 +106,23 @@ def test_every_benchmark_writes_under_the_path_the_job_expanded(rfm_env, tmp_pat
         assert benchmarks == {"fio", "ior", "mdtest", "h5bench"}
         ior = next(s for s in scripts if "\nmpirun" in s and " ior " in s)
         assert f'-o "${VAR}"' in ior, "IOR's -o expands the variable as mkdir does"
+
+
+def test_a_job_lacking_the_variable_stops_before_writing_under_root(rfm_env, tmp_path):
+    """The variable never set: the case fails with the reason, and nothing is made at '/...'."""
+    leaf = f"iolab-unset-{tmp_path.name}"
+    text = ("id: job-time-unset\ndescription: a burst buffer whose variable the job never gets\n"
+            "benchmark: fio\nfixed: {storage: burst_buffer, size: 64KiB, bs: 4KiB}\n")
+    root = make_project(tmp_path, {"job-time-unset": text})
+    config = root / "reframe" / "config" / "jobtime.py"
+    # the job exports another variable; the burst buffer names one it never sets
+    config.write_text(CONFIG.format(flavour="openmpi-ompio", var="IOLAB_OTHER", value="x")
+                      .replace("'$IOLAB_OTHER/bb'", f"'$IOLAB_NEVER_SET/{leaf}'"))
+    assert "IOLAB_NEVER_SET" not in rfm_env
+    out = reframe(["-r", "-n", "job_time_unset"], rfm_env, cwd=root, config=str(config))
+    assert out.returncode != 0
+    (rec,) = records(only_run(tmp_path / "results", "job-time-unset"))
+    assert rec["status"] == "failed"
+    assert rec["error"].startswith(f"the case directory $IOLAB_NEVER_SET/{leaf}/job-time-unset/"), rec["error"]
+    assert "needs $IOLAB_NEVER_SET, which is not set in the job" in rec["error"]
+    assert not Path(f"/{leaf}").exists()

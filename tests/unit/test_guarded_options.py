@@ -60,6 +60,7 @@ def test_mdtest_commands_are_guarded():
         [(1, "run-cmd-before-phase")]
     assert MDTEST.guarded("extra_args", ["--run-cmd-after-phase=x"]) == [(0, "run-cmd-after-phase")]
     assert MDTEST.guarded("extra_args", ["-N", "1"]) == []
+    assert MDTEST.guarded("extra_args", ["--mpiio.hintsFileName=/h"]) == [(0, "mpiio.hintsFileName")]
 
 
 def test_benchmarks_without_raw_options_guard_none():

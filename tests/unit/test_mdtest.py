@@ -195,7 +195,7 @@ def test_argv_defaults_and_phases(write_experiment):
     ("{extra_args: ['-n', '5']}", "'items'"),
     ("{extra_args: ['--saveRankPerformanceDetails=x.csv']}", "per-rank CSV"),
     ("{extra_args: ['--run-cmd-before-phase=rm -rf /']}",
-     "mdtest's run-cmd-before-phase, which runs a shell command before each phase"),
+     "mdtest's run-cmd-before-phase, which runs a shell command before each phase (outside the timing)"),
 ])
 def test_check_refuses_what_cannot_run_as_asked(write_experiment, fixed, reason):
     """Refused when the experiment is expanded, before anything is submitted, with the reason."""

@@ -40,11 +40,13 @@ _REJECTED = {
     "-s": "-f/-l/-s run several task counts in one run; iolab runs one per case",
     "-x": "a stonewall status file splits phases across runs; iolab runs each case whole",
 }
-# Options that run commands (mdtest 4.0.0 has no other way to run a program or name a path
-# beside -d, -x and --saveRankPerformanceDetails, which iolab owns or refuses above).
+# Options that run commands or name a path (mdtest 4.0.0's --help; -d, -x and
+# --saveRankPerformanceDetails are owned or refused above).
 GUARDED = {
-    "run-cmd-before-phase": "runs a shell command before each phase, inside the measurement",
-    "run-cmd-after-phase": "runs a shell command after each phase, inside the measurement",
+    "run-cmd-before-phase": "runs a shell command before each phase (outside the timing)",
+    "run-cmd-after-phase": "runs a shell command after each phase (inside the timing)",
+    **{f"{module}.hintsFileName": "names a file an MPI-IO backend reads hints from"
+       for module in ("mpiio", "hdf5", "ncmpi")},
 }
 
 
