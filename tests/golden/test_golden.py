@@ -58,7 +58,7 @@ NOT_APPLIED = {"fs_type": "ext4", "requested": {"stripe_count": 1}, "applied": F
 
 def _records(experiment, run_id):
     """Records as the ReFrame session writes them, with metrics from real recorded IOR outputs."""
-    summaries = sorted(DATA.glob("*.summary.json"))
+    summaries = sorted(DATA.glob("ior_*_4r_*.summary.json"))
     texts = sorted(p for p in DATA.glob("ior_*_4r_*.txt") if not p.name.endswith("_json.txt"))
     outputs = [parse_any(p) for p in summaries + texts]
     cases = expand(experiment)
