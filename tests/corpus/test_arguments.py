@@ -258,3 +258,25 @@ def test_plan_numbers_are_checked_before_anything_is_printed(run_copy, option, v
     answer = run_copy.iolab("plan", "corpus-fio", "--suggest-reps", option, value)
     refused(answer, says)
     assert answer.stdout == ""
+
+
+# ------------------------------------------------------------------------- --metrics
+METRICS = {
+    "nosuch": "--metrics: no record reports 'nosuch' (the records report write_bw, write_bytes, "
+              "write_clat_mean, write_iops)",
+    "write_bw,read_bw": "--metrics: no record reports 'read_bw'",
+    "": "--metrics '': an empty name; give names separated by commas",
+    "write_bw,,": "--metrics 'write_bw,,': an empty name",
+}
+
+
+@pytest.mark.parametrize("value", METRICS)
+@pytest.mark.parametrize("verb", [("table", "corpus-fio"),
+                                  ("compare", "corpus-fio", "--by", "bs", "--baseline", "4KiB")])
+def test_metrics_are_ones_the_records_report(run_copy, verb, value):
+    refused(run_copy.iolab(*verb, "--metrics", value), METRICS[value])
+
+
+def test_metrics_with_spaces_after_commas_are_read(run_copy):
+    answer = run_copy.iolab("table", "corpus-fio", "--metrics", "write_bw, write_iops")
+    noted(answer, "Mean Write Bandwidth", "Mean Write IOPS")
