@@ -280,3 +280,9 @@ def test_metrics_are_ones_the_records_report(run_copy, verb, value):
 def test_metrics_with_spaces_after_commas_are_read(run_copy):
     answer = run_copy.iolab("table", "corpus-fio", "--metrics", "write_bw, write_iops")
     noted(answer, "Mean Write Bandwidth", "Mean Write IOPS")
+
+
+def test_a_huge_value_is_set_aside_by_suggest_reps(run_copy):
+    case, _rep = _with_value(run_copy, 1e308)
+    answer = run_copy.iolab("plan", "corpus-fio", "--suggest-reps")
+    noted(answer, f"{case} write_bw: 1 value set aside (1e+308: above 1e+150), not in n")
