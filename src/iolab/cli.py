@@ -505,6 +505,9 @@ def cmd_reproduce(args) -> int:
     root = _root()
     res = results_root(root)
     if args.record:
+        if args.experiment or args.rep is not None:
+            raise IolabError("give --record FILE|- (the record names its run, case and repetition) "
+                             "or ID RUN CASE [--rep N], not both")
         wanted = _record_arg(args.record)
         exp_id, run_id, case_id = wanted["experiment"], wanted["run_id"], wanted["case_id"]
         reps = [wanted["repetition"]]

@@ -286,3 +286,12 @@ def test_a_huge_value_is_set_aside_by_suggest_reps(run_copy):
     case, _rep = _with_value(run_copy, 1e308)
     answer = run_copy.iolab("plan", "corpus-fio", "--suggest-reps")
     noted(answer, f"{case} write_bw: 1 value set aside (1e+308: above 1e+150), not in n")
+
+
+@pytest.mark.parametrize("extra", [["--rep", "1"], ["corpus-fio"]])
+def test_reproduce_record_and_a_case_are_not_both_given(run_copy, tmp_path, extra):
+    path = tmp_path / "rec.json"
+    path.write_text(run_copy.lines()[0])
+    refused(run_copy.iolab("reproduce", "--record", path, *extra),
+            "give --record FILE|- (the record names its run, case and repetition) or ID RUN CASE "
+            "[--rep N], not both")
