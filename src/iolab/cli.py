@@ -486,13 +486,6 @@ def _record_arg(spec: str) -> dict:
     return wanted
 
 
-def _planned_jobs(run) -> list[tuple]:
-    """The (part, case id, repetition) jobs of a run's plan, as its manifest lists them."""
-    planned = run.manifest.planned
-    return [(j.get("part"), j.get("case_id"), j.get("repetition"))
-            for j in planned if type(j) is dict] if isinstance(planned, list) else []
-
-
 def cmd_reproduce(args) -> int:
     """Re-run one recorded case from what its run stored, then set the new result against it."""
     import tempfile
@@ -523,8 +516,9 @@ def cmd_reproduce(args) -> int:
     if len({r.case_id for r in recs}) > 1:
         raise IolabError(f"case {case_id!r} is ambiguous in run {run.run_id}: give more digits")
     part, case_id = recs[0].part, recs[0].case_id
+    # recorded, or planned without a record yet
     has = sorted({r.repetition for r in recs}
-                 | {j[2] for j in _planned_jobs(run) if j[1] == case_id and type(j[2]) is int})
+                 | {rep for _p, cid, rep in run.missing if cid == case_id and type(rep) is int})
     reps = reps or ([args.rep] if args.rep is not None else has)
     for rep in reps:
         if rep not in has:

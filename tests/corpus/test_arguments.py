@@ -295,3 +295,11 @@ def test_reproduce_record_and_a_case_are_not_both_given(run_copy, tmp_path, extr
     refused(run_copy.iolab("reproduce", "--record", path, *extra),
             "give --record FILE|- (the record names its run, case and repetition) or ID RUN CASE "
             "[--rep N], not both")
+
+
+def test_reproduce_rep_counts_a_planned_repetition_without_a_record(run_copy):
+    exp, run, case = _ids(run_copy)
+    recs = run_copy.records()
+    run_copy.write_records([r for r in recs if not (r["case_id"] == case and r["repetition"] == 2)])
+    refused(run_copy.iolab("reproduce", exp, run, case, "--rep", "3"),
+            f"--rep: repetition 3 is not one of run {run}'s for case {case} (it has 1, 2)")
