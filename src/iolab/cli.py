@@ -207,6 +207,22 @@ def _pooled(exp_id: str, runs: list[str] | None, since: str | None, include_impo
     return state
 
 
+def _metrics_arg(text: str | None, *states) -> list[str] | None:
+    """--metrics a,b: names, each one that some record of the runs reports."""
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        raise IolabError(f"--metrics {text!r}: an empty name; give names separated by commas, "
+                         "e.g. write_bw,write_bw_max")
+    present = set().union(*(pf.present for st in states for pf in st.digest.parts.values()))
+    unknown = [n for n in names if n not in present]
+    if unknown:
+        raise IolabError(f"--metrics: no record reports {', '.join(map(repr, unknown))}",
+                         hint="the records report " + (", ".join(sorted(present)) or "no metric"))
+    return names
+
+
 def _print_run_notes(state, label: str = "") -> None:
     for note in state.notes():
         print(f"iolab: note: {label}{note}", file=sys.stderr)
@@ -215,13 +231,13 @@ def _print_run_notes(state, label: str = "") -> None:
 def cmd_table(args) -> int:
     from .report import render
 
-    metrics = args.metrics.split(",") if args.metrics else None
     if args.runs or args.since:
         if args.run:
             raise IolabError("give --run, or --runs/--since to pool several runs, not both")
         state = _pooled(args.experiment, args.runs, args.since, args.include_imported, args.set_aside)
     else:
         state = _run_state(args.experiment, args.run, args.include_imported, args.set_aside)
+    metrics = _metrics_arg(args.metrics, state)
     tables = _tables(state, metrics, args.darshan)
     if args.format == "csv":
         _print_run_notes(state)     # CSV readers get the table only
@@ -239,7 +255,6 @@ def cmd_compare(args) -> int:
     from .published import PREFIX, load_study
     from .studies import compare_study, render_study
 
-    metrics = args.metrics.split(",") if args.metrics else None
     runs = list(args.runs)
 
     def side(run, label):
@@ -260,13 +275,14 @@ def cmd_compare(args) -> int:
             return 0
         if args.baseline is None:
             raise IolabError("--by needs --baseline VALUE, e.g. --by lustre.stripe_count --baseline 1")
-        print(render_comparison(compare_by_param(one, args.by, args.baseline, metrics)))
+        print(render_comparison(compare_by_param(one, args.by, args.baseline,
+                                                 _metrics_arg(args.metrics, one.run))))
         return 0
     if len(runs) != 2:
         raise IolabError("compare two runs (ID RUN_A RUN_B), one run by a parameter "
                          "(ID [RUN] --by KEY --baseline VALUE) or a run with a study (ID RUN published:NAME)")
     a, b = side(runs[0], "A"), side(runs[1], "B")
-    print(render_comparison(compare_runs(a, b, metrics)))
+    print(render_comparison(compare_runs(a, b, _metrics_arg(args.metrics, a.run, b.run))))
     return 0
 
 
@@ -517,13 +533,6 @@ def _record_arg(spec: str) -> dict:
     return wanted
 
 
-def _planned_jobs(run) -> list[tuple]:
-    """The (part, case id, repetition) jobs of a run's plan, as its manifest lists them."""
-    planned = run.manifest.planned
-    return [(j.get("part"), j.get("case_id"), j.get("repetition"))
-            for j in planned if type(j) is dict] if isinstance(planned, list) else []
-
-
 def cmd_reproduce(args) -> int:
     """Re-run one recorded case from what its run stored, then set the new result against it."""
     import tempfile
@@ -536,6 +545,9 @@ def cmd_reproduce(args) -> int:
     root = _root()
     res = results_root(root)
     if args.record:
+        if args.experiment or args.rep is not None:
+            raise IolabError("give --record FILE|- (the record names its run, case and repetition) "
+                             "or ID RUN CASE [--rep N], not both")
         wanted = _record_arg(args.record)
         exp_id, run_id, case_id = wanted["experiment"], wanted["run_id"], wanted["case_id"]
         reps = [wanted["repetition"]]
@@ -551,8 +563,9 @@ def cmd_reproduce(args) -> int:
     if len({r.case_id for r in recs}) > 1:
         raise IolabError(f"case {case_id!r} is ambiguous in run {run.run_id}: give more digits")
     part, case_id = recs[0].part, recs[0].case_id
+    # recorded, or planned without a record yet
     has = sorted({r.repetition for r in recs}
-                 | {j[2] for j in _planned_jobs(run) if j[1] == case_id and type(j[2]) is int})
+                 | {rep for _p, cid, rep in run.missing if cid == case_id and type(rep) is int})
     reps = reps or ([args.rep] if args.rep is not None else has)
     for rep in reps:
         if rep not in has:

@@ -546,4 +546,6 @@ def render_rep_suggestions(rows: list[RepSuggestion], experiment: str, runs: int
                       N_TOO_SMALL if r.suggested is None else str(r.suggested)])
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     out += ["  " + "  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in table]
+    out += [f"  {r.case_id} {r.metric}: {stats.set_aside_text(r.summary.set_aside)}, not in n"
+            for r in rows if r.summary.set_aside]
     return "\n".join(out)

@@ -259,3 +259,48 @@ def test_plan_numbers_are_checked_before_anything_is_printed(run_copy, option, v
     answer = run_copy.iolab("plan", "corpus-fio", "--suggest-reps", option, value)
     refused(answer, says)
     assert answer.stdout == ""
+
+
+# ------------------------------------------------------------------------- --metrics
+METRICS = {
+    "nosuch": "--metrics: no record reports 'nosuch' (the records report write_bw, write_bytes, "
+              "write_clat_mean, write_iops)",
+    "write_bw,read_bw": "--metrics: no record reports 'read_bw'",
+    "": "--metrics '': an empty name; give names separated by commas",
+    "write_bw,,": "--metrics 'write_bw,,': an empty name",
+}
+
+
+@pytest.mark.parametrize("value", METRICS)
+@pytest.mark.parametrize("verb", [("table", "corpus-fio"),
+                                  ("compare", "corpus-fio", "--by", "bs", "--baseline", "4KiB")])
+def test_metrics_are_ones_the_records_report(run_copy, verb, value):
+    refused(run_copy.iolab(*verb, "--metrics", value), METRICS[value])
+
+
+def test_metrics_with_spaces_after_commas_are_read(run_copy):
+    answer = run_copy.iolab("table", "corpus-fio", "--metrics", "write_bw, write_iops")
+    noted(answer, "Mean Write Bandwidth", "Mean Write IOPS")
+
+
+def test_a_huge_value_is_set_aside_by_suggest_reps(run_copy):
+    case, _rep = _with_value(run_copy, 1e308)
+    answer = run_copy.iolab("plan", "corpus-fio", "--suggest-reps")
+    noted(answer, f"{case} write_bw: 1 value set aside (1e+308: above 1e+150), not in n")
+
+
+@pytest.mark.parametrize("extra", [["--rep", "1"], ["corpus-fio"]])
+def test_reproduce_record_and_a_case_are_not_both_given(run_copy, tmp_path, extra):
+    path = tmp_path / "rec.json"
+    path.write_text(run_copy.lines()[0])
+    refused(run_copy.iolab("reproduce", "--record", path, *extra),
+            "give --record FILE|- (the record names its run, case and repetition) or ID RUN CASE "
+            "[--rep N], not both")
+
+
+def test_reproduce_rep_counts_a_planned_repetition_without_a_record(run_copy):
+    exp, run, case = _ids(run_copy)
+    recs = run_copy.records()
+    run_copy.write_records([r for r in recs if not (r["case_id"] == case and r["repetition"] == 2)])
+    refused(run_copy.iolab("reproduce", exp, run, case, "--rep", "3"),
+            f"--rep: repetition 3 is not one of run {run}'s for case {case} (it has 1, 2)")

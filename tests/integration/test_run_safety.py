@@ -413,9 +413,10 @@ def test_a_selection_that_matches_nothing_fails_the_run(rfm_env, tmp_path):
     assert "nothing to run" in out.stdout and "quickstart" in out.stdout
 
 
-def test_a_selection_by_experiment_id_names_the_test_to_select(rfm_env):
-    """-n takes ReFrame's test name, where the experiment id's '-' is '_'."""
-    out = reframe(["-r", "-n", "cp2k-aggregators"], rfm_env)
+def test_a_misspelt_experiment_id_names_the_tests_to_select(rfm_env):
+    """-n takes the id as written or ReFrame's test name (test_select_names.py); a misspelt id
+    selects nothing, and the error names both forms of every experiment."""
+    out = reframe(["-r", "-n", "cp2k-agregators"], rfm_env)
     assert out.returncode == 1 and "PASSED" not in out.stdout
     assert "cp2k-aggregators (-n cp2k_aggregators)" in out.stdout, out.stdout[-2000:]
 
