@@ -556,6 +556,7 @@ def cmd_reproduce(args) -> int:
             raise IolabError("give ID RUN CASE (and --rep N), or --record FILE|- with a record line")
         exp_id, run_id, case_id, reps = args.experiment, args.run, args.case, None
     run = Run.load(find_run(res, exp_id, run_id, True), root)
+    run.vouch()     # the original is what the reproduction is set against: its records must hold
     recs = [r for r in run.records if r.case_id == case_id or r.case_id.startswith(case_id)]
     if not {r.case_id for r in recs}:
         raise IolabError(f"run {run.run_id} has no case {case_id!r}",

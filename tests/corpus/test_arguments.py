@@ -298,9 +298,16 @@ def test_reproduce_record_and_a_case_are_not_both_given(run_copy, tmp_path, extr
             "[--rep N], not both")
 
 
+def test_reproduce_of_a_run_whose_records_fail_their_check_is_refused(run_copy):
+    exp, run, case = _ids(run_copy)
+    lines = run_copy.lines()
+    run_copy.write_lines(lines[:3] + lines[4:])        # a line removed: the chain names where
+    refused(run_copy.iolab("reproduce", exp, run, case), "records.jsonl:4:")
+
+
 def test_reproduce_rep_counts_a_planned_repetition_without_a_record(run_copy):
     exp, run, case = _ids(run_copy)
     recs = run_copy.records()
-    run_copy.write_records([r for r in recs if not (r["case_id"] == case and r["repetition"] == 2)])
+    run_copy.rechain([r for r in recs if not (r["case_id"] == case and r["repetition"] == 2)])
     refused(run_copy.iolab("reproduce", exp, run, case, "--rep", "3"),
             f"--rep: repetition 3 is not one of run {run}'s for case {case} (it has 1, 2)")
