@@ -36,12 +36,12 @@ def _outside_results(where: Path, name: str) -> Path:
     """`where`, unless it is inside the results root or a run directory (one holding a manifest
     and records): a run directory holds only what its run wrote."""
     from .render import project_root
-    from .results import MANIFEST, RECORDS, results_root
 
     real = Path(os.path.realpath(where))
-    root = Path(os.path.realpath(results_root(project_root())))
+    # results.results_root and its run files, named here: that module reads through this one
+    root = Path(os.path.realpath(os.environ.get("IOLAB_RESULTS", project_root() / "results")))
     run = next((d for d in (real, *real.parents)
-                if (d / MANIFEST).is_file() and (d / RECORDS).is_file()), None)
+                if (d / "manifest.json").is_file() and (d / "records.jsonl").is_file()), None)
     if real == root or root in real.parents or run is not None:
         inside = f"the run directory {run}" if run is not None else f"the results root {root}"
         raise IolabError(f"{name}={where}: the cache would be inside {inside}; point it elsewhere "

@@ -58,6 +58,9 @@ class Search:
     repetitions: int = 1
     seed: int = 0
     initial: int = 2
+    # the file and line of `objective`, for what is checked once the cases are known
+    # (matrix.check_objective)
+    at: tuple = field(default=(None, None), compare=False, repr=False)
 
     @property
     def maximize(self) -> bool:
@@ -211,7 +214,7 @@ def load_text(text: str, path, profile: str | None = None, shown: str | None = N
 
     repetitions = prof.get("repetitions", data.get("repetitions", 1))
     search = _search(doc, data["search"], parts, repetitions) if "search" in data else None
-    exp = Experiment(
+    return Experiment(
         id=data["id"], description=data["description"], source=data.get("source"),
         path=path, sha256=sha256_text(text), text=text, profile=profile,
         profiles=list(data.get("profiles", {})),
@@ -222,39 +225,6 @@ def load_text(text: str, path, profile: str | None = None, shown: str | None = N
         darshan=Darshan(**data["darshan"]) if "darshan" in data else None,
         report=reportspec.from_doc(data.get("report") or {}), search=search,
     )
-    if search is not None:
-        _objective_reported(doc, exp)
-    return exp
-
-
-def _objective_reported(doc: Located, exp: Experiment) -> None:
-    """The search's objective is a metric every case of the grid reports, as its parameters say
-    (fio's rw, IOR's write and read; a benchmark whose metrics only its run can tell is held to
-    its declared patterns, in _search)."""
-    from .benchmarks import get as get_benchmark
-    from .matrix import describe, expand, varied_keys
-
-    objective = exp.search.objective
-    try:
-        cases = expand(exp)
-    except IolabError:
-        return          # a case that cannot be: said where the cases are expanded, as before
-    reported = {c.case_id: get_benchmark(c.benchmark).reported(c.params) for c in cases}
-    lacking = [c for c in cases if reported[c.case_id] is not None
-               and objective not in reported[c.case_id]]
-    if not lacking:
-        return
-    first = lacking[0]
-    names = reported[first.case_id]
-    alike = [c for c in lacking if reported[c.case_id] == names]
-    every = set.intersection(*(set(r) for r in reported.values() if r is not None))
-    every_text = ", ".join(n for n in names if n in every) or "none"
-    some = "every" if any(r is None or objective in r for r in reported.values()) else "any"
-    raise doc.error(("search", "objective"),
-                    f"{brief(objective)} is not reported by {some} case searched: {len(alike)} of "
-                    f"{len(cases)} {first.benchmark} cases ({describe(first, varied_keys(cases))}"
-                    f"{', …' if len(alike) > 1 else ''}) report only {', '.join(names)}, as their "
-                    "parameters say", hint=f"metrics every case reports: {every_text}")
 
 
 def _search(doc: Located, raw: dict, parts: list[Part], repetitions: int) -> Search:
@@ -294,7 +264,8 @@ def _search(doc: Located, raw: dict, parts: list[Part], repetitions: int) -> Sea
         raise doc.error(("search", "initial"), f"{initial} random cases are more than the budget "
                         f"of {budget}", hint=f"at most {budget}")
     return Search(objective=objective, direction=direction, budget=budget, strategy=strategy,
-                  repetitions=reps, seed=raw.get("seed", 0), initial=initial)
+                  repetitions=reps, seed=raw.get("seed", 0), initial=initial,
+                  at=(doc.file, doc.line(("search", "objective"))))
 
 
 def _shown(path: Path) -> str:

@@ -166,7 +166,34 @@ def expand(exp: Experiment) -> list[Case]:
         producers(cases)
     except IolabError as exc:
         raise IolabError(exc.message, file=str(exp.path)) from None
+    if exp.search is not None:
+        check_objective(exp.search, cases)
     return cases
+
+
+def check_objective(search, cases: list[Case]) -> None:
+    """The search's objective is a metric every case of the grid reports, as its parameters say
+    (fio's rw, IOR's write and read); a benchmark whose metrics only its run can tell is held to
+    its declared patterns (load._search)."""
+    from .benchmarks import get as get_benchmark
+
+    objective = search.objective
+    reported = {c.case_id: get_benchmark(c.benchmark).reported(c.params) for c in cases}
+    lacking = [c for c in cases if reported[c.case_id] is not None and objective not in reported[c.case_id]]
+    if not lacking:
+        return
+    first = lacking[0]
+    names = reported[first.case_id]
+    alike = [c for c in lacking if reported[c.case_id] == names]
+    every = set.intersection(*(set(r) for r in reported.values() if r is not None))
+    some = "every" if any(r is None or objective in r for r in reported.values()) else "any"
+    file, line = search.at
+    raise IolabError(f"{brief(objective)} is not reported by {some} case searched: {len(alike)} of "
+                     f"{len(cases)} {first.benchmark} cases ({describe(first, varied_keys(cases))}"
+                     f"{', …' if len(alike) > 1 else ''}) report only {', '.join(names)}, as their "
+                     "parameters say", file=file, line=line, key="search.objective",
+                     hint="metrics every case reports: " + (", ".join(n for n in names if n in every)
+                                                            or "none"))
 
 
 def _collision(exp: Experiment, a: Case, b: Case) -> IolabError:
