@@ -58,7 +58,9 @@ class Search:
     repetitions: int = 1
     seed: int = 0
     initial: int = 2
-    objective_line: int | None = field(default=None, compare=False)   # where the YAML says it
+    # the file and line of `objective`, for what is checked once the cases are known
+    # (matrix.check_objective)
+    at: tuple = field(default=(None, None), compare=False, repr=False)
 
     @property
     def maximize(self) -> bool:
@@ -215,7 +217,7 @@ def load_text(text: str, path, profile: str | None = None, shown: str | None = N
 
     repetitions = prof.get("repetitions", data.get("repetitions", 1))
     search = _search(doc, data["search"], parts, repetitions) if "search" in data else None
-    exp = Experiment(
+    return Experiment(
         id=data["id"], description=data["description"], source=data.get("source"),
         path=path, sha256=sha256_text(text), text=text, profile=profile,
         profiles=list(data.get("profiles", {})),
@@ -267,7 +269,7 @@ def _search(doc: Located, raw: dict, parts: list[Part], repetitions: int) -> Sea
                         f"of {budget}", hint=f"at most {budget}")
     return Search(objective=objective, direction=direction, budget=budget, strategy=strategy,
                   repetitions=reps, seed=raw.get("seed", 0), initial=initial,
-                  objective_line=doc.line(("search", "objective")))
+                  at=(doc.file, doc.line(("search", "objective"))))
 
 
 def _allow(doc: Located, data: dict, parts_at: dict, has_parts: bool) -> tuple[str, ...]:

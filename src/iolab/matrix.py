@@ -167,34 +167,33 @@ def expand(exp: Experiment) -> list[Case]:
     except IolabError as exc:
         raise IolabError(exc.message, file=str(exp.path)) from None
     if exp.search is not None:
-        _objective_reported(exp, cases)
+        check_objective(exp.search, cases)
     return cases
 
 
-def _objective_reported(exp: Experiment, cases: list[Case]) -> None:
-    """A search's objective is a metric every case of the grid reports, as its parameters say
-    (fio's rw, IOR's write and read; a benchmark whose metrics only its run can tell is held to
-    its declared patterns, in load._search). Checked here, where the cases are known, so that
-    validate, plan, search and the ReFrame loader all say it."""
+def check_objective(search, cases: list[Case]) -> None:
+    """The search's objective is a metric every case of the grid reports, as its parameters say
+    (fio's rw, IOR's write and read); a benchmark whose metrics only its run can tell is held to
+    its declared patterns (load._search)."""
     from .benchmarks import get as get_benchmark
 
-    objective = exp.search.objective
+    objective = search.objective
     reported = {c.case_id: get_benchmark(c.benchmark).reported(c.params) for c in cases}
-    lacking = [c for c in cases if reported[c.case_id] is not None
-               and objective not in reported[c.case_id]]
+    lacking = [c for c in cases if reported[c.case_id] is not None and objective not in reported[c.case_id]]
     if not lacking:
         return
     first = lacking[0]
     names = reported[first.case_id]
     alike = [c for c in lacking if reported[c.case_id] == names]
     every = set.intersection(*(set(r) for r in reported.values() if r is not None))
-    every_text = ", ".join(n for n in names if n in every) or "none"
     some = "every" if any(r is None or objective in r for r in reported.values()) else "any"
+    file, line = search.at
     raise IolabError(f"{brief(objective)} is not reported by {some} case searched: {len(alike)} of "
                      f"{len(cases)} {first.benchmark} cases ({describe(first, varied_keys(cases))}"
                      f"{', …' if len(alike) > 1 else ''}) report only {', '.join(names)}, as their "
-                     "parameters say", file=str(exp.path), line=exp.search.objective_line,
-                     key="search.objective", hint=f"metrics every case reports: {every_text}")
+                     "parameters say", file=file, line=line, key="search.objective",
+                     hint="metrics every case reports: " + (", ".join(n for n in names if n in every)
+                                                            or "none"))
 
 
 def _collision(exp: Experiment, a: Case, b: Case) -> IolabError:

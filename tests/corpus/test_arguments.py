@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
-from .conftest import noted, refused
+from .conftest import noted, rechain, refused
 
 
 def _ids(run_copy):
@@ -311,3 +312,21 @@ def test_reproduce_rep_counts_a_planned_repetition_without_a_record(run_copy):
     run_copy.rechain([r for r in recs if not (r["case_id"] == case and r["repetition"] == 2)])
     refused(run_copy.iolab("reproduce", exp, run, case, "--rep", "3"),
             f"--rep: repetition 3 is not one of run {run}'s for case {case} (it has 1, 2)")
+
+
+def test_a_huge_value_is_set_aside_by_a_comparison_of_two_runs(run_copy):
+    import shutil
+
+    case, _rep = _with_value(run_copy, 1e308)
+    first = run_copy.run.name
+    second = first[:-6] + "b0b0b0"          # a second run: the same jobs under another run id
+    shutil.copytree(run_copy.run, run_copy.run.parent / second)
+    manifest = json.loads((run_copy.run.parent / second / "manifest.json").read_text())
+    manifest["run_id"] = second
+    (run_copy.run.parent / second / "manifest.json").write_text(json.dumps(manifest))
+    recs = [dict(r, run_id=second) for r in run_copy.records()]
+    rechain(run_copy.run.parent / second, recs)     # its own records, chained from its own seed
+    answer = run_copy.iolab("compare", "corpus-fio", first, second)
+    text = noted(answer, "† A: 1 value set aside (1e+308: above 1e+150)",
+                 "†† B: 1 value set aside (1e+308: above 1e+150)")
+    assert not re.search(r"\b(inf|nan)\b", text), text
