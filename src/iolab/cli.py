@@ -288,14 +288,16 @@ def cmd_compare(args) -> int:
 
 def cmd_parse(args) -> int:
     from .benchmarks import get as get_benchmark
-    from .errors import ParseError
+    from .results import MAX_IMPORT_BYTES, readable_file
 
     adapter = get_benchmark(args.benchmark)
     status = 0
     for name in args.files:
         try:
+            if Path(name).is_symlink() or Path(name).exists():   # a FIFO or a device would block
+                readable_file(Path(name), MAX_IMPORT_BYTES)          # the parser (as import)
             (parsed,) = adapter.parse_files([Path(name)])
-        except (ParseError, OSError) as exc:
+        except (IolabError, OSError) as exc:      # ParseError too: each file answers for itself
             print(f"iolab: {name}: {exc}", file=sys.stderr)
             status = 1
             continue

@@ -815,6 +815,11 @@ def open_regular(path: Path, limit: int, *, within: Path | None = None,
     return fd
 
 
+def readable_file(path: Path, limit: int) -> None:
+    """Refuse (IolabError, one line) what open_regular refuses, reading nothing."""
+    os.close(open_regular(path, limit))
+
+
 def read_regular(path: Path, limit: int, *, within: Path | None = None,
                  missing: str = "no such file") -> bytes:
     """The bytes of a regular file of at most `limit` bytes (open_regular says what else is

@@ -266,3 +266,23 @@ def test_a_parent_outside_the_experiment_s_runs_is_refused(run_copy, parent):
     run_copy.write_manifest(manifest)
     refused(run_copy.iolab("table", "corpus-fio", "--run", run_copy.run.name),
             f"run {run_copy.run.name}: its manifest's parent {parent!r} is not a plain name")
+
+
+@pytest.mark.parametrize("what", ["dev-zero", "fifo", "symlink-to-dev-zero"])
+def test_parse_refuses_what_is_no_regular_file_and_goes_on(run_copy, tmp_path, what):
+    """`iolab parse` reads outputs as import does: a FIFO or a device is named, never waited on,
+    and the other files are still parsed."""
+    target = {"dev-zero": "/dev/zero", "fifo": tmp_path / "out.fifo",
+              "symlink-to-dev-zero": tmp_path / "out.json"}[what]
+    if what == "fifo":
+        os.mkfifo(target)
+    elif what == "symlink-to-dev-zero":
+        target.symlink_to("/dev/zero")
+    good = tmp_path / "good.json"
+    rec = run_copy.records()[0]
+    good.write_bytes((run_copy.run / rec["raw"]["dir"] / "fio.json").read_bytes())
+    answer = run_copy.iolab("parse", "fio", target, good)
+    assert answer.returncode == 1, answer
+    says = "a FIFO" if what == "fifo" else "a character device"
+    assert f"iolab: {target}: " in answer.stderr and says in answer.stderr, answer
+    assert '"name": "write_bw"' in answer.stdout, answer

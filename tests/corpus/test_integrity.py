@@ -372,3 +372,20 @@ def test_a_run_made_before_the_chain_is_unverified_not_failed(run_copy):
     assert "12 record(s); unverified: written before records carried a digest chain" in answer.stdout
     text = noted(run_copy.iolab("table", "quickstart"), "run unverified")
     assert text.count("unverified") == 1
+
+
+def test_an_imported_runs_last_line_removed_is_found(run_copy, tmp_path):
+    """`iolab import` ends its run as a run ends (count and last digest in `finished`), so a
+    record removed from the end of an imported run is named too."""
+    rec = run_copy.records()[0]
+    out = run_copy.run / rec["raw"]["dir"] / "fio.json"
+    answer = run_copy.iolab("import", "fio", out, out, "--into", "imported-fio", "--trust-params")
+    assert answer.returncode == 0, answer
+    (imported,) = (run_copy.results / "imported-fio").iterdir()
+    assert json.loads((imported / "manifest.json").read_text())["finished"]["records"] == 2
+    verified = run_copy.iolab("verify", "imported-fio", imported.name)
+    assert verified.returncode == 0, verified
+    lines = (imported / "records.jsonl").read_text().splitlines(keepends=True)
+    (imported / "records.jsonl").write_text(lines[0])
+    refused(run_copy.iolab("verify", "imported-fio", imported.name),
+            "the run finished with 2 record line(s): the last 1 were removed")
