@@ -289,7 +289,7 @@ def test_every_verb_exits_non_zero_on_input_it_cannot_use(tmp_path):
     a_dir.mkdir()
     cases = [
         (["parse", "ior", str(tmp_path / "absent.json")], 1, "is missing"),
-        (["parse", "ior", str(a_dir)], 1, "Is a directory"),
+        (["parse", "ior", str(a_dir)], 1, "a directory, not a regular file"),
         (["import", "ior", str(tmp_path / "absent.json"), "--into", "s"], 1, "is missing"),
         (["import", "ior", str(a_dir), "--into", "s"], 2, "a directory, not a regular file"),
         (["table", "no-such-study"], 2, "experiments with results: broken-study, my-study"),
