@@ -280,6 +280,9 @@ def test_every_verb_exits_non_zero_on_input_it_cannot_use(tmp_path):
     assert run_cli("import", "ior", str(SUMMARY), "--into", "my-study", env=env).returncode == 0
     (empty,) = (results / "my-study").iterdir()
     (empty / "records.jsonl").write_text("")                  # a run with no records
+    manifest = json.loads((empty / "manifest.json").read_text())
+    del manifest["finished"]        # that never ended (with its end, the empty file is refused:
+    (empty / "manifest.json").write_text(json.dumps(manifest))    # its records were removed)
     broken = results / "broken-study" / "20261121T000000Z-bbbbbb"
     broken.mkdir(parents=True)
     (broken / "manifest.json").write_text('{"origin": "reframe"')
