@@ -20,8 +20,8 @@ SETSTRIPE_FILE = "iolab-setstripe.txt"
 GETSTRIPE_FILE = "iolab-getstripe.txt"
 LFSDF_FILE = "iolab-lfsdf.txt"
 MAX_FILES = 64  # enough to see the layout; a 12288-rank file-per-process run would take minutes
-KEYS = ("lustre.stripe_count", "lustre.stripe_size", "lustre.stripe_offset", "lustre.pool",
-        "lustre.components")
+KEYS = ("lustre.stripe_count", "lustre.overstripe_count", "lustre.stripe_size",
+        "lustre.stripe_offset", "lustre.pool", "lustre.osts", "lustre.components")
 ALL_OSTS = -1    # stripe_count -1: stripe over every OST of the file system
 
 
@@ -41,18 +41,28 @@ def setstripe_args(req: dict) -> list[str]:
         # a progressive file layout: each -E opens a component up to that offset
         end = comp["end"]
         args += ["-E", "-1" if end == -1 else _lfs_size(end)]
-        if "stripe_count" in comp:
-            args += ["-c", str(comp["stripe_count"])]
-        if "stripe_size" in comp:
-            args += ["-S", _lfs_size(comp["stripe_size"])]
-    if "stripe_count" in req:
-        args += ["-c", str(req["stripe_count"])]
-    if "stripe_size" in req:
-        args += ["-S", _lfs_size(req["stripe_size"])]
+        if comp.get("layout") == "mdt":
+            args += ["-L", "mdt"]  # Data-on-MDT: the stripe size is the component's end
+        args += _stripe_args(comp)
+    args += _stripe_args(req)
     if "stripe_offset" in req:
         args += ["-i", str(req["stripe_offset"])]
+    if "osts" in req:
+        args += ["-o", ",".join(str(i) for i in req["osts"])]
     if "pool" in req:
         args += ["-p", req["pool"]]
+    return args
+
+
+def _stripe_args(part: dict) -> list[str]:
+    """-c (or -C, overstriping) and -S of a layout or of one component."""
+    args = []
+    if "stripe_count" in part:
+        args += ["-c", str(part["stripe_count"])]
+    if "overstripe_count" in part:
+        args += ["-C", str(part["overstripe_count"])]
+    if "stripe_size" in part:
+        args += ["-S", _lfs_size(part["stripe_size"])]
     return args
 
 
@@ -160,7 +170,7 @@ def _verify_layout(stage: Path, req: dict, out: dict) -> dict:
 
 def _short(layout: dict) -> dict:
     return {k: layout.get(k) for k in ("path", "stripe_count", "stripe_size", "stripe_offset",
-                                       "pool", "osts")}
+                                       "pool", "pattern", "osts")}
 
 
 # --- Observed layout: `lfs getstripe` and `lfs df` text (lustre/utils/liblustreapi.c, lfs.c) ---
@@ -190,12 +200,12 @@ def _int(value: str, number: int) -> int:
 
 def _record(path: str | None) -> dict:
     return {"path": path, "stripe_count": None, "stripe_size": None, "stripe_offset": None,
-            "pool": None, "osts": [], "_seen": False}
+            "pool": None, "pattern": None, "osts": [], "_seen": False}
 
 
 def _component() -> dict:
     return {"id": None, "flags": None, "extent_start": None, "extent_end": None, "stripe_count": None,
-            "stripe_size": None, "stripe_offset": None, "pool": None, "osts": []}
+            "stripe_size": None, "stripe_offset": None, "pool": None, "pattern": None, "osts": []}
 
 
 def _set_layout(target: dict, key: str, value: str, number: int) -> None:
@@ -203,6 +213,25 @@ def _set_layout(target: dict, key: str, value: str, number: int) -> None:
         target[key] = _int(value, number)
     elif key == "pool":
         target["pool"] = value or None
+    elif key == "pattern":
+        target["pattern"] = _pattern(value)
+
+
+# lov_pattern bits (lustre_user.h): older clients print the number, newer ones the names.
+_PATTERN_BITS = ((0x1, "raid0"), (0x100, "mdt"), (0x200, "overstriped"))
+
+
+def _pattern(value: str) -> str | None:
+    """`lmm_pattern` as names: "raid0", "mdt" (Data-on-MDT), "raid0,overstriped"."""
+    if not value:
+        return None
+    try:
+        bits = int(value, 0)
+    except ValueError:
+        return value
+    if not bits:
+        return None  # a directory default (`-d`) prints 0: no pattern asked for
+    return ",".join(name for bit, name in _PATTERN_BITS if bits & bit) or hex(bits)
 
 
 def _finish(rec: dict) -> dict:
@@ -211,7 +240,7 @@ def _finish(rec: dict) -> dict:
         # As `lfs getstripe -c/-S` do: the file-level values are the last initialized component's.
         inited = [c for c in comps if "init" in (c["flags"] or "").split(",")]
         last = (inited or comps)[-1]
-        for key in LAYOUT_KEYS:
+        for key in (*LAYOUT_KEYS, "pattern"):
             rec[key] = last[key]
         rec["osts"] = list(dict.fromkeys(i for c in comps for i in c["osts"]))
     del rec["_seen"]
@@ -335,17 +364,27 @@ def _as_int(key: str, value) -> int:
 
 def check_request(req: dict, ost_count: int | None) -> str | None:
     """Why `lfs setstripe` would refuse or quietly change this request, found before submission."""
-    if req.get("components") and ({"stripe_count", "stripe_size"} & req.keys()):
+    if req.get("components") and ({"stripe_count", "overstripe_count", "stripe_size", "osts"}
+                                  & req.keys()):
         return ("give either lustre.components (a progressive layout) or lustre.stripe_count/"
-                "stripe_size, not both")
-    for comp in req.get("components", []):
-        problem = check_request({k: comp[k] for k in ("stripe_count", "stripe_size") if k in comp},
-                                ost_count)
+                "overstripe_count/stripe_size/osts, not both")
+    for i, comp in enumerate(req.get("components", [])):
+        problem = _check_component(i, comp, ost_count)
         if problem:
-            return f"lustre.components: {problem}"
+            return f"lustre.components[{i}]: {problem}"
     ends = [c["end"] for c in req.get("components", [])]
     if ends and (ends[-1] != -1 or -1 in ends[:-1] or ends[:-1] != sorted(ends[:-1])):
         return "lustre.components: ends must grow, and only the last one may be -1 (end of file)"
+    if "stripe_count" in req and "overstripe_count" in req:
+        return "give either lustre.stripe_count (-c) or lustre.overstripe_count (-C), not both"
+    if "osts" in req:
+        count = req.get("stripe_count", req.get("overstripe_count"))
+        if count not in (None, 0) and _as_int("stripe_count", count) != len(req["osts"]):
+            # lfs: "stripe_count(4) != nr_tgts(2)"
+            return (f"lustre.osts names {len(req['osts'])} OST(s) but the stripe count is {count}: "
+                    "leave the count out or make them agree")
+        if "stripe_offset" in req:
+            return "give either lustre.stripe_offset (-i) or lustre.osts (-o), not both"
     if "stripe_count" in req:
         count = _as_int("stripe_count", req["stripe_count"])
         if count < -1:
@@ -360,6 +399,30 @@ def check_request(req: dict, ost_count: int | None) -> str | None:
     if "stripe_offset" in req and _as_int("stripe_offset", req["stripe_offset"]) < -1:
         # No upper bound here: OST indices may have gaps, so the count does not bound them.
         return f"lustre.stripe_offset {req['stripe_offset']}: use -1 (MDS chooses) or an OST index"
+    return None
+
+
+def _check_component(index: int, comp: dict, ost_count: int | None) -> str | None:
+    """One component as lfs setstripe's parser checks it (lfs.c, 2.16)."""
+    if "stripe_count" in comp and "overstripe_count" in comp:
+        return "give either stripe_count (-c) or overstripe_count (-C), not both"
+    if comp.get("layout") == "mdt":
+        # lfs: a DoM component must be the first, takes no -c/-S (its stripe size is its end)
+        if index:
+            return "layout mdt (Data-on-MDT) must be the first component"
+        if {"stripe_count", "overstripe_count", "stripe_size"} & comp.keys():
+            return "layout mdt (Data-on-MDT) takes no stripe_count, overstripe_count or stripe_size"
+        if comp["end"] == -1:
+            return "layout mdt (Data-on-MDT) needs an end: the rest of the file goes to the OSTs"
+        return None
+    problem = check_request({k: comp[k] for k in ("stripe_count", "stripe_size") if k in comp},
+                            ost_count)
+    if problem:
+        return problem.removeprefix("lustre.")
+    size = comp.get("stripe_size")
+    if size and comp["end"] != -1 and comp["end"] % _as_int("stripe_size", size):
+        # lfs: "The component end must be aligned by the stripe size"
+        return f"end {comp['end']} is not a multiple of the component's stripe_size {size}"
     return None
 
 
@@ -395,12 +458,53 @@ def _compare_components(want: list[dict], layout: dict, ost_count: int | None) -
         if (w["end"] == -1) != (end is None) or (w["end"] != -1 and end != w["end"]):
             out.append({"path": path, "key": f"components[{i}].end", "requested": w["end"],
                         "observed": -1 if end is None else end, "status": "changed"})
-        for key in ("stripe_count", "stripe_size"):
-            if key in w:
-                status = _layout_status(key, w[key], g.get(key), ost_count)
-                if status:
-                    out.append({"path": path, "key": f"components[{i}].{key}", "requested": w[key],
-                                "observed": g.get(key), "status": status})
+        if w.get("layout") == "mdt":
+            w = {**w, "pattern": "mdt"}  # Data-on-MDT: lfs prints pattern mdt, count 0
+        for entry in _compare_plain(w, g, ost_count):
+            out.append({**entry, "key": f"components[{i}].{entry['key']}"})
+    return out
+
+
+def _wanted_pattern(want: dict) -> str | None:
+    """The lmm_pattern lfs getstripe shows for this request, where it says something."""
+    if "pattern" in want:
+        return want["pattern"]
+    if "overstripe_count" in want or len(set(want.get("osts", []))) < len(want.get("osts", [])):
+        return "raid0,overstriped"  # -C, or an OST named twice in -o
+    return None
+
+
+def _compare_plain(want: dict, got: dict, ost_count: int | None) -> list[dict]:
+    """One plain layout (a file, or a component) against the request, key by key."""
+    out = []
+    for key in (*LAYOUT_KEYS, "overstripe_count", "osts", "pattern"):
+        if key == "pattern":
+            asked = _wanted_pattern(want)
+            if asked is None:
+                continue
+        elif key not in want:
+            continue
+        else:
+            asked = want[key]
+        if key == "overstripe_count":
+            # -C N: N stripes whatever the OST count
+            status = None if got.get("stripe_count") == asked else (
+                "missing" if got.get("stripe_count") is None else "changed")
+            seen = got.get("stripe_count")
+        elif key == "osts":
+            # -o: these OSTs, in this order (lfs getstripe lists the objects in stripe order)
+            seen = got.get("osts") or None
+            status = "missing" if seen is None else (None if seen == list(asked) else "changed")
+        elif key == "pattern":
+            seen = got.get("pattern")
+            # older lfs prints no name for overstriping: a missing pattern cannot vouch either way
+            status = "unverified" if seen is None else (None if seen == asked else "changed")
+        else:
+            seen = got.get(key)
+            status = _layout_status(key, asked, seen, ost_count)
+        if status:
+            out.append({"path": got.get("path"), "key": key, "requested": asked, "observed": seen,
+                        "status": status})
     return out
 
 
@@ -410,23 +514,14 @@ def compare_layout(req: dict, files: list[dict], ost_count: int | None) -> list[
     Entries {"path", "key", "requested", "observed", "status"}, status changed | missing |
     unverified (stripe_count -1 without an OST count, or no observed files). Empty: all applied.
     """
-    keys = [k for k in LAYOUT_KEYS if k in req]
-    if req.get("components"):
-        keys.append("components")
     if not files:
         return [{"path": None, "key": k, "requested": req[k], "observed": None, "status": "unverified"}
-                for k in keys]
+                for k in (*LAYOUT_KEYS, "overstripe_count", "osts", "components") if req.get(k)]
     out = []
     for f in files:
-        if "components" in keys:
+        if req.get("components"):
             out += _compare_components(req["components"], f, ost_count)
-        for key in keys:
-            if key == "components":
-                continue
-            status = _layout_status(key, req[key], f.get(key), ost_count)
-            if status:
-                out.append({"path": f.get("path"), "key": key, "requested": req[key],
-                            "observed": f.get(key), "status": status})
+        out += _compare_plain({k: v for k, v in req.items() if k != "components"}, f, ost_count)
     return out
 
 

@@ -46,7 +46,8 @@ def test_prerun_and_observed(tmp_path):
 def test_plain_file():
     [f] = lustre.parse_getstripe(read("getstripe_plain.txt"))
     assert f == {"path": "/lustre/scratch/iolab/case-1/ior.dat", "stripe_count": 4,
-                 "stripe_size": 1048576, "stripe_offset": 1, "pool": None, "osts": [1, 2, 3, 0]}
+                 "stripe_size": 1048576, "stripe_offset": 1, "pool": None, "pattern": "raid0",
+                 "osts": [1, 2, 3, 0]}
     assert "components" not in f
 
 
@@ -62,7 +63,7 @@ def test_directory_listing():
 def test_directory_one_liner():
     assert lustre.parse_getstripe(read("getstripe_d_default.txt")) == [
         {"path": None, "stripe_count": 1, "stripe_size": 1048576, "stripe_offset": -1, "pool": None,
-         "osts": []}]
+         "pattern": None, "osts": []}]
     [d] = lustre.parse_getstripe(read("getstripe_d_pool.txt"))
     assert (d["stripe_count"], d["stripe_size"], d["pool"]) == (4, 4194304, "flash")
 
@@ -70,7 +71,7 @@ def test_directory_one_liner():
 def test_yaml_plain():
     [f] = lustre.parse_getstripe(read("getstripe_yaml.txt"))
     assert f == {"path": None, "stripe_count": 2, "stripe_size": 1048576, "stripe_offset": 3,
-                 "pool": "flash", "osts": [3, 4]}
+                 "pool": "flash", "pattern": "raid0", "osts": [3, 4]}
 
 
 def test_yaml_without_paths_splits_files():
@@ -84,7 +85,7 @@ def test_composite(name):
     [f] = lustre.parse_getstripe(read(name))
     c1, c2, c3 = f["components"]
     assert c1 == {"id": 1, "flags": "init", "extent_start": 0, "extent_end": 4194304, "stripe_count": 1,
-                  "stripe_size": 1048576, "stripe_offset": 1, "pool": None, "osts": [1]}
+                  "stripe_size": 1048576, "stripe_offset": 1, "pool": None, "pattern": "raid0", "osts": [1]}
     assert (c2["extent_start"], c2["extent_end"], c2["stripe_count"], c2["osts"]) == (
         4194304, 67108864, 4, [6, 7, 0, 1])
     assert (c3["flags"], c3["extent_end"], c3["stripe_count"], c3["stripe_offset"], c3["osts"]) == (
@@ -136,7 +137,7 @@ def test_other_versions_whitespace_and_hex():
 def test_no_stripe_info_is_a_record_without_values():
     [f] = lustre.parse_getstripe("/lustre/x/empty has no stripe info\n")
     assert f == {"path": "/lustre/x/empty", "stripe_count": None, "stripe_size": None,
-                 "stripe_offset": None, "pool": None, "osts": []}
+                 "stripe_offset": None, "pool": None, "pattern": None, "osts": []}
 
 
 @pytest.mark.parametrize("text, words", [

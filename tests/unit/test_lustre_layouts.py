@@ -1,0 +1,187 @@
+"""The layouts sites use today (PFL, Data-on-MDT, overstriping, OST lists): typed at load, rendered
+into the `lfs setstripe` lines Lustre 2.16.1's own option parser accepted (recorded in
+tests/data/lustre/lfs_setstripe_parser_2.16.1.txt), refused before submission where that parser
+refuses them, and compared with what `lfs getstripe` shows."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from iolab import lustre, shell
+from iolab.errors import IolabError
+from iolab.load import load_experiment
+from iolab.matrix import expand
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "lustre"
+MIB = 1 << 20
+# A line lfs's parser accepted gets as far as the layout ioctl, which fails off Lustre.
+ACCEPTED = "Inappropriate ioctl for device"
+
+
+def recorded() -> dict[str, tuple[str, int]]:
+    """`$ lfs setstripe ... case-dir` -> (what lfs printed, its exit status)."""
+    text = (DATA / "lfs_setstripe_parser_2.16.1.txt").read_text()
+    out = {}
+    for block in re.split(r"^\$ ", text, flags=re.MULTILINE)[1:]:
+        command, _, rest = block.partition("\n")
+        printed, _, status = rest.rstrip("\n").rpartition("exit=")
+        out[command.removesuffix(" case-dir")] = (printed, int(status))
+    return out
+
+
+RECORDED = recorded()
+
+
+def rendered(req: dict) -> str:
+    return shell.join(lustre.setstripe_args(req), "lfs setstripe argument")
+
+
+def shipped_requests() -> list[tuple[str, dict]]:
+    out = {}
+    for path in sorted((ROOT / "experiments").glob("*.yaml")):
+        for case in expand(load_experiment(path)):
+            if case.striping:
+                out.setdefault(rendered(case.striping), (f"{path.stem}:{case.case_id}", case.striping))
+    return list(out.values())
+
+
+SHIPPED = shipped_requests()
+
+
+def test_the_recording_covers_pfl_dom_overstriping_and_ost_lists():
+    lines = " ".join(rendered(req) for _, req in SHIPPED)
+    for option in ("-E 4M", "-L mdt", "-C 8", "-o 0,1,2,3", "-c -1"):
+        assert option in lines
+    assert len(SHIPPED) >= 19
+
+
+@pytest.mark.parametrize("where, req", SHIPPED, ids=[w for w, _ in SHIPPED])
+def test_every_shipped_line_is_one_the_real_parser_accepted(where, req):
+    assert lustre.check_request(req, None) is None
+    printed, status = RECORDED[rendered(req)]
+    assert ACCEPTED in printed and status in (1, 25), printed
+
+
+# Requests iolab refuses before submission, and what the real lfs said about the line they render.
+REFUSED = [
+    ({"components": [{"end": MIB, "layout": "mdt", "stripe_count": 1}, {"end": -1, "stripe_count": 4}]},
+     "no stripe_count", "can't be specified with Data-on-MDT"),
+    ({"components": [{"end": 4 * MIB, "stripe_count": 1}, {"end": MIB, "layout": "mdt"},
+                     {"end": -1, "stripe_count": 4}]},
+     "must be the first component", "'mdt' layout can be only the first one"),
+    ({"components": [{"end": -1, "layout": "mdt"}]}, "needs an end", "'mdt' layout size is too big"),
+    ({"components": [{"end": 6 * MIB, "stripe_count": 1, "stripe_size": 4 * MIB},
+                      {"end": -1, "stripe_count": 4}]},
+     "not a multiple of the component's stripe_size", "must be aligned by the stripe size"),
+    ({"components": [{"end": 64 * MIB, "stripe_count": 4}, {"end": 32 * MIB, "stripe_count": 1},
+                     {"end": -1, "stripe_count": -1}]},
+     "ends must grow", "Set extent [67108864, 33554432) failed"),
+    ({"stripe_count": 4, "osts": [0, 1]}, "names 2 OST(s) but the stripe count is 4",
+     "stripe_count(4) != nr_tgts(2)"),
+    ({"overstripe_count": 2, "osts": [0, 1, 2]}, "names 3 OST(s) but the stripe count is 2",
+     "stripe_count(2) != nr_tgts(3)"),
+    ({"stripe_size": 100 * 1024}, "multiple of 64 KiB", "invalid stripe size '100K'"),
+]
+
+
+@pytest.mark.parametrize("req, ours, theirs", REFUSED, ids=[t for _, _, t in REFUSED])
+def test_refused_before_submission_where_lfs_refuses(req, ours, theirs):
+    assert ours in lustre.check_request(req, None)
+    printed, status = RECORDED[rendered(req)]
+    assert theirs in printed and ACCEPTED not in printed and status != 0
+
+
+# Lines the 2.16.1 parser lets through that iolab still refuses, because what they ask is unclear.
+STRICTER = [
+    ({"stripe_count": 4, "overstripe_count": 8}, "not both"),          # lfs: the last one wins
+    ({"stripe_offset": 1, "osts": [0, 1, 2, 3]}, "not both"),          # -o starts at its first OST
+    ({"components": [{"end": MIB, "layout": "mdt", "stripe_size": MIB},
+                     {"end": -1, "stripe_count": 4}]},
+     "no stripe_count"),                                               # DoM's stripe size is its end
+]
+
+
+@pytest.mark.parametrize("req, ours", STRICTER)
+def test_stricter_than_lfs_where_the_request_is_ambiguous(req, ours):
+    assert ours in lustre.check_request(req, None)
+    printed, _ = RECORDED[rendered(req)]
+    assert ACCEPTED in printed  # recorded, so this list stays honest about lfs
+
+
+def test_an_ost_named_twice_overstripes_and_the_parser_agrees():
+    printed, _ = RECORDED[rendered({"osts": [0, 0, 1, 1]})]
+    assert ACCEPTED in printed
+    assert lustre._wanted_pattern({"osts": [0, 0, 1, 1]}) == "raid0,overstriped"
+    assert lustre._wanted_pattern({"osts": [0, 1]}) is None
+
+
+# --- typing at load ----------------------------------------------------------------------------
+
+def test_the_demonstration_experiment_types_every_layout():
+    cases = {c.part: c.striping for c in expand(load_experiment(ROOT / "experiments" / "lustre-layouts.yaml"))}
+    assert cases["dom"]["components"][0] == {"end": MIB, "layout": "mdt"}
+    assert cases["overstriped"] == {"overstripe_count": 8, "stripe_size": MIB}
+    assert cases["ost-list"] == {"osts": [0, 1, 2, 3], "stripe_size": MIB}
+    assert [c["end"] for c in cases["pfl"]["components"]] == [4 * MIB, 64 * MIB, -1]
+
+
+def load(tmp_path, fixed: str):
+    (tmp_path / "experiments").mkdir(exist_ok=True)
+    path = tmp_path / "experiments" / "t.yaml"
+    path.write_text(f"id: t\ndescription: x\nbenchmark: ior\nfixed:\n{fixed}")
+    return load_experiment(path)
+
+
+@pytest.mark.parametrize("fixed, message", [
+    ("  lustre.overstripe_count: 0\n", r"t.yaml:5: fixed.lustre.overstripe_count"),
+    ("  lustre.overstripe_count: 2001\n", r"t.yaml:5: fixed.lustre.overstripe_count"),
+    ("  lustre.osts: [0, -1]\n", r"t.yaml:5: fixed.lustre.osts"),
+    ("  lustre.components:\n    - {end: 1MiB, layout: ost}\n    - {end: -1}\n",
+     r"t.yaml:6: fixed.lustre.components\[0\].layout"),
+])
+def test_bad_values_fail_at_load_with_file_and_line(tmp_path, fixed, message):
+    with pytest.raises(IolabError, match=message):
+        load(tmp_path, fixed)
+
+
+# --- requested against what lfs getstripe shows ---------------------------------------------
+
+def plain(count, pattern="raid0", osts=None, size=MIB):
+    return {"path": "/l/f", "stripe_count": count, "stripe_size": size, "stripe_offset": (osts or [0])[0],
+            "pool": None, "pattern": pattern, "osts": osts if osts is not None else list(range(count))}
+
+
+def test_overstriping_needs_the_count_and_the_pattern():
+    req = {"overstripe_count": 8, "stripe_size": MIB}
+    assert lustre.compare_layout(req, [plain(8, "raid0,overstriped", [0, 1, 2, 3] * 2)], 4) == []
+    (wrong,) = lustre.compare_layout(req, [plain(4, "raid0,overstriped")], 4)
+    assert (wrong["key"], wrong["observed"], wrong["status"]) == ("overstripe_count", 4, "changed")
+    (plain_pattern,) = lustre.compare_layout(req, [plain(8, "raid0")], 8)
+    assert (plain_pattern["key"], plain_pattern["status"]) == ("pattern", "changed")
+    (older,) = lustre.compare_layout(req, [plain(8, None)], 8)
+    assert older["status"] == "unverified"
+
+
+def test_ost_list_in_order():
+    req = {"osts": [0, 1, 2, 3]}
+    assert lustre.compare_layout(req, [plain(4, osts=[0, 1, 2, 3])], 8) == []
+    (moved,) = lustre.compare_layout(req, [plain(4, osts=[4, 5, 6, 7])], 8)
+    assert (moved["key"], moved["observed"], moved["status"]) == ("osts", [4, 5, 6, 7], "changed")
+
+
+def component(end, count, pattern="raid0", size=MIB, start=0):
+    return {"id": 1, "flags": "init", "extent_start": start, "extent_end": end, "stripe_count": count,
+            "stripe_size": size, "stripe_offset": 0, "pool": None, "pattern": pattern, "osts": []}
+
+
+def test_dom_component_must_show_pattern_mdt():
+    req = {"components": [{"end": MIB, "layout": "mdt"}, {"end": -1, "stripe_count": 4, "stripe_size": MIB}]}
+    dom = {"path": "/l/f", "components": [component(MIB, 0, "mdt"), component(None, 4, start=MIB)]}
+    assert lustre.compare_layout(req, [dom], 8) == []
+    on_osts = {"path": "/l/f", "components": [component(MIB, 1), component(None, 4, start=MIB)]}
+    (wrong,) = lustre.compare_layout(req, [on_osts], 8)
+    assert (wrong["key"], wrong["requested"], wrong["observed"]) == ("components[0].pattern", "mdt", "raid0")
