@@ -214,21 +214,24 @@ def _set_layout(target: dict, key: str, value: str, number: int) -> None:
     elif key == "pool":
         target["pool"] = value or None
     elif key == "pattern":
-        target["pattern"] = _pattern(value)
+        target["pattern"] = pattern_name(value)
 
 
 # lov_pattern bits (lustre_user.h): older clients print the number, newer ones the names.
 _PATTERN_BITS = ((0x1, "raid0"), (0x100, "mdt"), (0x200, "overstriped"))
 
 
-def _pattern(value: str) -> str | None:
-    """`lmm_pattern` as names: "raid0", "mdt" (Data-on-MDT), "raid0,overstriped"."""
-    if not value:
+def pattern_name(value: str | int | None) -> str | None:
+    """`lmm_pattern` (or Darshan's LUSTRE_COMP_STRIPE_PATTERN) as lfs names it: "raid0", "mdt"
+    (Data-on-MDT), "raid0,overstriped"; None where no pattern is set or recorded."""
+    if value is None or value == "":
         return None
     try:
-        bits = int(value, 0)
+        bits = value if isinstance(value, int) else int(value, 0)
     except ValueError:
-        return value
+        return value  # type: ignore[return-value]  # a name, as lfs 2.x prints it
+    if bits < 0:
+        return None  # Darshan: not recorded
     if not bits:
         return None  # a directory default (`-d`) prints 0: no pattern asked for
     return ",".join(name for bit, name in _PATTERN_BITS if bits & bit) or hex(bits)

@@ -374,7 +374,9 @@ def test_lustre_layouts_goodost_feed_compare_layout():
     assert s["lustre_totals"]["layouts"] == [
         {"stripe_count": 1, "stripe_size": MIB, "pool": None, "files": 48}]
     got = dx.lustre_layouts(s)
-    assert set(got[0]) == {"path", "stripe_count", "stripe_size", "stripe_offset", "pool", "osts"}
+    assert set(got[0]) == {"path", "stripe_count", "stripe_size", "stripe_offset", "pool", "pattern",
+                           "osts"}
+    assert {f["pattern"] for f in got} == {None}  # a LUSTRE v1 log records no pattern
     requested = {"stripe_count": 1, "stripe_size": MIB, "stripe_offset": -1}
     assert lustre.compare_layout(requested, got, None) == []
     wrong = lustre.compare_layout({"stripe_count": 4}, got, None)

@@ -185,3 +185,72 @@ def test_dom_component_must_show_pattern_mdt():
     on_osts = {"path": "/l/f", "components": [component(MIB, 1), component(None, 4, start=MIB)]}
     (wrong,) = lustre.compare_layout(req, [on_osts], 8)
     assert (wrong["key"], wrong["requested"], wrong["observed"]) == ("components[0].pattern", "mdt", "raid0")
+
+
+# --- witnesses: lfs getstripe output printed by the real lfs 2.16.1 -------------------------------
+
+DEMO = {c.part: c.striping for c in expand(load_experiment(ROOT / "experiments" / "lustre-layouts.yaml"))}
+WITNESS = {"pfl": "pfl", "dom": "dom", "overstriped": "overstriped", "ost-list": "ost_list"}
+
+
+def witness(part: str, yaml: bool) -> dict:
+    name = f"lfs216_getstripe_{WITNESS[part]}{'_yaml' if yaml else ''}.txt"
+    [layout] = lustre.parse_getstripe((DATA / name).read_text())
+    return layout
+
+
+@pytest.mark.parametrize("part", sorted(WITNESS))
+def test_each_demonstrated_layout_is_vouched_for_by_its_witness(part):
+    plain_form, yaml_form = witness(part, False), witness(part, True)
+    assert plain_form["path"] == "ior.dat" and yaml_form["path"] is None
+    assert {**plain_form, "path": None} == yaml_form  # -y reads the same as the plain form
+    assert lustre.compare_layout(DEMO[part], [plain_form], 8) == []
+
+
+@pytest.mark.parametrize("part", sorted(WITNESS))
+def test_each_witness_refutes_the_other_layouts(part):
+    for other in WITNESS:
+        if other != part:
+            found = lustre.compare_layout(DEMO[other], [witness(part, True)], 8)
+            assert [f for f in found if f["status"] == "changed"], (part, other)
+
+
+def test_witnesses_carry_what_tells_the_layouts_apart():
+    dom, over = witness("dom", False), witness("overstriped", False)
+    assert [(c["extent_end"], c["stripe_count"], c["pattern"]) for c in dom["components"]] == [
+        (MIB, 0, "mdt"), (None, 4, "raid0")]
+    assert (over["stripe_count"], over["pattern"], over["osts"]) == (
+        8, "raid0,overstriped", [0, 1, 2, 3, 0, 1, 2, 3])
+    pfl = witness("pfl", False)
+    assert [(c["extent_end"], c["stripe_count"], c["stripe_size"]) for c in pfl["components"]] == [
+        (4 * MIB, 1, MIB), (64 * MIB, 4, MIB), (None, 8, 4 * MIB)]
+
+
+@pytest.mark.parametrize("name", ["getstripe_pfl_yaml_sanity_56ed_2.16.txt",
+                                  "getstripe_pfl_yaml_sanity_56ed_2.15.txt"])
+def test_lustre_test_suite_pfl_yaml_both_forms(name):
+    """Lustre's own expected YAML (sanity.sh test_56ed), in the 2.16 `components:` form and the
+    older `componentN:` form: a 3-component layout of which only the first is instantiated."""
+    [f] = lustre.parse_getstripe((DATA / name).read_text())
+    comps = f["components"]
+    assert [(c["flags"], c["extent_end"], c["stripe_count"], c["stripe_offset"]) for c in comps] == [
+        ("init", 1 << 30, 1, 0), ("0", 4 << 30, 4, -1), ("0", None, 4, -1)]
+    req = {"components": [{"end": 1 << 30, "stripe_count": 1, "stripe_size": 4 * MIB},
+                          {"end": 4 << 30, "stripe_count": 4, "stripe_size": 4 * MIB},
+                          {"end": -1, "stripe_count": 4, "stripe_size": 4 * MIB}]}
+    assert lustre.compare_layout(req, [f], 8) == []
+    (moved,) = lustre.compare_layout({**req, "components": [{**req["components"][0], "end": 1 << 29},
+                                                            *req["components"][1:]]}, [f], 8)
+    assert moved["key"] == "components[0].end"
+
+
+def test_darshan_components_name_the_pattern_as_lfs_does():
+    from iolab.darshan import layouts
+
+    def comp(pattern, count):
+        return {"counters": {"LUSTRE_COMP_STRIPE_SIZE": MIB, "LUSTRE_COMP_STRIPE_COUNT": count,
+                             "LUSTRE_COMP_FLAGS": 0x10, "LUSTRE_COMP_EXT_START": 0,
+                             "LUSTRE_COMP_EXT_END": MIB, "LUSTRE_COMP_STRIPE_PATTERN": pattern},
+                "pool": "", "osts": []}
+    assert [layouts.component(comp(p, n))["pattern"] for p, n in ((0x100, 0), (0x201, 8), (1, 4), (-1, 4))] == [
+        "mdt", "raid0,overstriped", "raid0", None]

@@ -9,12 +9,12 @@ component's object list. Logs from Darshan before 3.4.6 (LUSTRE v1) have no flag
 
 from __future__ import annotations
 
-from ..lustre import MAX_FILES
+from ..lustre import MAX_FILES, pattern_name
 
 # lcme_flags bits and the names lfs prints (lustre/include/uapi/linux/lustre/lustre_user.h).
 LCME_FLAGS = ((0x1, "stale"), (0x2, "prefrd"), (0x4, "prefwr"), (0x8, "offline"), (0x10, "init"),
               (0x20, "nosync"), (0x40, "extension"))
-GETSTRIPE_KEYS = ("path", "stripe_count", "stripe_size", "stripe_offset", "pool", "osts")
+GETSTRIPE_KEYS = ("path", "stripe_count", "stripe_size", "stripe_offset", "pool", "pattern", "osts")
 
 
 def _flags(value: int) -> str | None:
@@ -36,17 +36,20 @@ def component(comp: dict) -> dict | None:
             "extent_end": None if end < 0 else end,  # -1 is EOF (or unrecorded)
             "stripe_count": c.get("LUSTRE_COMP_STRIPE_COUNT", 0), "stripe_size": size,
             "stripe_offset": osts[0] if osts and osts[0] >= 0 else None,
-            "pool": comp.get("pool") or None, "osts": osts}
+            "pool": comp.get("pool") or None,
+            # lov_pattern bits: mdt for a Data-on-MDT component, raid0,overstriped for -C
+            "pattern": pattern_name(c.get("LUSTRE_COMP_STRIPE_PATTERN")), "osts": osts}
 
 
 def file_layout(path: str, comps: list[dict]) -> dict:
     """The file-level view, as lfs getstripe -c/-S give it: the last instantiated component."""
     parts = [p for p in (component(c) for c in comps) if p is not None]
     out = {"path": path, "stripe_count": None, "stripe_size": None, "stripe_offset": None, "pool": None,
-           "osts": [], "components": len(parts), "layout_components": parts}
+           "pattern": None, "osts": [], "components": len(parts), "layout_components": parts}
     if parts:
         last = parts[-1]
-        out.update({k: last[k] for k in ("stripe_count", "stripe_size", "stripe_offset", "pool")})
+        out.update({k: last[k] for k in ("stripe_count", "stripe_size", "stripe_offset", "pool",
+                                         "pattern")})
         out["osts"] = list(dict.fromkeys(o for p in parts for o in p["osts"]))
     return out
 
