@@ -254,3 +254,60 @@ def test_darshan_components_name_the_pattern_as_lfs_does():
                 "pool": "", "osts": []}
     assert [layouts.component(comp(p, n))["pattern"] for p, n in ((0x100, 0), (0x201, 8), (1, 4), (-1, 4))] == [
         "mdt", "raid0,overstriped", "raid0", None]
+
+
+# --- only data files are striped -----------------------------------------------------------------
+
+CASE_DIR = "/scratch/iolab/exp/abcd1234"
+H5BENCH_ALL_OSTS = """\
+id: h5bench-all-osts
+description: the h5bench kernels at stripe count -1, as in the report that cost an hour
+parts:
+  kernels:
+    benchmark: h5bench
+    matrix: {kernel: [write, metadata, exerciser]}
+    fixed: {lustre.stripe_count: -1}
+"""
+
+
+def striped_cases():
+    out = []
+    for path in sorted((ROOT / "experiments").glob("*.yaml")):
+        out += [c for c in expand(load_experiment(path)) if c.striping]
+    return out
+
+
+def assert_only_the_case_directory_is_striped(case):
+    from iolab.benchmarks import get as get_benchmark
+    from iolab.rfm import jobscript
+
+    spec = get_benchmark(case.benchmark).run_spec(case, CASE_DIR)
+    pre, post = jobscript.lines(CASE_DIR, spec, Path("/stage"), case.striping,
+                                stop_on_layout_failure=True, remove_data=True)
+    (setstripe,) = [line for line in pre + post if "setstripe" in line]
+    assert f"{rendered(case.striping)} {CASE_DIR} > {lustre.SETSTRIPE_FILE}" in setstripe
+    for line in pre + post:
+        for target in re.findall(r"(?<![0-9&])>>?\s*(\S+)", line):
+            assert not target.startswith(CASE_DIR), line  # iolab's own files stay in the stage
+    # the result files the benchmark leaves for parsing are stage-relative
+    assert all("/" not in name for name in [*spec.outputs, *spec.files]), spec.outputs
+    return spec
+
+
+@pytest.mark.parametrize("case", striped_cases(), ids=lambda c: f"{c.experiment}:{c.case_id}")
+def test_only_the_case_directory_is_striped_in_the_shipped_experiments(case):
+    assert_only_the_case_directory_is_striped(case)
+
+
+def test_h5bench_results_stay_out_of_a_directory_striped_over_every_ost(tmp_path):
+    """h5bench users lost an hour at 512 ranks to a stripe count of -1 on the directory of their
+    result CSV, which every rank opened: here the CSVs stay in the stage directory, and the
+    exerciser, which must run in the case directory, leaves only its data file there."""
+    (tmp_path / "experiments").mkdir()
+    path = tmp_path / "experiments" / "h5bench-all-osts.yaml"
+    path.write_text(H5BENCH_ALL_OSTS)
+    specs = {c.params["kernel"]: assert_only_the_case_directory_is_striped(c)
+             for c in expand(load_experiment(path))}
+    assert set(specs) == {"write", "metadata", "exerciser"}
+    assert "h5bench.csv" in specs["write"].outputs + list(specs["write"].args)
+    assert specs["exerciser"].workdir == CASE_DIR and specs["write"].workdir is None
