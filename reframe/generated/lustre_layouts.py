@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "f0eb57e86dac89a15e2dba3e022e09a907da195f82cf9aeec64833aec937cc5b"
+IOLAB_YAML_SHA256 = "0e111f779eed2d64e0730945cd0ffe072efdab9a4176749037116482a3324587"
 
 register_experiment(__name__, __file__, "../../experiments/lustre-layouts.yaml", IOLAB_YAML_SHA256)

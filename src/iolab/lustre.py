@@ -18,10 +18,13 @@ from .units import parse_size, size_arg
 FSTYPE_FILE = "iolab-fstype.txt"
 SETSTRIPE_FILE = "iolab-setstripe.txt"
 GETSTRIPE_FILE = "iolab-getstripe.txt"
+GETDIRSTRIPE_FILE = "iolab-getdirstripe.txt"
 LFSDF_FILE = "iolab-lfsdf.txt"
 MAX_FILES = 64  # enough to see the layout; a 12288-rank file-per-process run would take minutes
 KEYS = ("lustre.stripe_count", "lustre.overstripe_count", "lustre.stripe_size",
-        "lustre.stripe_offset", "lustre.pool", "lustre.osts", "lustre.components")
+        "lustre.stripe_offset", "lustre.pool", "lustre.osts", "lustre.components",
+        "lustre.dir_stripe_count")
+DIR_KEYS = ("dir_stripe_count",)  # lfs setdirstripe: the directory over MDTs, not the files' layout
 ALL_OSTS = -1    # stripe_count -1: stripe over every OST of the file system
 
 
@@ -33,6 +36,18 @@ def all_osts(key: str, value) -> bool:
 
 def requested(params: dict) -> dict:
     return {k.removeprefix("lustre."): params[k] for k in KEYS if k in params}
+
+
+def setdirstripe_args(req: dict, default: bool = False) -> list[str]:
+    """`lfs setdirstripe -c N`: the case directory (made again, empty) striped over N MDTs; with
+    default, `-D -c N`: the directories a benchmark makes in it (mdtest's tree) striped alike,
+    for a striped directory's subdirectories are otherwise each on one MDT."""
+    return ["lfs", "setdirstripe", *(["-D"] if default else []), "-c", str(req["dir_stripe_count"])]
+
+
+def file_layout(req: dict) -> dict:
+    """The part of a request that `lfs setstripe` sets (everything but the directory's MDTs)."""
+    return {k: v for k, v in req.items() if k not in DIR_KEYS}
 
 
 def setstripe_args(req: dict) -> list[str]:
@@ -79,23 +94,40 @@ def prerun_lines(case_dir: str, req: dict, stop_on_failure: bool = True) -> list
     # findmnt names ext4 as such; stat -f (statfs magic) is the fallback and knows lustre.
     lines = [f"{{ findmnt -n -o FSTYPE -T {d} 2>/dev/null || stat -f -c %T {d}; }} > {FSTYPE_FILE}"]
     if req:
-        cmd = shell.join(setstripe_args(req), "lfs setstripe argument") + f" {d}"
+        cmd = ""
+        if file_layout(req):
+            cmd = shell.join(setstripe_args(file_layout(req)), "lfs setstripe argument") + f" {d}"
+        if "dir_stripe_count" in req:
+            # setdirstripe makes the directory: the one mkdir made is still empty, so it goes
+            # first; a directory with anything in it stops the job here, with why
+            dirstripe = " && ".join(
+                [f"rmdir {d}", *(shell.join(setdirstripe_args(req, default), "lfs setdirstripe argument")
+                                 + f" {d}" for default in (False, True))])
+            cmd = f"{{ {dirstripe}{' && ' + cmd if cmd else ''}; }}"
         stop = (f"; if [ $iolab_ss -ne 0 ]; then "
-                f"{shell.stop_job('lfs setstripe failed', SETSTRIPE_FILE)}; fi") if stop_on_failure else ""
+                f"{shell.stop_job(_what(req) + ' failed', SETSTRIPE_FILE)}; fi") if stop_on_failure else ""
         lines.append(f"if [ \"$(cat {FSTYPE_FILE})\" = lustre ]; then {cmd} > {SETSTRIPE_FILE} 2>&1; "
                      f"iolab_ss=$?; echo \"exit=$iolab_ss\" >> {SETSTRIPE_FILE}{stop}; fi")
     return lines
 
 
-def postrun_lines(case_dir: str) -> list[str]:
+def _what(req: dict) -> str:
+    """The lfs commands of a request, for the line that says which failed."""
+    return "lfs setdirstripe/setstripe" if set(DIR_KEYS) & req.keys() else "lfs setstripe"
+
+
+def postrun_lines(case_dir: str, req: dict | None = None) -> list[str]:
     """After the benchmark, before cleanup: the OST count and the layout of the directory and of
-    (up to MAX_FILES of) the files the benchmark wrote, as `### <path>` sections."""
+    (up to MAX_FILES of) the files the benchmark wrote, as `### <path>` sections; and, where the
+    directory was striped over MDTs, `lfs getdirstripe -y` of it."""
     d = shell.path_word(case_dir, "case directory")
     collect = (f"{{ lfs df {d}; }} > {LFSDF_FILE} 2>&1; "
                f"{{ printf '### %s\\n' {d}; lfs getstripe -d {d}; "
                f"ls -1 {d} | head -n {MAX_FILES} | while read -r f; do "
                f"printf '### %s/%s\\n' {d} \"$f\"; lfs getstripe -y {d}/\"$f\"; done; }} "
                f"> {GETSTRIPE_FILE} 2>&1")
+    if req and "dir_stripe_count" in req:
+        collect += f"; lfs getdirstripe -y {d} > {GETDIRSTRIPE_FILE} 2>&1"
     return [f"if [ \"$(cat {FSTYPE_FILE})\" = lustre ]; then {collect}; fi"]
 
 
@@ -136,7 +168,7 @@ def observed(stage: Path, req: dict) -> dict:
         log = ""
     last = log.strip().splitlines()[-1] if log.strip() else ""
     if last != "exit=0":
-        out.update(applied=False, reason=f"lfs setstripe failed: {log.strip()[-200:] or 'no output'}")
+        out.update(applied=False, reason=f"{_what(req)} failed: {log.strip()[-200:] or 'no output'}")
         return out
     return _verify_layout(stage, req, out)
 
@@ -154,7 +186,10 @@ def _verify_layout(stage: Path, req: dict, out: dict) -> dict:
         layouts = []
     good = [lay for lay in layouts if "error" not in lay]
     files = [lay for lay in good if lay.get("path") != layouts[0].get("path")] if good else []
-    problems = compare_layout(req, files, ost_count)
+    problems = compare_layout(file_layout(req), files, ost_count)
+    if "dir_stripe_count" in req:
+        out["directory"], found = _dir_observed(stage, req)
+        problems += found
     out.update(ost_count=ost_count, files=[_short(lay) for lay in good[:1 + 16]],
                mismatches=[p for p in problems if p["status"] != "unverified"],
                unverified=[p for p in problems if p["status"] == "unverified"])
@@ -166,6 +201,60 @@ def _verify_layout(stage: Path, req: dict, out: dict) -> dict:
     else:
         out.update(applied=True, verified=not out["unverified"])
     return out
+
+
+def _dir_observed(stage: Path, req: dict) -> tuple[dict | None, list[dict]]:
+    """`lfs getdirstripe -y` of the case directory against lustre.dir_stripe_count."""
+    want = req["dir_stripe_count"]
+    try:
+        lmv = parse_getdirstripe((stage / GETDIRSTRIPE_FILE).read_text())
+    except (OSError, ValueError):
+        return None, [{"path": None, "key": "dir_stripe_count", "requested": want, "observed": None,
+                       "status": "unverified"}]
+    try:
+        mdt_count = parse_lfs_df((stage / LFSDF_FILE).read_text(), "MDT")
+    except (OSError, ValueError):
+        mdt_count = None
+    return lmv, compare_dirstripe(want, lmv, mdt_count)
+
+
+def compare_dirstripe(want: int, lmv: dict, mdt_count: int | None) -> list[dict]:
+    """A requested MDT stripe count against parse_getdirstripe's record; -1 (all MDTs) needs the
+    MDT count of `lfs df` to be vouched for."""
+    got = lmv["dir_stripe_count"]
+    if want == ALL_OSTS:
+        if mdt_count is None:
+            status = "unverified"
+        else:
+            status = None if got == mdt_count else "changed"
+    else:
+        status = None if got == want else "changed"
+    return [{"path": None, "key": "dir_stripe_count", "requested": want, "observed": got,
+             "status": status}] if status else []
+
+
+_LMV = re.compile(r"lmv_(stripe_count|stripe_offset|hash_type):\s*(\S+)")
+_MDT_ROW = re.compile(r"^\s*(?:-\s+l_mdt_idx:\s*(\d+)|(\d+)\s+\[0x)", re.MULTILINE)
+
+
+def parse_getdirstripe(text: str) -> dict:
+    """`lfs getdirstripe [-y] <dir>` -> {dir_stripe_count, dir_stripe_offset, hash_type, mdts}.
+
+    Reads the one-line form (`lmv_stripe_count: 4 lmv_stripe_offset: 0 lmv_hash_type: ...`,
+    then an `mdtidx FID` table) and the YAML form (`lmv_objects:` of `- l_mdt_idx: N`).
+    Raises ValueError on text that has no lmv_stripe_count."""
+    fields = dict(_LMV.findall(text))
+    if "stripe_count" not in fields:
+        raise ValueError("no lmv_stripe_count: not lfs getdirstripe output")
+    try:
+        count = int(fields["stripe_count"])
+        offset = int(fields["stripe_offset"], 0) if "stripe_offset" in fields else None
+    except ValueError:
+        raise ValueError(f"lmv_stripe_count {fields['stripe_count']!r} or its offset is not an "
+                         "integer") from None
+    return {"dir_stripe_count": count, "dir_stripe_offset": offset,
+            "hash_type": fields.get("hash_type"),
+            "mdts": [int(a or b) for a, b in _MDT_ROW.findall(text)]}
 
 
 def _short(layout: dict) -> dict:
@@ -353,11 +442,13 @@ def parse_getstripe(text: str) -> list[dict]:
     return [_finish(r) for r in records]
 
 
-def parse_lfs_df(text: str) -> int:
-    """Number of OSTs in `lfs df` output: the lines tagged [OST:N] (inactive OSTs have no tag)."""
-    count = sum(1 for line in text.splitlines() if _OST_LINE.search(line))
+def parse_lfs_df(text: str, target: str = "OST") -> int:
+    """Number of OSTs (or MDTs) in `lfs df` output: the lines tagged [OST:N] ([MDT:N]); inactive
+    targets have no tag."""
+    tag = _OST_LINE if target == "OST" else re.compile(rf"\[{target}:\d+\]")
+    count = sum(1 for line in text.splitlines() if tag.search(line))
     if not count:
-        raise ValueError("no [OST:N] lines: not lfs df output")
+        raise ValueError(f"no [{target}:N] lines: not lfs df output")
     return count
 
 

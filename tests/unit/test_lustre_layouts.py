@@ -44,8 +44,9 @@ def shipped_requests() -> list[tuple[str, dict]]:
     out = {}
     for path in sorted((ROOT / "experiments").glob("*.yaml")):
         for case in expand(load_experiment(path)):
-            if case.striping:
-                out.setdefault(rendered(case.striping), (f"{path.stem}:{case.case_id}", case.striping))
+            req = lustre.file_layout(case.striping)  # setdirstripe is not probed: see below
+            if req:
+                out.setdefault(rendered(req), (f"{path.stem}:{case.case_id}", req))
     return list(out.values())
 
 
@@ -284,8 +285,9 @@ def assert_only_the_case_directory_is_striped(case):
     spec = get_benchmark(case.benchmark).run_spec(case, CASE_DIR)
     pre, post = jobscript.lines(CASE_DIR, spec, Path("/stage"), case.striping,
                                 stop_on_layout_failure=True, remove_data=True)
-    (setstripe,) = [line for line in pre + post if "setstripe" in line]
-    assert f"{rendered(case.striping)} {CASE_DIR} > {lustre.SETSTRIPE_FILE}" in setstripe
+    (setstripe,) = [line for line in pre + post if "setstripe" in line and "getstripe" not in line]
+    layout = lustre.file_layout(case.striping)
+    assert f"{rendered(layout) if layout else ''} {CASE_DIR}" in setstripe
     for line in pre + post:
         for target in re.findall(r"(?<![0-9&])>>?\s*(\S+)", line):
             assert not target.startswith(CASE_DIR), line  # iolab's own files stay in the stage
@@ -311,3 +313,74 @@ def test_h5bench_results_stay_out_of_a_directory_striped_over_every_ost(tmp_path
     assert set(specs) == {"write", "metadata", "exerciser"}
     assert "h5bench.csv" in specs["write"].outputs + list(specs["write"].args)
     assert specs["exerciser"].workdir == CASE_DIR and specs["write"].workdir is None
+
+
+# --- striped directories: lfs setdirstripe, a request of its own -----------------------------------
+# lfs's parser cannot be probed for setdirstripe off Lustre (it stops at "not on a Lustre
+# filesystem" before parsing, REFERENCE §12); the witnesses below are lfs 2.16.1's own printing.
+
+def test_dir_striping_is_typed_and_kept_apart_from_the_file_layout():
+    assert DEMO["striped-dir"] == {"dir_stripe_count": 4}
+    assert lustre.file_layout({"dir_stripe_count": 4, "stripe_count": 1}) == {"stripe_count": 1}
+    assert lustre.setdirstripe_args({"dir_stripe_count": -1}, default=True) == [
+        "lfs", "setdirstripe", "-D", "-c", "-1"]
+
+
+@pytest.mark.parametrize("value", [0, -2, 2001])
+def test_bad_dir_stripe_counts_fail_at_load(tmp_path, value):
+    with pytest.raises(IolabError, match=r"t.yaml:5: fixed.lustre.dir_stripe_count"):
+        load(tmp_path, f"  lustre.dir_stripe_count: {value}\n")
+
+
+def test_the_job_remakes_the_empty_case_directory_striped_then_sets_the_files_layout():
+    (line,) = [x for x in lustre.prerun_lines("/s/case", {"dir_stripe_count": 4, "stripe_count": 1})
+               if "setdirstripe" in x]
+    assert ("{ rmdir /s/case && lfs setdirstripe -c 4 /s/case && lfs setdirstripe -D -c 4 /s/case"
+            " && lfs setstripe -c 1 /s/case; } > iolab-setstripe.txt 2>&1") in line
+    assert "lfs setdirstripe/setstripe failed" in line
+    (post,) = lustre.postrun_lines("/s/case", {"dir_stripe_count": 4})
+    assert f"lfs getdirstripe -y /s/case > {lustre.GETDIRSTRIPE_FILE}" in post
+    # a file layout alone: the lines the shipped experiments always had
+    assert "getdirstripe" not in lustre.postrun_lines("/s/case", {"stripe_count": 1})[0]
+    assert "rmdir" not in "".join(lustre.prerun_lines("/s/case", {"stripe_count": 1}))
+
+
+@pytest.mark.parametrize("name", ["lfs216_getdirstripe_4.txt", "lfs216_getdirstripe_4_yaml.txt"])
+def test_getdirstripe_witness_both_forms(name):
+    assert lustre.parse_getdirstripe((DATA / name).read_text()) == {
+        "dir_stripe_count": 4, "dir_stripe_offset": 0, "hash_type": "fnv_1a_64", "mdts": [0, 1, 2, 3]}
+
+
+def test_getdirstripe_refuses_other_text():
+    with pytest.raises(ValueError, match="not lfs getdirstripe output"):
+        lustre.parse_getdirstripe((DATA / "lfs216_getstripe_pfl.txt").read_text())
+
+
+def dir_stage(tmp_path, witness=True, df=True):
+    (tmp_path / lustre.FSTYPE_FILE).write_text("lustre\n")
+    (tmp_path / lustre.SETSTRIPE_FILE).write_text("exit=0\n")
+    (tmp_path / lustre.GETSTRIPE_FILE).write_text("")
+    if df:
+        (tmp_path / lustre.LFSDF_FILE).write_text((DATA / "lfs_df.txt").read_text())  # 1 MDT
+    if witness:
+        (tmp_path / lustre.GETDIRSTRIPE_FILE).write_text((DATA / "lfs216_getdirstripe_4_yaml.txt").read_text())
+    return tmp_path
+
+
+@pytest.mark.parametrize("want, df, witness, applied, status", [
+    (4, True, True, True, None),
+    (2, True, True, False, "changed"),
+    (-1, True, True, False, "changed"),        # all MDTs: lfs df counts 1, the directory has 4
+    (-1, False, True, True, "unverified"),     # no MDT count to vouch for -1
+    (4, True, False, True, "unverified"),      # no witness
+])
+def test_dir_striping_requested_against_applied(tmp_path, want, df, witness, applied, status):
+    from iolab.record import Observed
+
+    obs = lustre.observed(dir_stage(tmp_path, witness, df), {"dir_stripe_count": want})
+    assert obs["applied"] is applied
+    found = obs["mismatches"] + obs["unverified"]
+    assert [f["status"] for f in found] == ([status] if status else [])
+    if status == "changed":
+        assert obs["reason"].startswith(f"dir_stripe_count requested {want}, got 4")
+        assert Observed.from_json({"lustre": obs}).flags()[0].startswith("striping not applied")

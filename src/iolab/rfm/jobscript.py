@@ -56,7 +56,7 @@ def lines(case_dir: str, spec, stage: Path, req: dict, *, stop_on_layout_failure
     pre.append(f"printf '%s\\n' {_NOW} > {times}")
     post.append(f"printf '%s\\n' {_NOW} >> {times}")
     if req:
-        post += lustre.postrun_lines(case_dir)
+        post += lustre.postrun_lines(case_dir, req)
     if remove_data:
         post.append(f"rm -rf {d}")
     return pre, post
