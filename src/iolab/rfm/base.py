@@ -21,7 +21,7 @@ from reframe.core.logging import getlogger
 
 from .. import benchmarks
 from ..matrix import describe
-from . import continuation, observe, plan, recording
+from . import continuation, internals, observe, plan, recording
 
 
 class IolabTest(rfm.RunOnlyRegressionTest, special=True):
@@ -175,8 +175,5 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
             raise SanityError(f"iolab could not store this case's record: {exc!r}") from exc
 
 
-# ReFrame's deprecated alias of env_vars (`variables`) is read for every test it instantiates, and
-# each read walks the whole call stack (inspect.stack) for a deprecation warning that ReFrame then
-# suppresses: most of the time `reframe -l` spends on a thousand cases. iolab never uses the alias
-# (plan.py sets env_vars), so its cases do not carry it; `self.variables` is an AttributeError.
-IolabTest._rfm_var_space.vars.pop("variables", None)
+# No deprecated `variables` alias: see internals.drop_variables_alias.
+internals.drop_variables_alias(IolabTest)

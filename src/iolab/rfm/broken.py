@@ -7,6 +7,8 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import ReframeError
 
+from . import internals
+
 
 class BrokenExperiment(rfm.RunOnlyRegressionTest):
     """Stands for an experiment that could not be loaded (register.py names a subclass after it):
@@ -31,4 +33,4 @@ class BrokenExperiment(rfm.RunOnlyRegressionTest):
 
 
 # As in base.py: no deprecated `variables` alias, whose every read walks the call stack.
-BrokenExperiment._rfm_var_space.vars.pop("variables", None)
+internals.drop_variables_alias(BrokenExperiment)

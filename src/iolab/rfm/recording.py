@@ -20,7 +20,7 @@ from ..run import progress_text
 from ..shims import shim_path
 from ..results import RunDir, base_manifest, git_state, new_run_id, results_root, sha256_file, utcnow
 from ..stack import spack_packages
-from . import continuation, darshan, jobscript
+from . import continuation, darshan, internals, jobscript
 
 
 class _Run:
@@ -86,9 +86,7 @@ def _used_files(exp: Experiment) -> list[Path]:
     """The files a run depends on besides installed code: its YAML, its shim, the system config."""
     files = [exp.path, shim_path(exp.root / "reframe" / "generated", exp.id)]
     try:
-        from reframe.core.runtime import runtime
-
-        files += [Path(f) for f in runtime().site_config.sources if str(f).endswith(".py")]
+        files += [Path(f) for f in internals.config_files() if str(f).endswith(".py")]
     except Exception:  # noqa: BLE001 - outside a ReFrame session
         pass
     return files
@@ -268,9 +266,7 @@ def _stack(test, run: _Run, binary_path: str | None) -> dict | None:
 def _config_file(root: Path) -> str | None:
     """The ReFrame configuration file this run uses, relative to the project (for resume)."""
     try:
-        from reframe.core.runtime import runtime
-
-        sources = [s for s in runtime().site_config.sources if s != "<builtin>"]
+        sources = [s for s in internals.config_files() if s != "<builtin>"]
     except Exception:  # noqa: BLE001 - outside a session, or another ReFrame
         return None
     for source in reversed(sources):

@@ -22,7 +22,7 @@ from ..errors import IolabError
 from ..load import load_experiment
 from ..matrix import expand, producers, varied_keys
 from ..shims import class_name, render_shim, shim_path, sync_shims, write_atomic
-from . import continuation, session
+from . import continuation, internals, session
 from .base import IolabTest
 from .broken import BrokenExperiment
 from .select import Selection, as_written, from_command_line
@@ -179,14 +179,8 @@ def _names_as_written(known: set[str]) -> None:
     """ReFrame's -n/-x filters (built after the tests load) read an experiment id written with
     hyphens as its tests' class name: `-n cp2k-aggregators` selects what `-n cp2k_aggregators`
     does, instead of nothing."""
-    from reframe.frontend import filters
-
-    if not hasattr(filters, "_iolab_known"):
-        any_name, not_name = filters.have_any_name, filters.have_not_name
-        filters.have_any_name = lambda names: any_name([as_written(n, filters._iolab_known)
-                                                        for n in names])
-        filters.have_not_name = lambda patt: not_name(as_written(patt, filters._iolab_known))
-    filters._iolab_known = set(known)
+    known = set(known)
+    internals.rewrite_name_filters(lambda pattern: as_written(pattern, known))
 
 
 def register_experiment(module_name: str, module_file: str, yaml_relpath: str, sha256: str) -> None:

@@ -1,25 +1,29 @@
 """The session around ReFrame's run: the jobs it plans, and a record for each at its end.
 
-When ReFrame starts running (Runner.runall), each experiment's run directory is created with the
-jobs this session plans; when it ends, however it ends, every planned job has a record (those
-that an interrupt or ReFrame itself stopped are recorded as aborted or failed, their jobs are
-killed and their scratch is removed) and the manifest says whether the run completed.
+When ReFrame starts running (Runner.runall, see internals.wrap_runall), each experiment's run
+directory is created with the jobs this session plans; when it ends, however it ends, every
+planned job has a record (those that an interrupt or ReFrame itself stopped are recorded as
+aborted or failed, their jobs are killed and their scratch is removed) and the manifest says
+whether the run completed.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import signal
 import time
 from pathlib import Path
 
+from reframe.core.exceptions import FailureLimitError, ForceExitError, ReframeError, RunSessionTimeout
 from reframe.core.logging import getlogger
 
 from ..results import utcnow
 from ..shell import has_variables
 from ..shims import class_name
+from . import internals
 from .recording import _Run, for_experiment, record
 from .spack import build_iolab_stack, failure
 
@@ -43,12 +47,13 @@ def _reason(exc: BaseException | None) -> str | None:
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted by SIGINT"
     text = str(exc)
-    if type(exc).__name__ == "ForceExitError" and "signal" in text:
-        num = int(text.rsplit(" ", 1)[-1]) if text.rsplit(" ", 1)[-1].isdigit() else None
+    if isinstance(exc, ForceExitError) and "signal" in text:
+        # Only ReFrame's text names the signal: 'received signal 15' (newer 4.x) or 'received
+        # TERM signal' (older 4.x)
+        number, name = re.search(r"signal (\d+)\b", text), re.search(r"(\w+) signal\b", text)
+        num = int(number[1]) if number else getattr(signal, f"SIG{name[1]}", None) if name else None
         return f"interrupted by {signal.Signals(num).name}" if num else f"interrupted: {text}"
-    if type(exc).__name__ == "FailureLimitError":
-        return f"ReFrame stopped the run: {text}"
-    if type(exc).__name__ == "RunSessionTimeout":
+    if isinstance(exc, (FailureLimitError, RunSessionTimeout)):
         return f"ReFrame stopped the run: {text}"
     return f"the run stopped: {type(exc).__name__}: {text}"
 
@@ -156,27 +161,26 @@ _INSTALLED = False
 
 
 def install(is_case, registered) -> None:
-    """Wrap ReFrame's Runner.runall (once per process). ReFrame has no session hooks, and only
-    here are the cases it will run known before the first one starts. is_case(check): whether a
-    test is an iolab case; registered(): the experiments with tests in this process."""
+    """Wrap ReFrame's Runner.runall (once per process; internals.wrap_runall says why): only there
+    are the cases it will run known before the first one starts, and its end seen. is_case(check):
+    whether a test is an iolab case; registered(): the experiments with tests in this process."""
     global _INSTALLED
     if _INSTALLED:
         return
-    from reframe.frontend.executors import Runner
+    internals.wrap_runall(functools.partial(_runall, is_case=is_case, registered=registered))
+    _INSTALLED = True
 
-    original = Runner.runall
 
+def _runall(original, *, is_case, registered):
     @functools.wraps(original)
     def runall(runner, testcases, *args, **kwargs):
         if not testcases:
             # A misspelt -n would otherwise end as "Ran 0/0 ... PASSED", exit 0.
-            from reframe.core.exceptions import ReframeError
-
             # ReFrame names each experiment's test with '_' for '-': show both
             here = ", ".join(f"{i} (-n {class_name(i)})" for i in registered()) or "none"
             raise ReframeError("iolab: nothing to run: the selection (-n/-x/-t/--system) matched no "
                                f"test; experiments here: {here}")
-        if getattr(runner.policy, "dry_run_mode", False):
+        if internals.is_dry_run(runner):
             return original(runner, testcases, *args, **kwargs)
         session = _Session(testcases, is_case)
         try:
@@ -186,10 +190,7 @@ def install(is_case, registered) -> None:
             raise
         problems = session.end(None)
         if problems:
-            from reframe.core.exceptions import ReframeError
-
             raise ReframeError("iolab: results could not all be written: " + "; ".join(problems))
         return result
 
-    Runner.runall = runall
-    _INSTALLED = True
+    return runall
