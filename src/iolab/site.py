@@ -178,7 +178,9 @@ _KINDS = {"string": "a string", "integer": "an integer", "number": "a number",
 
 
 def _kind(value) -> str:
-    for name, kind in (("boolean", bool), ("integer", int), ("number", float), ("string", str),
+    if isinstance(value, bool):
+        return "a bool"
+    for name, kind in (("integer", int), ("number", float), ("string", str),
                        ("array", (list, tuple)), ("object", dict), ("null", type(None))):
         if isinstance(value, kind):
             return _KINDS[name]

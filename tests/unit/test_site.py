@@ -112,7 +112,7 @@ def test_a_key_like_none_lists_the_keys():
     ({"node_local": None}, "extras['iolab'].node_local: null is None, expected a string"),
     ({"cores_per_node": "128"}, "extras['iolab'].cores_per_node: '128' is a string, expected an integer or None"),
     ({"cores_per_node": 1.5}, "extras['iolab'].cores_per_node: 1.5 is a number, expected an integer or None"),
-    ({"cores_per_node": True}, "extras['iolab'].cores_per_node: True is True or False, expected an integer or None"),
+    ({"cores_per_node": True}, "extras['iolab'].cores_per_node: True is a bool, expected an integer or None"),
     ({"cores_per_node": 0}, "extras['iolab'].cores_per_node: 0 is below the least allowed, 1"),
     ({"profile": 3}, "extras['iolab'].profile: 3 is an integer, expected a string or a list of strings"),
     ({"profile": []}, "extras['iolab'].profile: [] is a list, expected a string or a list of strings"),
