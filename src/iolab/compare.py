@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import benchmarks, doc, stats
+from . import benchmarks, doc, site, stats
 from .errors import IolabError
 from .matrix import format_param, show_value
 from .published import DEFAULT, DESCRIPTIVE, VALUE_COLUMNS, PublishedRow, Study, coerce_param
@@ -114,8 +114,7 @@ def same_machine_studies(manifest: Manifest) -> list[str]:
     Read from the manifest's `system_extras` (the partition's extras['iolab'] as recorded by the
     run): `system_extras: {same_machine_as: [archer-fpp-ssf]}`. Absent: a different machine.
     """
-    value = manifest.system_extras.get(SAME_MACHINE_KEY) or []
-    return [value] if isinstance(value, str) else [str(v) for v in value]
+    return list(site.recorded(manifest.system_extras).same_machine_as)
 
 
 # ---------------------------------------------------------------------------------- comparisons

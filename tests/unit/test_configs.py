@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from reframe.core.config import load_config
 
+from iolab.site import load as load_site
+
 CONFIGS = sorted((Path(__file__).resolve().parents[2] / "reframe" / "config").glob("*.py"))
 SITE_CONFIGS = [p for p in CONFIGS if p.name != "common.py"]
 
@@ -23,6 +25,10 @@ def test_config_validates(path):
             assert part.get("max_jobs") == 1, "cases of one experiment must never overlap"
             extras = part["extras"]["iolab"]
             assert extras["scratch"] and extras["mpi_flavour"]
+            # the typed loader takes every key as written, with no default in its place
+            typed = load_site(extras, file=path.name)
+            assert typed.raw == extras and typed.scratch == extras["scratch"]
+            assert typed.mpi_flavour == extras["mpi_flavour"]
 
 
 def test_configs_are_not_test_files():

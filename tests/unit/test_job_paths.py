@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab import shell
+from iolab import shell, site
 from iolab.load import load_experiment
 from iolab.matrix import expand
 from iolab.rfm import plan
@@ -41,7 +41,7 @@ def planned(tmp_path: Path, name: str, base: str = BASE):
     stage = tmp_path / "stage"
     stage.mkdir()
     p = plan.plan(case, exp, repetition=1, run_id="r1", stage=stage,
-                  partition=plan.Partition("sys:part", "local", "mpirun", {"scratch": base}),
+                  partition=plan.Partition("sys:part", "local", "mpirun", site.load({"scratch": base})),
                   producer_dir=None, keep_data=False, consumed=False, dry_run=False)
     for file, text in p.files.items():          # as IolabTest writes them before submission
         (stage / file).write_text(text)

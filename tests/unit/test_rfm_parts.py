@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from iolab import site
 from iolab.load import load_experiment
 from iolab.matrix import expand
 from iolab.rfm import jobscript, launch, observe, plan, storage
@@ -46,7 +47,7 @@ def case_of(tmp_path, text: str):
 
 def partition(scheduler="local", launcher="mpirun", **extras):
     return plan.Partition("sys:part", scheduler, launcher,
-                          {"scratch": extras.pop("scratch", "/tmp/iolab-parts"), **extras})
+                          site.load({"scratch": extras.pop("scratch", "/tmp/iolab-parts"), **extras}))
 
 
 # --- launch --------------------------------------------------------------------------------
@@ -71,16 +72,16 @@ def test_each_launcher_passes_the_environment_its_own_way():
 
 def test_case_directories_per_target(tmp_path):
     _, case = case_of(tmp_path, FIO)
-    where = storage.place(case, {"scratch": str(tmp_path)}, "sys:part", experiment="e", run_id="r",
+    where = storage.place(case, site.load({"scratch": str(tmp_path)}), "sys:part", experiment="e", run_id="r",
                           repetition=2, require_lustre=False, dry_run=False)
     assert where.case_dir == f"{tmp_path}/e/r/{case.case_id}-r2" and not where.unrunnable
     bb_case = dataclasses.replace(case, params={**case.params, "storage": "burst_buffer"})
-    bb = storage.place(bb_case, {}, "sys:part", experiment="e", run_id="r", repetition=1,
+    bb = storage.place(bb_case, site.load({}), "sys:part", experiment="e", run_id="r", repetition=1,
                        require_lustre=False, dry_run=False)
     assert bb.base == "$DW_JOB_STRIPED" and bb.on_lustre
     assert bb.unrunnable == ["storage 'burst_buffer': system sys:part declares no burst buffer "
                              "(extras['iolab']['burst_buffer'])"]
-    strict = storage.place(case, {"scratch": str(tmp_path)}, "sys:part", experiment="e", run_id="r",
+    strict = storage.place(case, site.load({"scratch": str(tmp_path)}), "sys:part", experiment="e", run_id="r",
                            repetition=1, require_lustre=True, dry_run=False)
     assert strict.unrunnable and strict.unrunnable[0].startswith("require_lustre: scratch")
 

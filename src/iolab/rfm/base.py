@@ -19,7 +19,7 @@ from reframe.core.builtins import run_after, run_before, sanity_function
 from reframe.core.exceptions import ReframeError, SanityError
 from reframe.core.logging import getlogger
 
-from .. import benchmarks
+from .. import benchmarks, site
 from ..matrix import describe
 from . import continuation, internals, observe, plan, recording
 
@@ -82,7 +82,7 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
             case, self._iolab_exp, repetition=self.repetition,
             run_id=recording.for_experiment(self._iolab_exp).run_id, stage=Path(self.stagedir),
             partition=plan.Partition(part.fullname, part.scheduler.registered_name,
-                                     part.launcher_type.registered_name, part.extras.get("iolab", {}),
+                                     part.launcher_type.registered_name, site.of(part),
                                      dict(part.resources)),
             producer_dir=producer.iolab_case_dir if producer else None, dry_run=self.is_dry_run(),
             keep_data=self.iolab_keep_data(), consumed=case.case_id in self._iolab_consumers,

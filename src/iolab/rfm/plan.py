@@ -9,19 +9,16 @@ to ReFrame; nothing here needs ReFrame.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import benchmarks, mpiio, shell
 from ..benchmarks import RunSpec
 from ..errors import IolabError
-from ..load import Darshan
 from ..matrix import hints_of
+from ..site import SiteConfig
 from ..stack import Stack, spack_packages
-from ..stack import from_extras as stack_from_extras
 from . import darshan, jobscript, jobshape, launch, storage
-
-DEFAULT_FLAVOUR = "openmpi-ompio"
 
 
 @dataclass(frozen=True)
@@ -31,7 +28,7 @@ class Partition:
     name: str                     # fullname, e.g. localslurm:debug
     scheduler: str                # ReFrame's backend name: slurm, local, pbs...
     launcher: str                 # ReFrame's launcher name: mpirun, srun...
-    extras: dict                  # extras['iolab']
+    site: SiteConfig              # its extras['iolab'], checked
     resources: dict = field(default_factory=dict)
 
 
@@ -75,11 +72,11 @@ def plan(case, exp, *, repetition: int, run_id: str, stage: Path, partition: Par
          spack_env: str | None = None) -> JobPlan:
     """The job of one case and repetition. A case that cannot run here is still planned in full,
     so that its record shows the exact command it would have run (see `unrunnable`)."""
-    extras = partition.extras
+    site = partition.site
     bench = benchmarks.get(case.benchmark)
-    place = storage.place(case, extras, partition.name, experiment=exp.id, run_id=run_id,
+    place = storage.place(case, site, partition.name, experiment=exp.id, run_id=run_id,
                           repetition=repetition, require_lustre=exp.require_lustre, dry_run=dry_run)
-    flavour = mpiio.flavour(extras.get("mpi_flavour", DEFAULT_FLAVOUR))
+    flavour = mpiio.flavour(site.mpi_flavour)
     policy = launch.policy(flavour.runtime, partition.launcher)
     hints, plan_hints = None, mpiio.HintPlan()
     unrunnable = list(place.unrunnable)
@@ -102,14 +99,9 @@ def plan(case, exp, *, repetition: int, run_id: str, stage: Path, partition: Par
     out.export(spec.env)
     out.export(plan_hints.env)
 
-    conf = exp.darshan or Darshan(**(extras.get("darshan") or {}))
-    try:
-        out.stack = stack = stack_from_extras(extras)
-    except IolabError as exc:
-        out.failure = out.failure or f"system config: {exc}"
-        return out
+    conf = exp.darshan or site.darshan
+    out.stack = stack = site.stack if spack_env is None else replace(site.stack, spack_env=spack_env)
     if spack_env is not None:
-        stack.spack_env = spack_env
         out.spack_spec = spack_packages()[case.benchmark]
     out.export(stack.env(), shell_ready=True)
     out.modules = stack.modules_for(case.benchmark, darshan=conf.enabled)
@@ -123,9 +115,9 @@ def plan(case, exp, *, repetition: int, run_id: str, stage: Path, partition: Par
         place.case_dir, spec, stage, req, stop_on_layout_failure=exp.verify.layout == "fail",
         remove_data=not keep_data and not consumed)
     if spec.mpi:
-        out.launcher_options += list(extras.get("launcher_options", []))
-        cores = extras.get("cores_per_node")
-        if cores and case.tasks_per_node > int(cores):
+        out.launcher_options += list(site.launcher_options)
+        cores = site.cores_per_node
+        if cores and case.tasks_per_node > cores:
             out.launcher_options += list(policy.oversubscribe)
     # Directives and resources the scheduler would drop without a word are refused instead.
     out.failure = out.failure or (

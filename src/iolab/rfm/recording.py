@@ -12,6 +12,7 @@ from pathlib import Path
 import reframe
 from reframe.core.logging import getlogger
 
+from .. import site
 from ..errors import IolabError
 from ..load import Experiment
 from ..lustre import observed as lustre_observed
@@ -106,7 +107,7 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
     run = for_experiment(exp)
     partition = test.current_partition or partition
     system = partition.fullname
-    rundir = run.open(system, partition.extras.get("iolab", {}))
+    rundir = run.open(system, site.of(partition).raw)
     plan = getattr(test, "_iolab_plan", None)
     spec = plan.spec if plan else None
 

@@ -18,6 +18,7 @@ from reframe.core import builtins
 from reframe.core.logging import getlogger
 from reframe.core.meta import make_test
 
+from .. import site
 from ..errors import IolabError
 from ..load import load_experiment
 from ..matrix import expand, producers, varied_keys
@@ -43,13 +44,25 @@ def selected_profile(exp_profiles: list[str]) -> str | None:
     wanted = os.environ.get("IOLAB_PROFILE")
     if wanted:
         return wanted if exp_profiles else None
+    return system_profile([site.of(p).profile for p in _partitions()], exp_profiles)
+
+
+def _partitions() -> list:
+    """The partitions of this session's system (none outside a ReFrame session)."""
     try:
         from reframe.core.runtime import runtime
 
-        choices = [p.extras.get("iolab", {}).get("profile") for p in runtime().system.partitions]
+        return list(runtime().system.partitions)
     except Exception:  # noqa: BLE001 - outside a ReFrame session
-        return None
-    return system_profile(choices, exp_profiles)
+        return []
+
+
+def _check_site() -> None:
+    """The site facts of this session's system (extras['iolab']) must be right before any
+    experiment is built: a misspelt key fails its experiments' tests, never defaults silently."""
+    problem = site.problem(_partitions())
+    if problem is not None:
+        raise problem
 
 
 def system_profile(choices: list, exp_profiles: list[str]) -> str | None:
@@ -63,14 +76,7 @@ def system_profile(choices: list, exp_profiles: list[str]) -> str | None:
 
 
 def _system_uses_spack() -> bool:
-    try:
-        from reframe.core.runtime import runtime
-
-        partitions = runtime().system.partitions
-    except Exception:  # noqa: BLE001 - outside a ReFrame session
-        return False
-    return any((p.extras.get("iolab", {}).get("stack") or {}).get("provider") == "spack"
-               for p in partitions)
+    return any(site.of(p).stack.provider == "spack" for p in _partitions())
 
 
 def _load(yaml_path: Path):
@@ -193,6 +199,7 @@ def register_experiment(module_name: str, module_file: str, yaml_relpath: str, s
     if not selection(yaml_path.parent).wants(yaml_path.stem):
         return
     try:
+        _check_site()
         exp = _load(yaml_path)
         if exp.sha256 != sha256:
             write_atomic(shim, render_shim(yaml_path, exp.id, exp.sha256, shim.parent))
@@ -218,6 +225,7 @@ def register_all(module_name: str, module_file: str) -> None:
         if not chosen.wants(yaml_path.stem):
             continue
         try:
+            _check_site()
             exp = _load(yaml_path)
             target = shim_path(generated, exp.id)
             if not target.is_file() or exp.sha256 not in target.read_text():

@@ -20,6 +20,7 @@ from pathlib import Path
 from reframe.core.exceptions import FailureLimitError, ForceExitError, ReframeError, RunSessionTimeout
 from reframe.core.logging import getlogger
 
+from .. import site
 from ..results import utcnow
 from ..shell import has_variables
 from ..shims import class_name
@@ -74,7 +75,7 @@ class _Session:
         for tc in self.cases:
             run = self.runs[tc.check._iolab_exp.id]
             if run.dir is None:
-                run.open(tc.partition.fullname, tc.partition.extras.get("iolab", {}))
+                run.open(tc.partition.fullname, site.of(tc.partition).raw)
 
     def end(self, exc: BaseException | None) -> list[str]:
         """Record what has no record, clean up, mark each run finished, and give up the runs'

@@ -30,7 +30,7 @@ from reframe.core.builtins import run_before, sanity_function
 
 from .. import shell
 from ..render import project_root
-from ..stack import from_extras
+from ..site import of as site_facts
 
 ENV_DIR = "spackenv"
 FIND_FILE = "spack-find.json"
@@ -86,7 +86,7 @@ class build_iolab_stack(rfm.CompileOnlyRegressionTest):
     @run_before("compile")
     def _prepare_env(self):
         root = project_root()
-        stack = from_extras(self.current_partition.extras.get("iolab", {}))
+        stack = site_facts(self.current_partition).stack
         env = ENV_DIR
         self.prebuild_cmds = [f"mkdir -p {env}",
                               f"cp {shell.word(str(root / 'spack.yaml'))} {env}/"]

@@ -1,6 +1,6 @@
 """Where a case's fresh directory is, and what its file system allows, decided before submission.
 
-Site facts come from the partition's extras['iolab'] (scratch, burst_buffer, node_local); the
+Site facts come from the partition's SiteConfig (scratch, burst_buffer, node_local); the
 Lustre checks that can be made from the login node are made here (require_lustre, a stripe
 count above the OST count), the rest in the job (lustre.prerun_lines).
 """
@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 
 from .. import lustre
 
-# Where each storage target's case directories go, unless the partition's extras say otherwise.
-DEFAULTS = {"scratch": "/tmp/iolab-scratch", "burst_buffer": None, "node_local": "/tmp"}
 # What a job-time location looks like where a system has none to show (a dry run's preview).
 BURST_BUFFER_PREVIEW = "$DW_JOB_STRIPED"
 
@@ -30,10 +28,10 @@ class Storage:
     failure: str | None = None      # a request the file system refuses (stripes > OSTs)
 
 
-def place(case, extras: dict, system: str, *, experiment: str, run_id: str, repetition: int,
+def place(case, site, system: str, *, experiment: str, run_id: str, repetition: int,
           require_lustre: bool, dry_run: bool) -> Storage:
     target = case.get("storage", "scratch")
-    base = extras.get(target, DEFAULTS[target])
+    base = site.root(target)
     unrunnable = []
     if base is None and target == "burst_buffer":
         base = BURST_BUFFER_PREVIEW   # the job as it would be on a DataWarp system
