@@ -122,9 +122,9 @@ def config_file(argv: list[str] | None = None, environ=None) -> tuple[str, str] 
     the user wrote it (-C, --config-file, RFM_CONFIG_FILES), and its absolute path. ReFrame
     imports a file from inside its directory, so the working directory cannot tell."""
     try:
-        from reframe.core.runtime import runtime
+        from .rfm.internals import config_files
 
-        sources = [s for s in runtime().site_config.sources if s and not s.startswith("<")]
+        sources = [s for s in config_files() if s and not s.startswith("<")]
     except Exception:  # noqa: BLE001 - outside a ReFrame session
         return None
     return shown_source(sources[-1], argv, environ) if sources else None
