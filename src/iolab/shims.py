@@ -24,7 +24,7 @@ def shim_path(generated_dir: Path, experiment_id: str) -> Path:
 def render_shim(yaml_path: Path, experiment_id: str, sha256: str, generated_dir: Path) -> str:
     rel = os.path.relpath(yaml_path.resolve(), generated_dir.resolve())
     return render_template(SHIM_TEMPLATE, experiment_id=experiment_id, yaml_relpath=rel,
-                           sha256=sha256, class_name=class_name(experiment_id))
+                           sha256=sha256)
 
 
 def shim_sha(path: Path) -> str | None:

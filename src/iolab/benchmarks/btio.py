@@ -19,7 +19,6 @@ from .base import Benchmark, MetricSpec, RunSpec, read_output
 
 DECK = "inputbt.data"
 METHODS = ("mpi_collective", "mpi_independent", "pnetcdf_blocking", "pnetcdf_nonblocking")  # 0..3
-FILES = {"mpiio": "btio.mpi", "pnetcdf": "btio.nc"}
 MIN_CELL = 3        # make_set.f90: 'Cell size too small. Min size is 3', then MPI_Abort
 _PATH_MAX = 512 - len("/btio.mpi")   # character(len=512) dir_path // '/btio.mpi'
 

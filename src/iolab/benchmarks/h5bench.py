@@ -54,10 +54,6 @@ INI_MAX_LINE = 200                  # metadata_stress/ini.h: longer lines are cu
 EXERCISER_ITERATIONS = 10           # NUM_ITERATIONS in h5bench_exerciser.c
 DERIVED_BYTES = 40                  # sizeof(sim_params_t): 5 ints and 2 doubles, padded
 ATTRIBUTES_BYTES = 64 * 1024        # NUM_ATTRIBUTES x ATTRIBUTE_SIZE chars, per iteration
-# exerciser_* parameter -> its option; the booleans are flags
-EXERCISER_FLAGS = ("metacoll", "derivedtype", "addattr", "indepio", "usechunked")
-EXERCISER_LISTS = ("bufmult", "fileblocks", "filestrides")
-EXERCISER_SCALARS = ("maxcheck", "memblock", "memstride", "rshift")
 # The flags the exerciser echoes ('useMetaDataCollectives: 0 ...') for each option
 EXERCISER_ECHO = {"metacoll": "useMetaDataCollectives", "derivedtype": "addDerivedTypeDataset",
                   "addattr": "addAttributes", "indepio": "useIndependentIO", "usechunked": "useChunked"}

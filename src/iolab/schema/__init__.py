@@ -13,7 +13,6 @@ import jsonschema
 from ..units import OutOfRange, format_size, is_size, parse_size, parse_time_limit
 from ..yamlpos import brief
 
-SCHEMA_VERSION = 1
 _FORMATS = jsonschema.FormatChecker()
 
 # JSON Schema counts 3.0 as an integer; iolab must not (IOR would get "-i 3.0", and the case id
