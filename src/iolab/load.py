@@ -228,7 +228,6 @@ def load_text(text: str, path, profile: str | None = None, shown: str | None = N
         darshan=Darshan(**data["darshan"]) if "darshan" in data else None,
         report=reportspec.from_doc(data.get("report") or {}), search=search, allow=allow,
     )
-    return exp
 
 
 def _search(doc: Located, raw: dict, parts: list[Part], repetitions: int) -> Search:

@@ -225,7 +225,7 @@ def test_search_objective_is_a_metric_every_case_reports(run_copy, kind, verb):
     path.write_text(SEARCHED.format(rw=rw, objective=objective))
     ref = str(path) if verb[0] == "validate" else "corpus-search"
     answer = run_copy.iolab(verb[0], ref, *verb[1:])
-    line = refused(answer, f"corpus-search.yaml:9: search.objective: ", says)
+    line = refused(answer, "corpus-search.yaml:9: search.objective: ", says)
     if kind != "not-a-metric":
         assert line.endswith(")") and "(metrics every case reports: " in line
 

@@ -108,7 +108,7 @@ def test_a_live_run_is_refused_and_a_killed_one_taken_over(rfm_env, tmp_path):
                               text=True)
     try:
         deadline = time.monotonic() + 60
-        while f'"role": "resume"' not in _text(run / "run.lock"):
+        while '"role": "resume"' not in _text(run / "run.lock"):
             assert resume.poll() is None, resume.communicate()
             assert time.monotonic() < deadline, "iolab resume never took the run's lock"
             time.sleep(0.1)

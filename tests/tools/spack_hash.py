@@ -136,7 +136,7 @@ def _functions(node: ast.AST):
 
 
 def _drop_overridden(node: ast.AST, keep: set[int]) -> None:
-    for field, value in ast.iter_fields(node):
+    for _field, value in ast.iter_fields(node):
         if isinstance(value, list):
             value[:] = [v for v in value if not isinstance(v, ast.FunctionDef) or id(v) in keep]
             for item in value:
@@ -376,7 +376,7 @@ def recipe_problems(lock: dict, repo: Path) -> list[str]:
     out = []
     local = {k: n for k, n in lock["concrete_specs"].items() if n.get("namespace") == repo.name}
     recipes = {p.parent.name.replace("_", "-"): p for p in (repo / "packages").glob("*/package.py")}
-    for key, node in local.items():
+    for _key, node in local.items():
         name = node.get("name")
         recipe = recipes.get(name)
         if recipe is None:

@@ -71,7 +71,7 @@ def test_a_run_ending_on_a_full_disk_is_finished_and_its_fallback_listed(
     assert f"{state.counts_text()}  complete" in out.stdout and "unmerged" not in out.stdout, out.stdout
 
 
-def test_without_the_reserve_the_end_could_not_be_recorded(small_disk, tmp_path, monkeypatch,
+def test_without_the_reserve_the_end_could_not_be_recorded(small_disk, tmp_path, monkeypatch,  # noqa: F811
                                                            no_wait):  # noqa: F811
     """What the reserve is for: the same run, made without a lock, cannot write its end."""
     run, _recs, fallback, _filler = full_run(small_disk, tmp_path, monkeypatch, hold=False)

@@ -375,7 +375,8 @@ class H5bench(Benchmark):
                                  io_operation={"overwrite": "OVERWRITE", "append": "APPEND"}.get(kernel),
                                  compute_time=compute_time(p["emulated_compute_time"]), csv_file=CSV)
         env = {"HDF5_VOL_CONNECTOR": ASYNC_CONNECTOR} if p["mode"] == "ASYNC" else {}
-        return RunSpec(KERNELS[kernel], [CONFIG, JobPath(f"{directory}/{DATA}")], env=env, files={CONFIG: config},
+        return RunSpec(KERNELS[kernel], [CONFIG, JobPath(f"{directory}/{DATA}")], env=env,
+                       files={CONFIG: config},
                        outputs=[CONFIG, CSV], mpi=True)
 
     @staticmethod

@@ -180,7 +180,8 @@ def _directives(text: str) -> dict:
 # IOR 4.0.0's CSV summary (-O summaryFormat=CSV) is only its per-iteration rows: no command line,
 # API or summary of its own. The summary is computed here as IOR computes it (mean, max, min and
 # population standard deviation over the iterations; operations = bandwidth / transfer size).
-CSV_HEADER = "access,bw(MiB/s),IOPS,Latency,block(KiB),xfer(KiB),open(s),wr/rd(s),close(s),total(s),numTasks,iter"
+CSV_HEADER = ("access,bw(MiB/s),IOPS,Latency,block(KiB),xfer(KiB),open(s),wr/rd(s),close(s),total(s),"
+              "numTasks,iter")
 CSV_SOURCE = "ior-csv"
 
 
