@@ -499,16 +499,18 @@ def _record_arg(spec: str) -> dict:
     if spec == "-":
         data = sys.stdin.buffer.readline(MAX_RECORD_LINE + 1)
     else:
-        import stat
+        from .results import MAX_RECORDS_BYTES, open_regular
 
         try:
-            mode = Path(spec).stat().st_mode
+            Path(spec).stat()
         except OSError as exc:
             raise IolabError(f"{name}: {exc.strerror}") from None
-        if not stat.S_ISREG(mode):
+        try:        # the shared reader: checked on the opened file, never waiting on a FIFO
+            fd = open_regular(Path(spec), MAX_RECORDS_BYTES)
+        except IolabError:
             raise IolabError(f"{name}: not a regular file; give a records.jsonl (or one of its "
-                             "lines) or - for stdin")
-        with open(spec, "rb") as f:
+                             "lines) or - for stdin") from None
+        with open(fd, "rb") as f:
             data = f.readline(MAX_RECORD_LINE + 1)
     if len(data) > MAX_RECORD_LINE:
         raise IolabError(f"{name}: the first line is over {MAX_RECORD_LINE >> 20} MiB: not a record")
