@@ -808,7 +808,7 @@ def open_regular(path: Path, limit: int, *, within: Path | None = None,
                              "regular files")
         if st.st_size > limit:
             raise IolabError(f"{path}: {st.st_size} bytes, over iolab's limit of {limit} bytes "
-                             "for this file (README: Input limits)")
+                             "for this file (docs/guarantees.md: Input limits)")
     except BaseException:
         os.close(fd)
         raise
@@ -838,7 +838,7 @@ def read_regular(path: Path, limit: int, *, within: Path | None = None,
     data = chunks[0] if len(chunks) == 1 else b"".join(chunks)     # one read: no copy
     if len(data) > limit:
         raise IolabError(f"{path}: more than {limit} bytes, over iolab's limit for this file "
-                         "(README: Input limits)")
+                         "(docs/guarantees.md: Input limits)")
     return data
 
 

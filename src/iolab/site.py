@@ -254,7 +254,7 @@ def _line(text: str | None, key: str) -> int | None:
 
 
 def reference_table() -> str:
-    """README's table of the keys (a test keeps the two equal): one row per key of the schema."""
+    """docs/systems.md's table of the keys (a test keeps the two equal): one row per key of the schema."""
     rows = ["| `extras['iolab']` key | meaning |", "|---|---|"]
     rows += [f"| `{key}` | {spec['description']} |" for key, spec in schema()["properties"].items()]
     return "\n".join(rows)

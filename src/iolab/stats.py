@@ -1,6 +1,6 @@
 """Statistics over repetitions: one summary per table cell, Welch's test and ratio intervals.
 
-The rules, stated once (README "Statistics" repeats them):
+The rules, stated once (docs/analysis.md, "Statistics", repeats them):
 
 - Confidence interval of a mean: mean ± t(0.975, n-1) * s / sqrt(n), Student's t with the sample
   standard deviation s (n-1 in the denominator). Below n = 2 there is none ("n too small").

@@ -79,7 +79,7 @@ def test_local_run_gets_a_verdict_per_study_without_ambiguous_rows(exp_id, rfm_e
 
 
 def readme_compare_examples(study: str) -> list[list[str]]:
-    text = (REPO / "README.md").read_text().replace("\\\n", " ")
+    text = (REPO / "docs" / "analysis.md").read_text().replace("\\\n", " ")
     found = []
     for line in text.splitlines():
         line = line.split("  #")[0].strip()
