@@ -27,8 +27,8 @@ def _experiment_path(ref: str) -> Path:
 
 
 def cmd_validate(args) -> int:
-    from .load import load_experiment
-    from .matrix import expand
+    from .experiment.load import load_experiment
+    from .experiment.matrix import expand
 
     failed = 0
     for ref in args.files:
@@ -46,9 +46,9 @@ def cmd_validate(args) -> int:
 
 def cmd_plan(args) -> int:
     from .benchmarks import get as get_benchmark
-    from .load import load_experiment
-    from .matrix import describe, expand, varied_keys
-    from .units import format_bytes_human
+    from .experiment.load import load_experiment
+    from .experiment.matrix import describe, expand, varied_keys
+    from .experiment.units import format_bytes_human
 
     if not 0 < args.target_ci <= 100:            # false for nan too
         raise IolabError(f"--target-ci {args.target_ci:g}: give a percentage above 0, at most 100")
@@ -90,8 +90,8 @@ def cmd_plan(args) -> int:
               "the whole grid's, which `reframe -r` runs")
     _plan_cost(args, exp, cases, keys)
     if args.suggest_reps:
-        from .report import render_rep_suggestions, suggest_reps
-        from .results import list_runs, results_root
+        from .present.report import render_rep_suggestions, suggest_reps
+        from .results.store import list_runs, results_root
 
         runs = list_runs(results_root(_root()), exp.id)
         chosen = list(exp.report.metrics)
@@ -100,7 +100,7 @@ def cmd_plan(args) -> int:
         print()
         print(render_rep_suggestions(rows, exp.id, len(runs), args.target_ci, exp.repetitions))
         if any(r.suggested is not None for r in rows):
-            from .cost import suggestion_node_hours
+            from .analysis.cost import suggestion_node_hours
 
             hours = suggestion_node_hours(rows, {c.case_id: c for c in cases})
             print(f"  the suggested repetitions cost {hours:.2f} node-hours at the time limits")
@@ -109,8 +109,8 @@ def cmd_plan(args) -> int:
 
 def _plan_cost(args, exp, cases, keys) -> None:
     """Node-hours, core-hours, an estimate from earlier runs, peak scratch; --budget refuses."""
-    from . import cost
-    from .results import list_runs, results_root
+    from .analysis import cost
+    from .results.store import list_runs, results_root
 
     try:
         runs = list_runs(results_root(_root()), exp.id)
@@ -128,7 +128,7 @@ def _plan_cost(args, exp, cases, keys) -> None:
 
 
 def cmd_render(args) -> int:
-    from .shims import sync_shims
+    from .rfm.shims import sync_shims
 
     root = _root()
     changes = sync_shims(root / "experiments", root / "reframe" / "generated", check_only=args.check)
@@ -146,8 +146,8 @@ def _run_state(exp_id: str, run: str | None, include_imported: bool, set_aside: 
     """The chosen run's state (manifest, records, completeness); a run without a readable
     record is an error, and so is one whose records fail the checks (integrity.py) unless
     `set_aside`."""
-    from .results import find_run, results_root
-    from .run import Run
+    from .results.store import find_run, results_root
+    from .results.run import Run
 
     state = Run.load_chain(find_run(results_root(_root()), exp_id, run, include_imported), _root())
     state.vouch(set_aside)
@@ -159,10 +159,11 @@ def _run_state(exp_id: str, run: str | None, include_imported: bool, set_aside: 
 
 
 def _tables(state, metrics, darshan_columns: str | None = None):
-    from .report import DARSHAN, build_tables, default_metrics, tables_from, with_darshan_columns
+    from .present.report import (DARSHAN, build_tables, default_metrics, tables_from,
+                                 with_darshan_columns)
 
     if darshan_columns:
-        from .darshan import parse_columns
+        from .layers.darshan import parse_columns
 
         records = state.records
         columns = parse_columns(darshan_columns)
@@ -180,8 +181,8 @@ def _pooled(exp_id: str, runs: list[str] | None, since: str | None, include_impo
             set_aside: bool = False):
     """Several runs (each with its continuations) pooled: named ones, or every run since a date
     (YYYY-MM-DD or a UTC time) or a run id."""
-    from .results import find_run, list_runs, results_root
-    from .run import Run, chain_paths
+    from .results.store import find_run, list_runs, results_root
+    from .results.run import Run, chain_paths
 
     res = results_root(_root())
     paths = [find_run(res, exp_id, r, include_imported) for r in runs or []]
@@ -229,7 +230,7 @@ def _print_run_notes(state, label: str = "") -> None:
 
 
 def cmd_table(args) -> int:
-    from .report import render
+    from .present.report import render
 
     if args.runs or args.since:
         if args.run:
@@ -243,7 +244,7 @@ def cmd_table(args) -> int:
         _print_run_notes(state)     # CSV readers get the table only
     sys.stdout.write(render(tables, args.format, state))
     if args.format == "md":         # an experiment tagged io500: its phase table and score
-        from . import io500
+        from .analysis import io500
 
         if io500.applies(state):
             sys.stdout.write(io500.render(state.records))
@@ -251,9 +252,9 @@ def cmd_table(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .compare import Side, compare_by_param, compare_runs, render_comparison
-    from .published import PREFIX, load_study
-    from .studies import compare_study, render_study
+    from .analysis.compare import Side, compare_by_param, compare_runs, render_comparison
+    from .analysis.published import PREFIX, load_study
+    from .analysis.studies import compare_study, render_study
 
     runs = list(args.runs)
 
@@ -288,7 +289,7 @@ def cmd_compare(args) -> int:
 
 def cmd_parse(args) -> int:
     from .benchmarks import get as get_benchmark
-    from .results import MAX_IMPORT_BYTES, readable_file
+    from .results.store import MAX_IMPORT_BYTES, readable_file
 
     adapter = get_benchmark(args.benchmark)
     status = 0
@@ -307,7 +308,7 @@ def cmd_parse(args) -> int:
 
 
 def cmd_import(args) -> int:
-    from .importer import import_files
+    from .results.importer import import_files
 
     run = import_files(args.benchmark, [Path(f) for f in args.files], args.into,
                        params=args.param or [], label=args.label, trust_params=args.trust_params)
@@ -318,10 +319,10 @@ def cmd_import(args) -> int:
 
 
 def cmd_darshan(args) -> int:
-    from . import darshan
-    from .darshan import view
-    from .results import find_run, is_experiment_id, results_root
-    from .run import Run
+    from .layers import darshan
+    from .layers.darshan import view
+    from .results.store import find_run, is_experiment_id, results_root
+    from .results.run import Run
 
     out_dir = Path(args.html) if args.html else None
     shown = []
@@ -371,8 +372,8 @@ def cmd_darshan(args) -> int:
 
 
 def cmd_runs(args) -> int:
-    from .results import list_runs, no_runs_error, results_root
-    from .run import Run, chain_paths
+    from .results.store import list_runs, no_runs_error, results_root
+    from .results.run import Run, chain_paths
 
     root = results_root(_root())
     paths = list_runs(root, args.experiment)
@@ -403,7 +404,7 @@ def cmd_runs(args) -> int:
             line += f"; unmerged: {', '.join(state.unsaved)}"
         print(line)
         if args.stack:
-            from .stack import summarize
+            from .layers.software import summarize
 
             for text in summarize(state.records) or ["stack: not recorded"]:
                 print(f"    {text}")
@@ -429,7 +430,7 @@ def _seconds(option: str, text) -> float:
 
 def _integrity_text(run) -> str:
     """For `runs` and `status`: what the records' checks set aside (counted as tables count)."""
-    from .results import RECORDS
+    from .results.store import RECORDS
 
     found = run.problems()
     if not found:
@@ -442,8 +443,8 @@ def _integrity_text(run) -> str:
 
 def cmd_verify(args) -> int:
     """Check a run's records (and its continuations'): the digest chain and every record."""
-    from .results import RECORDS, find_run, results_root
-    from .run import Run
+    from .results.store import RECORDS, find_run, results_root
+    from .results.run import Run
 
     path = find_run(results_root(_root()), args.experiment, args.run, True)
     whole = Run.load_chain(path, _root())
@@ -467,8 +468,8 @@ def cmd_status(args) -> int:
     """How far a run (with its continuations) is; --watch repeats until it ends."""
     import time
 
-    from .results import find_run, results_root
-    from .run import Run
+    from .results.store import find_run, results_root
+    from .results.run import Run
 
     watch = _seconds("--watch", args.watch) if args.watch is not None else None
     res = results_root(_root())
@@ -499,7 +500,7 @@ def _record_arg(spec: str) -> dict:
     if spec == "-":
         data = sys.stdin.buffer.readline(MAX_RECORD_LINE + 1)
     else:
-        from .results import MAX_RECORDS_BYTES, open_regular
+        from .results.store import MAX_RECORDS_BYTES, open_regular
 
         try:
             Path(spec).stat()
@@ -541,10 +542,10 @@ def cmd_reproduce(args) -> int:
     """Re-run one recorded case from what its run stored, then set the new result against it."""
     import tempfile
 
-    from . import campaign
-    from .compare import Side, compare_runs, render_comparison
-    from .results import find_run, results_root
-    from .run import Run
+    from .analysis import campaign
+    from .analysis.compare import Side, compare_runs, render_comparison
+    from .results.store import find_run, results_root
+    from .results.run import Run
 
     root = _root()
     res = results_root(root)
@@ -602,9 +603,9 @@ def cmd_reproduce(args) -> int:
 def cmd_resume(args) -> int:
     """Run the jobs of a run's chain that have no ok record, as a continuation of it."""
 
-    from . import campaign
-    from .results import find_run, results_root
-    from .run import Run
+    from .analysis import campaign
+    from .results.store import find_run, results_root
+    from .results.run import Run
 
     root = _root()
     res = results_root(root)
@@ -648,11 +649,11 @@ def cmd_resume(args) -> int:
 
 def cmd_search(args) -> int:
     """Rounds of a search through ReFrame, then its answer."""
-    from . import campaign
-    from .load import load_experiment
-    from .results import find_run, results_root
-    from .run import Run
-    from .search import report_run, run_search, search_chain
+    from .analysis import campaign
+    from .experiment.load import load_experiment
+    from .results.store import find_run, results_root
+    from .results.run import Run
+    from .analysis.search import report_run, run_search, search_chain
 
     if args.batch < 1 or (args.rounds is not None and args.rounds < 1):
         raise IolabError("--batch and --rounds count cases and rounds: give 1 or more")
@@ -679,9 +680,9 @@ def cmd_search(args) -> int:
 
 def cmd_search_report(args) -> int:
     """A search's answer: the best setting found with its interval, the runner-up, the model."""
-    from .results import find_run, results_root
-    from .run import Run
-    from .search import report_run
+    from .results.store import find_run, results_root
+    from .results.run import Run
+    from .analysis.search import report_run
 
     root = _root()
     run = Run.load_chain(find_run(results_root(root), args.experiment, args.run, True), root)
@@ -693,7 +694,7 @@ def cmd_search_report(args) -> int:
 
 
 def cmd_publish(args) -> int:
-    from .publish import publish
+    from .present.publish import publish
 
     done = publish(args.experiment, Path(args.out), args.runs, force=args.force,
                    include_imported=args.include_imported, set_aside=args.set_aside)
@@ -911,7 +912,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        from .cache import cache_dir
+        from .results.cache import cache_dir
 
         cache_dir()         # a cache inside the results is refused before any verb runs
         return args.func(args)

@@ -113,7 +113,7 @@ def rechain(run: Path, recs: list[dict]) -> None:
     """`recs` as run's records.jsonl with a whole new digest chain, as iolab writes one, and the
     manifest's end with it: for cases whose damage is in what a record says, not in how it was
     written (the chain is a check, not a signature: anyone can rewrite it whole)."""
-    from iolab import integrity
+    from iolab.results import integrity
 
     manifest = json.loads((run / "manifest.json").read_text())
     prev, lines = integrity.seed(manifest, run.name), []

@@ -240,7 +240,7 @@ def test_search_objective_reported_by_every_case_passes(run_copy):
 def test_fio_reports_what_its_descriptor_says_a_case_reports(run_copy):
     """The check above rests on Fio.reported: the real run's records name exactly those metrics."""
     from iolab.benchmarks import get as get_benchmark
-    from iolab.matrix import defaults
+    from iolab.experiment.matrix import defaults
 
     for rec in run_copy.records():
         params = {**defaults("fio"), **rec["params"]}

@@ -11,8 +11,8 @@ import shutil
 
 import pytest
 
-from iolab.results import MAX_MANIFEST_BYTES, MAX_RECORDS_BYTES
-from iolab.run import MAX_CHAIN
+from iolab.results.store import MAX_MANIFEST_BYTES, MAX_RECORDS_BYTES
+from iolab.results.run import MAX_CHAIN
 
 from .conftest import noted, rechain, refused
 
@@ -184,7 +184,7 @@ def test_a_parent_that_is_no_run_here_ends_the_chain(run_copy):
 def test_a_chain_longer_than_the_limit_is_refused(run_copy, monkeypatch):
     """MAX_CHAIN runs are many (a copy per link would be slow): the walk is checked in-process
     on a chain of manifests only."""
-    from iolab import run as run_module
+    from iolab.results import run as run_module
     from iolab.errors import IolabError
 
     monkeypatch.setattr(run_module, "MAX_CHAIN", 3)

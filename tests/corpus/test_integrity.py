@@ -1,7 +1,7 @@
 """Record integrity (issue 23): the real run's records.jsonl damaged one way per case, read by
 the real `iolab` command line.
 
-Two layers are checked. The digest chain (src/iolab/integrity.py) names a line that was edited,
+Two layers are checked. The digest chain (src/iolab/results/integrity.py) names a line that was edited,
 inserted, duplicated, reordered or removed: `iolab verify` lists it, and table, compare,
 publish, search-report and resume refuse the run in one line, or with --set-aside show the other
 records with a note naming the lines left out. Independently of the chain, every reader sets
@@ -18,7 +18,7 @@ import shutil
 
 import pytest
 
-from iolab import integrity
+from iolab.results import integrity
 
 from .conftest import noted, refused
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from iolab.benchmarks.ior import parse_any
 from iolab.parsers import Metric
-from iolab.record import Observed, Provenance, Record
-from iolab.load import load_experiment
-from iolab.matrix import expand, varied_keys
-from iolab.results import RunDir
+from iolab.results.record import Observed, Provenance, Record
+from iolab.experiment.load import load_experiment
+from iolab.experiment.matrix import expand, varied_keys
+from iolab.results.store import RunDir
 
 REPO = Path(__file__).resolve().parents[2]
 IOR = REPO / "tests" / "data" / "ior"

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from iolab.benchmarks.ior import parse_any
-from iolab.load import load_experiment
-from iolab.matrix import expand, varied_keys
-from iolab.shims import render_shim
-from iolab.report import build_tables, render
-from iolab.record import Observed, Provenance, Record
-from iolab.results import RunDir
-from iolab.run import Run
+from iolab.experiment.load import load_experiment
+from iolab.experiment.matrix import expand, varied_keys
+from iolab.rfm.shims import render_shim
+from iolab.present.report import build_tables, render
+from iolab.results.record import Observed, Provenance, Record
+from iolab.results.store import RunDir
+from iolab.results.run import Run
 from tests.golden.golden import check_golden
 
 HERE = Path(__file__).parent
@@ -125,7 +125,7 @@ def test_table_with_statistics(experiment, tmp_path):
 
 
 def test_compare_markdown(experiment, tmp_path):
-    from iolab.compare import Side, compare_by_param, compare_runs, render_comparison
+    from iolab.analysis.compare import Side, compare_by_param, compare_runs, render_comparison
 
     a_id, b_id = "20261121T000000Z-aaaaaa", "20261122T000000Z-bbbbbb"
     a = _run(tmp_path, experiment, a_id, _stats_records(experiment, a_id), system="alpha:compute")
@@ -140,8 +140,8 @@ def test_compare_markdown(experiment, tmp_path):
 
 def test_published_markdown(experiment, tmp_path):
     """The 4-process cases of the golden run against the ARCHER guide's 24-process rows."""
-    from iolab.compare import Side, compare_published, render_published
-    from iolab.published import load_study
+    from iolab.analysis.compare import Side, compare_published, render_published
+    from iolab.analysis.published import load_study
 
     run_id = "20261121T000000Z-a4c4e7"
     recs = [r for r in _stats_records(experiment, run_id) if r.params["scale.tasks_per_node"] == 4]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from iolab.publish import publish
+from iolab.present.publish import publish
 from tests.golden.publish_data import REPO, experiment, make_run, records
 from tests.golden.golden import check_golden
 

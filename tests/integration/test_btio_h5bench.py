@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from iolab.load import load_experiment
-from iolab.matrix import expand, producers
+from iolab.experiment.load import load_experiment
+from iolab.experiment.matrix import expand, producers
 
 from .conftest import REPO, check_replay_flag, have, iolab, only_run, records, reframe
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from iolab import io500
+from iolab.analysis import io500
 
 from .conftest import check_replay_flag, have, iolab, only_run, records, reframe
 

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from iolab.compare import Side, compare_published
-from iolab.published import load_study
-from iolab.publish import publish
+from iolab.analysis.compare import Side, compare_published
+from iolab.analysis.published import load_study
+from iolab.present.publish import publish
 from tests.golden.publish_data import REPO, experiment, make_run, records
 
 CHROMIUM = shutil.which("chromium")

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from iolab.load import load_experiment
-from iolab.matrix import expand
+from iolab.experiment.load import load_experiment
+from iolab.experiment.matrix import expand
 
 from .conftest import REPO, check_replay_flag, have, iolab, make_project, only_run, records, reframe
 
@@ -259,7 +259,7 @@ verify: {hints: fail}
 
 
 def test_stripes_off_lustre_are_recorded_as_not_applied(rfm_env, tmp_path):
-    from iolab.lustre import detect_fstype
+    from iolab.layers.storage.lustre import detect_fstype
 
     root = make_project(tmp_path, {"striped-fio": STRIPED_FIO})
     out = reframe(["-r", "-n", "striped_fio"], rfm_env, cwd=root,

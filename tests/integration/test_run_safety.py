@@ -161,16 +161,16 @@ def test_a_broken_experiment_fails_the_run_and_the_others_still_load(rfm_env, tm
 PROBE = """\
 import atexit, collections, inspect, sys
 from pathlib import Path
-import iolab.load
+import iolab.experiment.load
 calls, loads = [0], collections.Counter()
-real_stack, real_load = inspect.stack, iolab.load.load_experiment
+real_stack, real_load = inspect.stack, iolab.experiment.load.load_experiment
 def stack(*a, **k):
     calls[0] += 1
     return real_stack(*a, **k)
 def load(path, *a, **k):
     loads[Path(path).name] += 1
     return real_load(path, *a, **k)
-inspect.stack, iolab.load.load_experiment = stack, load
+inspect.stack, iolab.experiment.load.load_experiment = stack, load
 atexit.register(lambda: print(f"PROBE {calls[0]} {dict(loads)}"))
 from reframe.frontend.cli import main
 sys.argv[0] = "reframe"
@@ -499,7 +499,7 @@ fixed: {api: MPIIO, collective: true, transfer_size: 1MiB, block_size: 2MiB, mpi
 
 
 def test_striping_hints_off_lustre_are_not_applied_whatever_romio_echoes(rfm_env, tmp_path):
-    from iolab.lustre import detect_fstype
+    from iolab.layers.storage.lustre import detect_fstype
 
     if detect_fstype(tmp_path) == "lustre":
         pytest.skip("the scratch root is on Lustre here")

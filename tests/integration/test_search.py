@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from iolab import search as S
-from iolab.load import load_experiment
-from iolab.matrix import expand
-from iolab.record import Record
+from iolab.analysis import search as S
+from iolab.experiment.load import load_experiment
+from iolab.experiment.matrix import expand
+from iolab.results.record import Record
 
 from .conftest import REPO, have, iolab, make_project, records
 

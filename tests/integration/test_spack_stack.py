@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from iolab.load import load_experiment
-from iolab.matrix import expand
+from iolab.experiment.load import load_experiment
+from iolab.experiment.matrix import expand
 
 from .conftest import REPO, STANDIN_BIN, have, iolab, only_run, records, reframe
 

@@ -11,8 +11,8 @@ import shlex
 
 import pytest
 
-from iolab.load import load_experiment
-from iolab.published import load_study
+from iolab.experiment.load import load_experiment
+from iolab.analysis.published import load_study
 
 from .conftest import REPO, check_replay_flag, have, iolab, only_run, records, reframe
 

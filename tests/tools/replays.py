@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]          # the checkout
 REPLAY = ROOT / "tests" / "data" / "replay"
 INDEX = "index.json"
-MARK = "IOLAB-STANDIN:"                             # src/iolab/echo.py reads this line back
+MARK = "IOLAB-STANDIN:"                             # src/iolab/parsers/echo.py reads this line back
 PATH = "<path>"                                     # stands for a path in a key
 # Variables that change what the MPI-IO layer does or prints: the component (ompio or ROMIO),
 # ROMIO's printout of the hints in effect, hints for PnetCDF, HDF5's VOL connector (sync or

@@ -12,8 +12,8 @@ from iolab.benchmarks import get as get_benchmark
 from iolab.benchmarks.fio import JOBFILE, OUTPUT
 from iolab.benchmarks.ior import SUMMARY
 from iolab.errors import IolabError
-from iolab.load import load_experiment
-from iolab.matrix import expand
+from iolab.experiment.load import load_experiment
+from iolab.experiment.matrix import expand
 
 MIB = 1024**2
 CASE_DIR = "/scratch/iolab/exp/abcd1234"

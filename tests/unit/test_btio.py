@@ -18,8 +18,8 @@ import pytest
 from iolab.benchmarks import RunSpec, get as get_benchmark
 from iolab.benchmarks.btio import DECK, read_deck
 from iolab.errors import IolabError, ParseError
-from iolab.load import load_experiment
-from iolab.matrix import expand
+from iolab.experiment.load import load_experiment
+from iolab.experiment.matrix import expand
 from iolab.parsers import btio_text
 from tests.unit.realrun import needs as _needs
 from tests.unit.realrun import run_spec as _run

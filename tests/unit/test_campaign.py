@@ -8,9 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from iolab import campaign
+from iolab.analysis import campaign
 from iolab.errors import IolabError
-from iolab.run import Run, chain_paths
+from iolab.results.run import Run, chain_paths
 from tests.golden.publish_data import REPO, experiment, make_run, records
 
 A, B, C = "20261121T000000Z-aaaaaa", "20261121T010000Z-bbbbbb", "20261121T020000Z-cccccc"
@@ -117,7 +117,7 @@ def test_repetitions_pool_across_runs_where_provenance_agrees(tmp_path, monkeypa
 
 def test_progress_and_status(tmp_path, monkeypatch, capsys):
     from iolab.cli import main
-    from iolab.run import progress_text
+    from iolab.results.run import progress_text
 
     assert progress_text(3, 12, {"ok": 2, "failed": 1}, 90) == \
         "3/12 jobs recorded (1 failed), 0:01:30 elapsed, ETA 0:04:30"

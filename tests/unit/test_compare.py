@@ -9,10 +9,11 @@ import pytest
 from scipy import stats as sp
 
 from iolab.benchmarks.ior import parse_any
-from iolab.compare import Side, compare_by_param, compare_runs, direction, render_comparison, verdict
+from iolab.analysis.compare import (Side, compare_by_param, compare_runs, direction,
+                                    render_comparison, verdict)
 from iolab.errors import IolabError
-from iolab.results import RunDir
-from iolab.stats import Welch
+from iolab.results.store import RunDir
+from iolab.analysis.stats import Welch
 
 IOR = Path(__file__).resolve().parents[1] / "data" / "ior"
 MiB = 1024 * 1024

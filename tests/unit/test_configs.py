@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from reframe.core.config import load_config
 
-from iolab.site import load as load_site
+from iolab.experiment.site import load as load_site
 
 CONFIGS = sorted((Path(__file__).resolve().parents[2] / "reframe" / "config").glob("*.py"))
 SITE_CONFIGS = [p for p in CONFIGS if p.name != "common.py"]
@@ -52,7 +52,7 @@ def _profiles_of(config: str, system: str) -> list:
 
 @pytest.mark.parametrize("system", ["localcluster", "localcluster-mpirun"])
 def test_the_cluster_runs_cluster_profiles_else_local_ones(system):
-    from iolab.load import load_experiment
+    from iolab.experiment.load import load_experiment
     from iolab.rfm.register import system_profile
 
     root = Path(__file__).resolve().parents[2] / "experiments"

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from iolab import cost
+from iolab.analysis import cost
 from iolab.cli import main
-from iolab.matrix import expand
+from iolab.experiment.matrix import expand
 from tests.golden.publish_data import experiment, make_run, records
 
 RUN = "20261121T000000Z-aaaaaa"

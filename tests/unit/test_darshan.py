@@ -1,4 +1,4 @@
-"""iolab.darshan against real Darshan 3.4.7 logs (tests/data/darshan), damaged copies of them, and the
+"""iolab.layers.darshan against real Darshan 3.4.7 logs (tests/data/darshan), damaged copies of them, and the
 sample logs that ship in the PyDarshan wheel.
 
 Expected numbers come from darshan-parser / darshan-dxt-parser output recorded with the logs (parsed
@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from iolab import darshan as dx
-from iolab import lustre
-from iolab.darshan import aggregators, layouts, sizes
-from iolab.darshan.summary import build, excluded_reason
+from iolab.layers import darshan as dx
+from iolab.layers.storage import lustre
+from iolab.layers.darshan import aggregators, layouts, sizes
+from iolab.layers.darshan.summary import build, excluded_reason
 from iolab.errors import IolabError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "darshan"
@@ -775,7 +775,7 @@ def test_two_aggregators_are_seen_writing_for_four_ranks():
 
 
 def test_one_reader_serves_many_logs_and_a_crash_costs_only_that_log(tmp_path):
-    from iolab.darshan import reader
+    from iolab.layers.darshan import reader
 
     assert dx.summarize(COLL_LOG)["status"] == "ok"
     pid = reader._SERVER.proc.pid

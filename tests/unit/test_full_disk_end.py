@@ -12,8 +12,8 @@ import subprocess
 import pytest
 
 from iolab.errors import IolabError
-from iolab.results import LOCK, MANIFEST, RECORDS, RunDir
-from iolab.run import Run
+from iolab.results.store import LOCK, MANIFEST, RECORDS, RunDir
+from iolab.results.run import Run
 from tests.unit.test_results import RUN, big_records, fill, iolab, no_wait, small_disk  # noqa: F401
 
 EXP = "archer-fpp-vs-ssf"

@@ -7,7 +7,7 @@ import pytest
 
 from iolab.benchmarks import get, registry
 from iolab.errors import IolabError
-from iolab.load import load_experiment
+from iolab.experiment.load import load_experiment
 
 FIO, IOR, MDTEST = get("fio"), get("ior"), get("mdtest")
 
@@ -135,7 +135,7 @@ def test_an_external_engine_loads_only_where_allowed(tmp_path):
                                          r"fio's ioengine=external, which loads code"):
         _load(tmp_path, body)
     exp = _load(tmp_path, "allow: [ioengine=external]\n" + body)
-    from iolab.matrix import expand
+    from iolab.experiment.matrix import expand
 
     (case,) = expand(exp)
     assert "ioengine=external:/opt/engines/libfoo.so\n" in FIO.run_spec(case, "/d").files["fio-job.fio"]

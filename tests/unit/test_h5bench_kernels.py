@@ -17,8 +17,8 @@ import pytest
 from iolab.benchmarks import get as get_benchmark
 from iolab.benchmarks.h5bench import INI, METADATA_CSV, exerciser_args
 from iolab.errors import IolabError, ParseError
-from iolab.load import load_experiment
-from iolab.matrix import expand
+from iolab.experiment.load import load_experiment
+from iolab.experiment.matrix import expand
 from iolab.parsers import h5bench_exerciser, h5bench_metadata, h5bench_metadata_csv
 from tests.unit.realrun import needs as _needs
 from tests.unit.realrun import run_spec as _run

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from iolab.errors import IolabError
-from iolab.load import load_experiment
-from iolab.matrix import expand
+from iolab.experiment.load import load_experiment
+from iolab.experiment.matrix import expand
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTILE = REPO / "tests" / "data" / "hostile"

@@ -12,7 +12,7 @@ import pytest
 
 from iolab.benchmarks import get as get_benchmark
 from iolab.errors import IolabError, ParseError
-from iolab.importer import reconcile
+from iolab.results.importer import reconcile
 from iolab.parsers import argv, ior_json, ior_text, mdtest_text
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -11,10 +11,10 @@ import subprocess
 
 import pytest
 
-from iolab import integrity, results
+from iolab.results import integrity, store as results
 from iolab.errors import IolabError
-from iolab.results import RECORDS, RunDir, decode_records
-from iolab.run import Run
+from iolab.results.store import RECORDS, RunDir, decode_records
+from iolab.results.run import Run
 from tests.golden.publish_data import experiment, records as _records
 
 RUN = "20261121T000000Z-dddddd"

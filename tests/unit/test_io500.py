@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from iolab import io500
+from iolab.analysis import io500
 from iolab.parsers import Metric
-from iolab.record import Record
-from iolab.run import Run
+from iolab.results.record import Record
+from iolab.results.run import Run
 
 BW = {"ior-easy": {"write_bw": 2048.0, "read_bw": 4096.0}, "ior-hard": {"write_bw": 512.0, "read_bw": 1024.0}}
 MD = {"mdtest-easy": {"file_create_rate": 10000.0, "file_stat_rate": 100000.0, "file_remove_rate": 20000.0},

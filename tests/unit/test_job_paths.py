@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from iolab import shell, site
-from iolab.load import load_experiment
-from iolab.matrix import expand
+from iolab import shell
+from iolab.experiment import site
+from iolab.experiment.load import load_experiment
+from iolab.experiment.matrix import expand
 from iolab.rfm import plan
 
 from tests.unit.test_shell import hostile

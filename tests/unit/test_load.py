@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from iolab import yamlpos
+from iolab.experiment import yamlpos
 from iolab.errors import IolabError, ParseError
-from iolab.load import Job, load_experiment, type_param
-from iolab.matrix import expand
-from iolab.yamlpos import load_yaml
+from iolab.experiment.load import Job, load_experiment, type_param
+from iolab.experiment.matrix import expand
+from iolab.experiment.yamlpos import load_yaml
 
 MIB, GIB = 1024**2, 1024**3
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab import lustre
+from iolab.layers.storage import lustre
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "lustre"
 

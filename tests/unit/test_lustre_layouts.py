@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from iolab import lustre, shell
+from iolab.layers.storage import lustre
+from iolab import shell
 from iolab.errors import IolabError
-from iolab.load import load_experiment
-from iolab.matrix import expand
+from iolab.experiment.load import load_experiment
+from iolab.experiment.matrix import expand
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "lustre"
@@ -246,7 +247,7 @@ def test_lustre_test_suite_pfl_yaml_both_forms(name):
 
 
 def test_darshan_components_name_the_pattern_as_lfs_does():
-    from iolab.darshan import layouts
+    from iolab.layers.darshan import layouts
 
     def comp(pattern, count):
         return {"counters": {"LUSTRE_COMP_STRIPE_SIZE": MIB, "LUSTRE_COMP_STRIPE_COUNT": count,
@@ -375,7 +376,7 @@ def dir_stage(tmp_path, witness=True, df=True):
     (4, True, False, True, "unverified"),      # no witness
 ])
 def test_dir_striping_requested_against_applied(tmp_path, want, df, witness, applied, status):
-    from iolab.record import Observed
+    from iolab.results.record import Observed
 
     obs = lustre.observed(dir_stage(tmp_path, witness, df), {"dir_stripe_count": want})
     assert obs["applied"] is applied

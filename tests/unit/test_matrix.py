@@ -8,12 +8,12 @@ import time
 
 import pytest
 
-from iolab import matrix
+from iolab.experiment import matrix
 from iolab.benchmarks import get as get_benchmark
 from iolab.errors import IolabError
-from iolab.load import load_experiment
-from iolab.matrix import (MAX_CASES, case_id, count_cases, defaults, describe, expand, varied_keys,
-                          varied_keys_of)
+from iolab.experiment.load import load_experiment
+from iolab.experiment.matrix import (MAX_CASES, case_id, count_cases, defaults, describe, expand,
+                                     varied_keys, varied_keys_of)
 
 KIB, MIB = 1024, 1024**2
 

@@ -11,8 +11,8 @@ import pytest
 from iolab.benchmarks import get as get_benchmark
 from iolab.benchmarks.mdtest import RANKS_CSV, required_metrics
 from iolab.errors import IolabError, ParseError
-from iolab.load import load_experiment
-from iolab.matrix import expand
+from iolab.experiment.load import load_experiment
+from iolab.experiment.matrix import expand
 from iolab.parsers import mdtest_csv, mdtest_text
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "mdtest"
@@ -257,7 +257,7 @@ def test_required_metrics_follow_the_arguments():
 def test_import_takes_what_mdtest_says_it_ran():
     """`iolab import`: iterations, nodes and tasks per node from mdtest's own account; a --param
     it contradicts is refused."""
-    from iolab.importer import reconcile
+    from iolab.results.importer import reconcile
 
     path = DATA / f"{OK[0]}.txt"
     parsed = BENCH.parse_files([path])

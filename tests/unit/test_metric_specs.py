@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from iolab import benchmarks
-from iolab.compare import direction
+from iolab.analysis.compare import direction
 from iolab.errors import IolabError
 
 DATA = Path(__file__).resolve().parents[1] / "data"

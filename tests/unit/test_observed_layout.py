@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from iolab import lustre
-from iolab.record import Observed
+from iolab.layers.storage import lustre
+from iolab.results.record import Observed
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "lustre"
 YAML_FILE = (DATA / "getstripe_yaml.txt").read_text()      # count 2, size 1M, offset 3, pool flash

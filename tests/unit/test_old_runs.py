@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from iolab.cli import main
-from iolab.record import Record
-from iolab.report import build_tables, render
-from iolab.run import Run
+from iolab.results.record import Record
+from iolab.present.report import build_tables, render
+from iolab.results.run import Run
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 ALL = sorted(p.parent for p in RUNS.glob("*/*/*/manifest.json"))

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from iolab import lustre
+from iolab.layers.storage import lustre
 from iolab.errors import IolabError
-from iolab.load import load_experiment
-from iolab.matrix import expand
+from iolab.experiment.load import load_experiment
+from iolab.experiment.matrix import expand
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "lustre"
 PFL = """\

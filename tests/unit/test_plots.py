@@ -12,9 +12,10 @@ import textwrap
 
 import pytest
 
-from iolab.load import load_experiment
-from iolab.plots import AGGREGATOR_KEYS, NUM_TASKS, _log2_axis, choose, find_axes, make_plots
-from iolab.run import Run
+from iolab.experiment.load import load_experiment
+from iolab.present.plots import (AGGREGATOR_KEYS, NUM_TASKS, _log2_axis, choose, find_axes,
+                                 make_plots)
+from iolab.results.run import Run
 from tests.golden.publish_data import experiment, make_run, records
 
 RUN_ID = "20261121T000000Z-0b1e75"
@@ -233,7 +234,7 @@ def test_failed_cases_and_single_repetitions(tmp_path):
 def test_without_matplotlib_there_are_no_plots_and_a_note(tmp_path, monkeypatch):
     import importlib.util
 
-    from iolab import plots as plots_module
+    from iolab.present import plots as plots_module
 
     run = run_of(tmp_path, experiment("cp2k-aggregators"))
     real = importlib.util.find_spec
@@ -247,7 +248,7 @@ def test_without_matplotlib_there_are_no_plots_and_a_note(tmp_path, monkeypatch)
 def test_too_many_series_are_pooled_and_too_many_bars_cut_and_the_notes_say_so(tmp_path):
     """Three axes give bars; 7 x 6 combinations of the other two are more series than a plot can
     tell apart (MAX_SERIES): one bar per x value pools every case there, and the notes say so."""
-    from iolab import plots as plotmod
+    from iolab.present import plots as plotmod
 
     exp = own_experiment(tmp_path, """\
         id: many-series

@@ -22,13 +22,13 @@ import pytest
 
 from iolab.cli import main
 from iolab.errors import IolabError
-from iolab.load import load_text
-from iolab.record import Observed
-from iolab import doc
-from iolab.publish import MARKER, publish
-from iolab.report import build_tables, render
-from iolab.reportspec import StudyLink
-from iolab.run import Run
+from iolab.experiment.load import load_text
+from iolab.results.record import Observed
+from iolab.present import doc
+from iolab.present.publish import MARKER, publish
+from iolab.present.report import build_tables, render
+from iolab.experiment.reportspec import StudyLink
+from iolab.results.run import Run
 from tests.golden.publish_data import (DARSHAN_FINDINGS, REPO, STRIPING_FLAG, experiment, make_run,
                                        published_links, records)
 
@@ -329,7 +329,7 @@ def test_publish_never_writes_through_a_symlink(results, tmp_path, attack):
 
 def test_writes_refuse_a_symlink_that_appears_after_the_checks(results, tmp_path):
     """The descriptors are opened with O_NOFOLLOW: the kernel refuses what the checks missed."""
-    from iolab.publish import _OutDir
+    from iolab.present.publish import _OutDir
 
     run = archer_run(results)
     before = tree_digest(results)

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from iolab.benchmarks.ior import parse_any
-from iolab.compare import Side, compare_published, render_published, same_machine_studies
+from iolab.analysis.compare import Side, compare_published, render_published, same_machine_studies
 from iolab.errors import IolabError
-from iolab.published import DEFAULT, list_studies, load_study, parse_study
-from iolab.record import Manifest
-from iolab.results import RunDir
+from iolab.analysis.published import DEFAULT, list_studies, load_study, parse_study
+from iolab.results.record import Manifest
+from iolab.results.store import RunDir
 
 REPO = Path(__file__).resolve().parents[2]
 IOR = REPO / "tests" / "data" / "ior"

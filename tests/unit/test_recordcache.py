@@ -12,10 +12,10 @@ import stat
 
 import pytest
 
-from iolab import recordcache, results
-from iolab.record import Record
-from iolab.results import RECORDS, read_records
-from iolab.run import Run
+from iolab.results import recordcache, store as results
+from iolab.results.record import Record
+from iolab.results.store import RECORDS, read_records
+from iolab.results.run import Run
 from tests.golden.publish_data import experiment, make_run, records
 
 RUN = "20261121T000000Z-cccccc"
@@ -111,7 +111,7 @@ def test_an_entry_of_another_user_or_a_symlink_is_not_read(run_path, records_cac
 # ---------------------------------------------------------------- the digest: tables without records
 
 def test_a_warm_run_is_read_from_its_digest_and_its_tables_equal_the_records(run_path, records_cache):
-    from iolab.report import build_tables, render, tables_from
+    from iolab.present.report import build_tables, render, tables_from
 
     cold = Run.load(run_path)               # decodes, writes the records' entry and the digest's
     assert cold._records is not None
@@ -139,7 +139,7 @@ def test_records_of_a_digest_whose_file_changed_since_are_refused(run_path, reco
 
 
 def test_a_digest_folds_every_status_hint_and_version(run_path):
-    from iolab import digest
+    from iolab.results import digest
 
     recs = decoded(run_path)
     facts = digest.fold(recs)
@@ -169,7 +169,7 @@ def test_a_manifest_is_parsed_again_when_it_changes(tmp_path):
 
 def test_a_large_manifest_and_its_missing_jobs_are_kept_and_follow_changes(run_path, records_cache,
                                                                            monkeypatch):
-    from iolab import cache
+    from iolab.results import cache
 
     monkeypatch.setattr(cache, "MIN_BYTES", 0)
     manifest = json.loads((run_path / "manifest.json").read_text())

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from iolab import echo, failure
+from iolab.parsers import echo
+from iolab.rfm import failure
 from iolab.benchmarks import get as get_benchmark
-from iolab.load import load_experiment
-from iolab.matrix import expand
+from iolab.experiment.load import load_experiment
+from iolab.experiment.matrix import expand
 from iolab.parsers import ior_json
-from iolab.record import Observed
+from iolab.results.record import Observed
 from tests.tools import record_replays, replays
 
 BIN = Path(__file__).resolve().parents[1] / "bin"

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from iolab import results
+from iolab.results import store as results
 from iolab.errors import IolabError
-from iolab.results import RECORDS, RunDir, find_run, read_records
-from iolab.run import Run
+from iolab.results.store import RECORDS, RunDir, find_run, read_records
+from iolab.results.run import Run
 from tests.golden.publish_data import REPO, experiment, make_run, records as _records
 
 RUN = "20261121T000000Z-aaaaaa"
@@ -378,7 +378,7 @@ def test_only_imported_runs_say_so(tmp_path):
 
 
 def test_old_eight_digit_case_ids_name_the_same_cases_as_new_ones():
-    from iolab.results import case_index, same_case
+    from iolab.results.store import case_index, same_case
 
     new = ["99a3ce015baa8c12", "99a3ce01ffffffff", "12345678aaaaaaaa"]
     index = case_index(new)
@@ -395,7 +395,7 @@ def test_an_untracked_experiment_makes_the_tree_dirty(tmp_path):
     """git status --untracked-files=no would say clean: the run's own YAML is not in git."""
     import subprocess
 
-    from iolab.results import git_state
+    from iolab.results.store import git_state
 
     def git(*args):
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True,

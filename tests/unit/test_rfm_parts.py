@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from iolab import site
-from iolab.load import load_experiment
-from iolab.matrix import expand
-from iolab.rfm import jobscript, launch, observe, plan, storage
+from iolab.experiment import site
+from iolab.experiment.load import load_experiment
+from iolab.experiment.matrix import expand
+from iolab.rfm import jobscript, launch, observe, plan
+from iolab.layers.storage import place as storage
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -232,7 +233,7 @@ def test_a_replayed_output_is_flagged(tmp_path):
     ("warn", "fail", "MPI-IO hints not applied: cb_nodes requested 4, effective 1"),
 ])
 def test_the_verify_policy_decides(layout, hints, expected):
-    from iolab.load import Verify
+    from iolab.experiment.load import Verify
 
     seen = {"lustre": {"mismatches": [1], "reason": "x"},
             "mpiio_hints": {"comparison": [{"key": "cb_nodes", "requested": "4", "effective": "1",

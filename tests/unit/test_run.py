@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from iolab import integrity
-from iolab.record import Manifest, Observed, Record, hint_value, num_tasks
-from iolab.results import RunDir
-from iolab.run import Run
+from iolab.results import integrity
+from iolab.results.record import Manifest, Observed, Record, hint_value, num_tasks
+from iolab.results.store import RunDir
+from iolab.results.run import Run
 from tests.golden.publish_data import REPO, experiment, make_run, records
 
 RUN = "20261121T000000Z-0b1e75"

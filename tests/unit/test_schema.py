@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from iolab import schema as schemas
+from iolab.experiment import schema as schemas
 
 
 def _patterns(node=None) -> list[str]:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from iolab import search as S
-from iolab.load import Search, load_experiment
-from iolab.matrix import expand
+from iolab.analysis import search as S
+from iolab.experiment.load import Search, load_experiment
+from iolab.experiment.matrix import expand
 from iolab.parsers import Metric
-from iolab.record import Observed, Record
+from iolab.results.record import Observed, Record
 
 GRID = Path(__file__).parents[1] / "data" / "grids" / "ior-local"
 
@@ -251,7 +251,7 @@ def test_search_report_of_a_search(grid, results, capsys):
     assert f"grid-ior-local run {RUN_ID}\nsearch: model, max write_bw, budget 9 x 3 " \
            f"repetitions = 27 jobs, seed 2\ncases run: {cases} of the grid's 36 (27 jobs; the " \
            "grid: 108)\n" in out
-    from iolab import stats
+    from iolab.analysis import stats
 
     m = stats.summarize(best.values)
     assert (f"best found: api=POSIX, block_size={best.setting['block_size'] // 2**20}MiB, "
@@ -391,7 +391,7 @@ def test_progress_plot_draws_every_job(hints_space, tmp_path):
     pytest.importorskip("matplotlib")
     import matplotlib.image
 
-    from iolab import plots
+    from iolab.present import plots
 
     space = hints_space
     a = _case(space, mpiio__cb_nodes=1, lustre__stripe_count=1)
@@ -443,7 +443,7 @@ def test_publish_of_a_search_shows_its_answer_and_progress(results, tmp_path, ca
     pytest.importorskip("matplotlib")
     import matplotlib.image
 
-    from iolab import plots
+    from iolab.present import plots
     from iolab.cli import main
 
     root = GRID.parent / "romio-local"
@@ -484,7 +484,7 @@ def test_publish_of_a_search_shows_its_answer_and_progress(results, tmp_path, ca
 
     shutil.copytree(root, run)
     capsys.readouterr()
-    from iolab.publish import publish
+    from iolab.present.publish import publish
 
     done = publish("grid-romio-local", tmp_path / "grid-page", results=grid_results)
     page = (done.out / "index.html").read_text()
@@ -493,7 +493,7 @@ def test_publish_of_a_search_shows_its_answer_and_progress(results, tmp_path, ca
 
 
 def _chain(results, run_id):
-    from iolab.run import Run
+    from iolab.results.run import Run
 
     return Run.load_chain(results / "grid-romio-local" / run_id)
 

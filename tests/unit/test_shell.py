@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from iolab import lustre, shell
+from iolab.layers.storage import lustre
+from iolab import shell
 from iolab.errors import IolabError
 from iolab.render import render_template
 
@@ -165,8 +166,8 @@ def test_templates_cannot_reach_python_internals(tmp_path, monkeypatch):
 
 
 def _shipped_cases():
-    from iolab.load import load_experiment
-    from iolab.matrix import expand
+    from iolab.experiment.load import load_experiment
+    from iolab.experiment.matrix import expand
 
     root = Path(__file__).resolve().parents[2]
     for path in sorted((root / "experiments").glob("*.yaml")):

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from iolab import site
-from iolab.compare import same_machine_studies
+from iolab.experiment import site
+from iolab.analysis.compare import same_machine_studies
 from iolab.errors import IolabError
-from iolab.load import Darshan
-from iolab.record import Manifest
+from iolab.experiment.load import Darshan
+from iolab.results.record import Manifest
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = "reframe/config/mysite.py"
@@ -78,7 +78,7 @@ def test_the_schema_documents_exactly_the_typed_fields():
             if spec.get("type") == "object" and "properties" in spec:
                 assert spec["additionalProperties"] is False, f"{where}{key} takes any key"
                 todo.append((f"{where}{key}.", spec))
-    from iolab import mpiio
+    from iolab.layers import mpiio
     assert schema["properties"]["mpi_flavour"]["enum"] == list(mpiio.FLAVOURS)
 
 
@@ -190,7 +190,7 @@ def test_history_is_read_leniently():
 
 
 def test_no_module_reads_extras_but_the_loader():
-    """Every reader of a partition's extras['iolab'] goes through iolab.site (its typed object,
+    """Every reader of a partition's extras['iolab'] goes through iolab.experiment.site (its typed object,
     or site.recorded for a manifest's history): a `.extras` read elsewhere could default silently."""
     offenders = []
     for path in sorted((REPO / "src" / "iolab").rglob("*.py")):

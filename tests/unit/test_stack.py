@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from iolab.errors import IolabError
-from iolab.record import Record
-from iolab.stack import from_extras, summarize
+from iolab.results.record import Record
+from iolab.layers.software import from_extras, summarize
 
 SITE_MODULES = {"provider": "modules", "modules": {
     "ior": ["ior/4.0.0"], "h5bench": ["h5bench/1.6"], "darshan": ["darshan-runtime/3.4.7"],

@@ -7,7 +7,7 @@ import math
 import pytest
 from scipy import stats as sp
 
-from iolab import stats
+from iolab.analysis import stats
 
 
 def test_t_quantiles_match_printed_tables():

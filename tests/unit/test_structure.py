@@ -90,9 +90,10 @@ def test_the_reframe_test_class_is_slim():
     assert len(lines) < 150, f"IolabTest has {len(lines)} lines: its parts belong in rfm/plan.py and friends"
 
 
-PRESENTATION = ("iolab.report", "iolab.plots", "iolab.compare", "iolab.publish", "iolab.importer",
-                "iolab.studies", "iolab.io500", "iolab.cost", "iolab.stack")
-YAML_READERS = {"yaml", "iolab.yamlpos"}
+PRESENTATION = ("iolab.present.report", "iolab.present.plots", "iolab.analysis.compare",
+                "iolab.present.publish", "iolab.results.importer", "iolab.analysis.studies",
+                "iolab.analysis.io500", "iolab.analysis.cost", "iolab.layers.software")
+YAML_READERS = {"yaml", "iolab.experiment.yamlpos"}
 
 
 def _imports(module: str) -> set[tuple[str, str]]:
@@ -113,8 +114,8 @@ def test_presentation_reads_no_yaml_and_runs_only_through_the_result_model():
     for module in PRESENTATION:
         imported = _imports(module)
         assert not {m for m, _ in imported} & YAML_READERS, module
-        from_load = {name for m, name in imported if m == "iolab.load"}
-        allowed = {"type_param_text"} if module == "iolab.importer" else set()
+        from_load = {name for m, name in imported if m == "iolab.experiment.load"}
+        allowed = {"type_param_text"} if module == "iolab.results.importer" else set()
         assert from_load <= allowed, (module, from_load)
         assert ("iolab", "load") not in imported, module
 
@@ -132,6 +133,6 @@ def _hand_built_records(text: str) -> list[int]:
 
 def test_records_are_built_only_by_the_result_model():
     assert _hand_built_records('x = 1\n{"case_id": "c", "status": "ok", "params": {}}') == [2]
-    offenders = {m: lines for m, p in _modules().items() if m != "iolab.record"
+    offenders = {m: lines for m, p in _modules().items() if m != "iolab.results.record"
                  for lines in [_hand_built_records(p.read_text())] if lines}
     assert offenders == {}

@@ -166,7 +166,7 @@ class Benchmark:
         return {ek: case.params[pk] for ek, pk in self.echo_params.items() if pk in case.params}
 
     def check_echo(self, parsed, case, spec: RunSpec) -> str | None:
-        from ..echo import check
+        from ..parsers.echo import check
 
         return check(self.requested_echo(case, spec), parsed.echo)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..echo import replayed
+from ..parsers.echo import replayed
 from ..errors import IolabError, ParseError
 from ..parsers import btio_text
 from ..shell import has_variables

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..parsers import ior_json, ior_text
-from ..mpiio import ior_hints_file
+from ..layers.mpiio import ior_hints_file
 from ..shell import JobPath
-from ..units import ior_size_arg
+from ..experiment.units import ior_size_arg
 from .base import Benchmark, MetricSpec, RunSpec, extra_arg_problem, job_streams, read_output
 
 SUMMARY = "ior-summary.json"

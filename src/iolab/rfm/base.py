@@ -19,8 +19,9 @@ from reframe.core.builtins import run_after, run_before, sanity_function
 from reframe.core.exceptions import ReframeError, SanityError
 from reframe.core.logging import getlogger
 
-from .. import benchmarks, site
-from ..matrix import describe
+from .. import benchmarks
+from ..experiment import site
+from ..experiment.matrix import describe
 from . import continuation, internals, observe, plan, recording
 
 

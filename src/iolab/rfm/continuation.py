@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import os
 
-from ..campaign import RESUME_ENV, Continuation
+from ..analysis.campaign import RESUME_ENV, Continuation
 
 
 @functools.cache

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import lustre, shell
+from ..layers.storage import lustre
+from .. import shell
 
 EXIT_FILE = "iolab-exit-code.txt"
 BINARY_FILE = "iolab-binary.txt"

@@ -11,10 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import echo, failure, lustre, mpiio, shell
+from ..parsers import echo
+from . import failure
+from ..layers.storage import lustre
+from ..layers import mpiio
+from .. import shell
 from ..errors import IolabError
-from ..record import Observed
-from . import darshan, jobscript
+from ..results.record import Observed
+from ..layers.darshan import preload as darshan
+from . import jobscript
 
 
 @dataclass

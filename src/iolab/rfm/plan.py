@@ -12,13 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .. import benchmarks, mpiio, shell
+from .. import benchmarks, shell
+from ..layers import mpiio
 from ..benchmarks import RunSpec
 from ..errors import IolabError
-from ..matrix import hints_of
-from ..site import SiteConfig
-from ..stack import Stack, spack_packages
-from . import darshan, jobscript, jobshape, launch, storage
+from ..experiment.matrix import hints_of
+from ..experiment.site import SiteConfig
+from ..layers.software import Stack, spack_packages
+from ..layers.darshan import preload as darshan
+from . import jobscript, jobshape, launch
+from ..layers.storage import place as storage
 
 
 @dataclass(frozen=True)

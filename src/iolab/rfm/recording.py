@@ -12,16 +12,18 @@ from pathlib import Path
 import reframe
 from reframe.core.logging import getlogger
 
-from .. import site
+from ..experiment import site
 from ..errors import IolabError
-from ..load import Experiment
-from ..lustre import observed as lustre_observed
-from ..record import Observed, Provenance, Record
-from ..run import progress_text
-from ..shims import shim_path
-from ..results import RunDir, base_manifest, git_state, new_run_id, results_root, sha256_file, utcnow
-from ..stack import spack_packages
-from . import continuation, darshan, internals, jobscript
+from ..experiment.load import Experiment
+from ..layers.storage.lustre import observed as lustre_observed
+from ..results.record import Observed, Provenance, Record
+from ..results.run import progress_text
+from .shims import shim_path
+from ..results.store import (RunDir, base_manifest, git_state, new_run_id, results_root,
+                             sha256_file, utcnow)
+from ..layers.software import spack_packages
+from . import continuation, internals, jobscript
+from ..layers.darshan import preload as darshan
 
 
 class _Run:

@@ -18,11 +18,11 @@ from reframe.core import builtins
 from reframe.core.logging import getlogger
 from reframe.core.meta import make_test
 
-from .. import site
+from ..experiment import site
 from ..errors import IolabError
-from ..load import load_experiment
-from ..matrix import expand, producers, varied_keys
-from ..shims import class_name, render_shim, shim_path, sync_shims, write_atomic
+from ..experiment.load import load_experiment
+from ..experiment.matrix import expand, producers, varied_keys
+from .shims import class_name, render_shim, shim_path, sync_shims, write_atomic
 from . import continuation, internals, session
 from .base import IolabTest
 from .broken import BrokenExperiment

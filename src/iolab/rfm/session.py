@@ -20,10 +20,10 @@ from pathlib import Path
 from reframe.core.exceptions import FailureLimitError, ForceExitError, ReframeError, RunSessionTimeout
 from reframe.core.logging import getlogger
 
-from .. import site
-from ..results import utcnow
+from ..experiment import site
+from ..results.store import utcnow
 from ..shell import has_variables
-from ..shims import class_name
+from .shims import class_name
 from . import internals
 from .recording import _Run, for_experiment, record
 from .spack import build_iolab_stack, failure

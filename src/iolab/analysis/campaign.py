@@ -1,0 +1,272 @@
+"""Campaigns: a run continued by more runs (`iolab resume`) until every planned job is ok.
+
+A continuation runs only the jobs of a chain (run.Run.load_chain) that have no ok record, as a
+new run whose manifest names its `parent`. It is refused when what the jobs would run differs
+from what the chain ran (the experiment's YAML, the Spack lock, a benchmark binary), unless the
+user allows it; then the differences are recorded in the continuation's manifest.
+
+The ReFrame side reads the continuation from the file IOLAB_RESUME names (rfm/continuation.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..errors import IolabError
+from ..results.run import Run
+
+RESUME_ENV = "IOLAB_RESUME"
+
+
+@dataclass
+class Continuation:
+    experiment: str
+    parent: str                       # the chain's latest run
+    root: str                         # the chain's first run
+    profile: str | None
+    jobs: list[list] = field(default_factory=list)      # [part, case_id, repetition]
+    changes: list[str] = field(default_factory=list)    # allowed differences, in words
+    added: list[str] = field(default_factory=list)      # why jobs that were ok run again
+    kind: str = "resume"              # resume: continues the chain; reproduce: a run of its own;
+                                      # search: a round of a search (the first has no parent)
+    round: int | None = None          # search: which round
+
+    def write(self, path: Path) -> Path:
+        path.write_text(json.dumps(asdict(self), indent=1) + "\n")
+        return path
+
+    @classmethod
+    def read(cls, path) -> Continuation:
+        try:
+            data = json.loads(Path(path).read_text())
+            return cls(**data)
+        except (OSError, ValueError, TypeError) as exc:
+            raise IolabError(f"{RESUME_ENV}={path}: not a continuation file: {exc}") from None
+
+    def wants(self, part: str, case_id: str, repetition: int) -> bool:
+        return [part, case_id, repetition] in self.jobs
+
+    def manifest_extra(self) -> dict:
+        if self.kind == "search":
+            chain = {"parent": self.parent, "chain_root": self.root} if self.parent else {}
+            return {"search_round": self.round, "search_jobs": len(self.jobs), **chain}
+        if self.kind == "reproduce":
+            return {"reproduces": {"run": self.parent, "jobs": self.jobs}, "differences": self.changes}
+        return {"parent": self.parent, "chain_root": self.root, "resumed_jobs": len(self.jobs),
+                "allowed_changes": self.changes}
+
+
+def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None,
+                reframe_args=(), dry_run: bool = False, cwd: Path | None = None,
+                env_changes: dict | None = None) -> tuple[int, Path | None]:
+    """ReFrame on only the continuation's jobs, in `cwd` (default: the project) with
+    `env_changes` (None removes a variable); (exit status, the new run's directory or None)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from ..results.store import holding, list_runs, results_root
+    from ..rfm.shims import class_name
+
+    res = results_root(root)
+    writing_to(res, cont, take_over=not dry_run)
+    before = {p.name for p in list_runs(res, cont.experiment)}
+    with tempfile.TemporaryDirectory(prefix=f"iolab-{cont.kind}-") as tmp:
+        env = dict(os.environ, **{RESUME_ENV: str(cont.write(Path(tmp) / "continuation.json"))})
+        if cont.profile:
+            env["IOLAB_PROFILE"] = cont.profile
+        for name, value in (env_changes or {}).items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
+        sibling = Path(sys.executable).parent / "reframe"
+        cmd = [str(sibling) if sibling.is_file() else "reframe", "-C", str(Path(config).resolve()),
+               "-c", "reframe/", "-R", "-r", "-n", f"^{class_name(cont.experiment)}\\b"]
+        if system:
+            cmd += ["--system", system]
+        cmd += list(reframe_args)
+        if dry_run:
+            print("would run: " + " ".join(cmd))
+            return 0, None
+        continued = (holding(res / cont.experiment / cont.parent, cont.kind)
+                     if cont.parent and cont.kind != "reproduce" else contextlib.nullcontext())
+        with continued:     # one continuation of a chain at a time
+            status = subprocess.run(cmd, cwd=cwd or root, env=env).returncode
+    new = [p for p in list_runs(res, cont.experiment) if p.name not in before]
+    return status, (new[-1] if new else None)
+
+
+def writing_to(results: Path, cont: Continuation, take_over: bool) -> None:
+    """One writer per campaign: a continuation (or a reproduction) of runs that a live process
+    still writes is refused by name; a dead writer's lock is taken over (results.check_not_running)."""
+    import sys
+
+    from ..results.store import check_not_running
+    from ..results.run import chain_paths
+
+    if not cont.parent:         # a search's first round: no run yet
+        return
+    base = Path(results) / cont.experiment
+    paths = [base / cont.parent] if cont.kind == "reproduce" else chain_paths(base / cont.root)
+    check_not_running(paths, take_over=take_over,
+                      say=lambda text: print(f"iolab: note: {text}", file=sys.stderr))
+
+
+def refuse_if_running(chain: Run) -> None:
+    """Before proposing anything from a chain: refused while a live process writes one of its
+    runs (run_reframe takes over a dead one's lock)."""
+    from ..results.store import check_not_running
+
+    check_not_running([r.path for r in chain.chain or [chain]], take_over=False)
+
+
+def jobs_to_resume(chain: Run, failed_only: bool = False, missing_only: bool = False) -> list[tuple]:
+    """Planned jobs of the chain without an ok record: missing ones (never recorded) and those
+    whose last record failed or was aborted (a skipped job is one the system could not run)."""
+    refuse_if_running(chain)
+    if chain.planned is None:
+        raise IolabError(f"run {chain.run_id} has no plan in its manifest (an imported run, or one "
+                         "written before runs listed their jobs): there is nothing to resume from")
+    root = chain.chain[0] if chain.chain else chain
+    planned = [(j.get("part") or "main", str(j.get("case_id")), j.get("repetition"))
+               for j in root.manifest.planned if isinstance(j, dict)]
+    last: dict[tuple, str] = {}
+    for rec in chain.records:
+        if last.get(rec.job) != "ok":
+            last[rec.job] = rec.status
+    out = []
+    for job in dict.fromkeys(planned):
+        status = last.get(job)
+        if status == "ok":
+            continue
+        if status is None and failed_only:
+            continue
+        if status is not None and missing_only:
+            continue
+        out.append(job)
+    return out
+
+
+def with_producers(chain: Run, jobs: list[tuple]) -> tuple[list[tuple], list[str]]:
+    """A read needs the data its write case made, which is gone after the run: the write case
+    of the same repetition runs again with it."""
+    from ..experiment.matrix import expand, producers
+
+    exp = chain.experiment
+    if exp is None:
+        return jobs, []
+    cases = {c.case_id: c for c in expand(exp)}
+    producer = producers(list(cases.values()))
+    out, why = list(jobs), []
+    for _part, case_id, rep in jobs:
+        writer = producer.get(case_id)
+        if writer and (cases[writer].part, writer, rep) not in out:
+            out.append((cases[writer].part, writer, rep))
+            why.append(f"write case {writer} rep {rep} runs again: read case {case_id} needs its data")
+    return out, why
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def changes(chain: Run, project_root: Path) -> list[str]:
+    """What a continuation would run differently from the chain, in words."""
+    out = []
+    first = chain.chain[0] if chain.chain else chain
+    man = first.manifest
+    yaml_path = project_root / "experiments" / f"{chain.experiment_id}.yaml"
+    try:
+        text = yaml_path.read_text()
+    except OSError as exc:
+        return [f"experiments/{yaml_path.name} cannot be read: {exc.strerror}"]
+    now = hashlib.sha256(text.encode()).hexdigest()
+    if man.experiment_sha256 and now != man.experiment_sha256:
+        diff = [line for line in difflib.unified_diff(
+            (man.experiment_yaml or "").splitlines(), text.splitlines(), "as run", "now", lineterm="", n=0)
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+        shown = "; ".join(diff[:6]) + (f"; … {len(diff) - 6} more" if len(diff) > 6 else "")
+        out.append(f"experiments/{yaml_path.name} changed since run {first.run_id} "
+                   f"(sha256 {man.experiment_sha256[:12]} -> {now[:12]}): {shown}")
+    lock_then = man.get("spack_lock_sha256")
+    lock_now = _sha256(project_root / "spack.lock")
+    if lock_then and lock_now and lock_then != lock_now:
+        out.append(f"spack.lock changed (sha256 {lock_then[:12]} -> {lock_now[:12]})")
+    seen = set()
+    for rec in chain.records:
+        binary = rec.provenance.binary
+        name, sha = binary.get("name"), binary.get("sha256")
+        if not name or not sha or name in seen:
+            continue
+        seen.add(name)
+        found = _which(name)
+        if found is None:
+            continue            # the job says so when it runs
+        sha_now = _sha256(found)
+        if sha_now and sha_now != sha:
+            out.append(f"{name}: {found} has sha256 {sha_now[:12]}, the chain ran {sha[:12]} "
+                       f"({binary.get('path')})")
+    return out
+
+
+def _which(name: str) -> Path | None:
+    prefix = os.environ.get("IOLAB_STACK_PREFIX")
+    if prefix and (Path(prefix) / "bin" / name).is_file():
+        return Path(prefix) / "bin" / name
+    found = shutil.which(name)
+    return Path(found) if found else None
+
+
+def config_for(chain: Run, project_root: Path) -> tuple[Path, str | None]:
+    """The ReFrame configuration and --system the chain ran with (the manifest's system)."""
+    system = chain.manifest.system or ""
+    recorded = chain.manifest.get("reframe_config")
+    if isinstance(recorded, str) and (project_root / recorded).is_file():
+        return project_root / recorded, system or None
+    name = system.split(":")[0]
+    for path in sorted((project_root / "reframe" / "config").glob("*.py")):
+        text = path.read_text()
+        if f"'{name}'" in text or f'"{name}"' in text:
+            return path, system or None
+    raise IolabError(f"no ReFrame configuration under reframe/config defines system {name!r}, "
+                     f"which run {chain.run_id} ran on", hint="give it with --config PATH")
+
+
+def reproduction_project(run: Run, checkout: Path, into: Path) -> Path:
+    """A project of its own for re-running a run's case: the experiment YAML exactly as run, with
+    the checkout's ReFrame loader and configurations."""
+    text = run.manifest.experiment_yaml
+    if not text:
+        raise IolabError(f"run {run.run_id} has no copy of its experiment YAML: it cannot be reproduced")
+    (into / "experiments").mkdir(parents=True)
+    (into / "experiments" / f"{run.experiment_id}.yaml").write_text(text)
+    (into / "reframe").mkdir()
+    shutil.copy(checkout / "reframe" / "experiments.py", into / "reframe" / "experiments.py")
+    shutil.copytree(checkout / "reframe" / "config", into / "reframe" / "config")
+    return into
+
+
+def reproduce_differences(run: Run, checkout: Path) -> list[str]:
+    """What a re-run here cannot keep as it was: the code, the host, a binary."""
+    from ..results.store import git_state, host_info
+
+    out = []
+    then, now = run.manifest.git, git_state(checkout).get("git")
+    if then and now and then != now:
+        out.append(f"another iolab commit: the run used {then[:12]}, this checkout is {now[:12]}")
+    host_then, host_now = run.manifest.host.get("hostname"), host_info().get("hostname")
+    if host_then and host_then != host_now:
+        out.append(f"another host: the run was on {host_then}, this is {host_now}")
+    out += [c for c in changes(run, checkout) if not c.startswith("experiments/")]
+    return out

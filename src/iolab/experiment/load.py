@@ -1,0 +1,589 @@
+"""The only YAML reader: validate an experiment against the schema, then build typed objects.
+
+Every error names the file, the line and the key path, and exits 2 without a traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import reportspec
+from . import schema as schemas
+from ..errors import IolabError, IolabErrors
+from .units import SIZE_HELP, OutOfRange
+from .yamlpos import CONTROL, Located, brief, char_name, decode, dotted, load_yaml
+
+PARAM_SECTIONS = ("fixed", "matrix", "zip", "exclude")
+
+
+@dataclass(frozen=True)
+class Job:
+    time_limit: str = "10m"
+    exclusive: bool = False
+    extra_directives: tuple = ()       # '#DW ...' lines, emitted verbatim by the scheduler
+    resources: dict = field(default_factory=dict)  # partition resources: name -> placeholders
+
+    def __post_init__(self):
+        object.__setattr__(self, "extra_directives", tuple(self.extra_directives))
+
+
+@dataclass(frozen=True)
+class Darshan:
+    enabled: bool = False
+    dxt: bool = False
+
+
+@dataclass(frozen=True)
+class Verify:
+    layout: str = "fail"    # a Lustre layout that differs from the request fails the case
+    hints: str = "warn"     # effective MPI-IO hints that differ are flagged (or fail the case)
+
+
+@dataclass(frozen=True)
+class Search:
+    """`search:`: run at most `budget` x `repetitions` jobs (random: `budget` cases) of the
+    matrix, chosen by `strategy`, optimising `objective` in `direction` (search.py)."""
+
+    objective: str
+    direction: str                      # max or min
+    budget: int
+    strategy: str = "model"            # model, bayes, halving or random
+    repetitions: int = 1
+    seed: int = 0
+    initial: int = 2
+    # the file and line of `objective`, for what is checked once the cases are known
+    # (matrix.check_objective)
+    at: tuple = field(default=(None, None), compare=False, repr=False)
+
+    @property
+    def maximize(self) -> bool:
+        return self.direction == "max"
+
+
+def default_initial(budget: int) -> int:
+    """Random cases before the model: about a third of the budget, at least 2, at most 10."""
+    return max(1, min(budget, max(2, min(10, budget // 3))))
+
+
+@dataclass
+class Part:
+    """One benchmark's slice of an experiment. Flat experiments have one part, named 'main'."""
+
+    name: str
+    benchmark: str
+    job: Job
+    fixed: dict[str, Any]
+    matrix: dict[str, list]
+    zips: list[dict[str, list]]
+    exclude: list[dict[str, Any]]
+
+
+@dataclass
+class Experiment:
+    id: str
+    description: str
+    source: str | None
+    path: Path
+    sha256: str
+    text: str
+    profile: str | None
+    profiles: list[str]
+    repetitions: int
+    keep_data: bool
+    tags: list[str]
+    parts: list[Part]
+    raw: dict = field(repr=False, default_factory=dict)
+    require_lustre: bool = False
+    verify: Verify = field(default_factory=Verify)
+    darshan: Darshan | None = None      # None: the system config decides
+    report: reportspec.Report = field(default_factory=reportspec.Report)
+    search: Search | None = None
+    allow: tuple[str, ...] = ()         # guarded benchmark options extra_args may pass
+
+    @property
+    def benchmarks(self) -> list[str]:
+        return sorted({p.benchmark for p in self.parts})
+
+    @property
+    def root(self) -> Path:
+        """The project directory: experiments/<id>.yaml lives in it."""
+        return self.path.resolve().parent.parent
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def load_experiment(path, profile: str | None = None,
+                    choose_profile: Callable[[list[str]], str | None] | None = None) -> Experiment:
+    """The experiment at path, with profile applied. choose_profile, when given, picks the
+    profile from the experiment's profiles instead (one read of the file where a caller must
+    see the profiles before choosing: the ReFrame loader)."""
+    path = Path(path)
+    shown = _shown(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        known = sorted(p.stem for p in path.parent.glob("*.yaml")) if path.parent.is_dir() else []
+        near = difflib.get_close_matches(path.stem, known, n=1)
+        raise IolabError("no such experiment file", file=shown,
+                         hint=((f"did you mean {near[0]!r}? " if near else "")
+                               + f"experiments: {', '.join(known)}") if known else None) from None
+    except OSError as exc:
+        raise IolabError(f"cannot read: {exc.strerror}", file=shown) from None
+    return load_text(decode(raw, shown), path, profile, shown, choose_profile)
+
+
+def load_text(text: str, path, profile: str | None = None, shown: str | None = None,
+              choose_profile: Callable[[list[str]], str | None] | None = None) -> Experiment:
+    """An experiment from its text (a run's copy of its YAML): `path` gives its id (the stem) and
+    project root; errors name `shown` (default: the path)."""
+    path = Path(path)
+    shown = shown or _shown(path)
+    doc = load_yaml(text, shown)
+    if not isinstance(doc.data, dict):
+        raise doc.error((), "an experiment must be a mapping of keys (id, description, benchmark, ...)")
+    _check_structure(doc)
+    data = doc.data
+
+    if data["id"] != path.stem:
+        raise doc.error(("id",), f"id {brief(data['id'])} differs from the file name",
+                        hint=f"rename the file to {data['id']}.yaml or set id: {path.stem}")
+    has_parts = "parts" in data
+    if has_parts == ("benchmark" in data):
+        raise doc.error((), "give either 'benchmark' (one benchmark) or 'parts' (several), not "
+                        + ("both" if has_parts else "neither"),
+                        hint=f"benchmarks: {', '.join(schemas.benchmarks())}")
+    if has_parts:
+        for key in ("scale", "job") + PARAM_SECTIONS:
+            if key in data:
+                raise doc.error((key,), f"with 'parts', put '{key}' inside each part")
+
+    # Part name -> (benchmark, path of its section in the document)
+    parts_at = ({name: (p["benchmark"], ("parts", name)) for name, p in data["parts"].items()}
+                if has_parts else {"main": (data["benchmark"], ())})
+
+    # Type every parameter where it is written, so errors point at the right line,
+    # and bring each section to one canonical form (scale folded into fixed/matrix).
+    base = {name: _canonical(doc, bench, at, _get(data, at)) for name, (bench, at) in parts_at.items()}
+    overrides: dict[str, dict[str, dict]] = {}
+    for pname, prof in data.get("profiles", {}).items():
+        if "parts" in prof and not has_parts:
+            raise doc.error(("profiles", pname, "parts"), "this experiment has no 'parts'")
+        if has_parts:
+            # Otherwise these would be silently ignored: overrides are per part.
+            for key in ("scale", "job") + PARAM_SECTIONS:
+                if key in prof:
+                    raise doc.error(("profiles", pname, key), f"with 'parts', put '{key}' inside "
+                                    f"profiles.{pname}.parts.<part name>",
+                                    hint=f"parts: {', '.join(parts_at)}")
+        for name in prof.get("parts", {}):
+            if name not in parts_at:
+                raise doc.error(("profiles", pname, "parts", name), f"no part named {brief(name)}",
+                                hint=_suggest(name, parts_at))
+        overrides[pname] = {}
+        for name, (bench, _at) in parts_at.items():
+            ppath = ("profiles", pname, "parts", name) if has_parts else ("profiles", pname)
+            try:
+                section = _get(data, ppath)
+            except KeyError:
+                continue
+            overrides[pname][name] = _canonical(doc, bench, ppath, section)
+
+    allow = _allow(doc, data, parts_at, has_parts)
+
+    if choose_profile is not None:
+        profile = choose_profile(list(overrides))
+    if profile is not None and profile not in overrides:
+        known = ", ".join(overrides) or "none"
+        raise IolabError(f"no profile {profile!r} in this experiment (profiles: {known})", file=shown)
+    prof = data["profiles"][profile] if profile else {}
+
+    parts = []
+    for name, (bench, _at) in parts_at.items():
+        section = base[name]
+        if profile and name in overrides[profile]:
+            section = _apply_profile(section, overrides[profile][name])
+        parts.append(Part(name=name, benchmark=bench, job=Job(**section["job"]),
+                          fixed=section["fixed"], matrix=section["matrix"],
+                          zips=section["zips"], exclude=section["exclude"]))
+
+    repetitions = prof.get("repetitions", data.get("repetitions", 1))
+    search = _search(doc, data["search"], parts, repetitions) if "search" in data else None
+    return Experiment(
+        id=data["id"], description=data["description"], source=data.get("source"),
+        path=path, sha256=sha256_text(text), text=text, profile=profile,
+        profiles=list(data.get("profiles", {})),
+        repetitions=repetitions,
+        keep_data=prof.get("keep_data", data.get("keep_data", False)),
+        tags=list(data.get("tags", [])), parts=parts, raw=data,
+        require_lustre=data.get("require_lustre", False), verify=Verify(**data.get("verify", {})),
+        darshan=Darshan(**data["darshan"]) if "darshan" in data else None,
+        report=reportspec.from_doc(data.get("report") or {}), search=search, allow=allow,
+    )
+
+
+def _search(doc: Located, raw: dict, parts: list[Part], repetitions: int) -> Search:
+    """`search:` typed; what the schema cannot say (the objective is a metric of every benchmark,
+    the direction agrees with it, halving has repetitions to halve over) said here."""
+    from ..benchmarks import get as get_benchmark
+
+    objective = raw["objective"]
+    better = set()
+    for part in parts:
+        spec = get_benchmark(part.benchmark).metric(objective)
+        if spec is None:
+            known = ", ".join(m.name for m in get_benchmark(part.benchmark).metrics)
+            raise doc.error(("search", "objective"), f"{part.benchmark} reports no metric "
+                            f"{brief(objective)}", hint=f"{part.benchmark} metrics: {known}")
+        better.add(spec.better)
+    implied = {"higher": "max", "lower": "min"}
+    direction = raw.get("direction")
+    if direction is None:
+        if len(better) != 1 or None in better:
+            raise doc.error(("search",), f"missing required key 'direction': {objective} is not "
+                            "better higher or lower by itself", hint="direction: max or min")
+        direction = implied[better.pop()]
+    elif len(better) == 1 and None not in better and implied[next(iter(better))] != direction:
+        side = next(iter(better))
+        raise doc.error(("search", "direction"), f"{direction} of {objective}, which is better "
+                        f"{side}", hint=f"direction: {implied[side]}")
+    reps = raw.get("repetitions", repetitions)
+    strategy = raw.get("strategy", "model")
+    if strategy == "halving" and reps < 2:
+        at = ("search", "repetitions") if "repetitions" in raw else ("search", "strategy")
+        raise doc.error(at, f"halving needs at least 2 repetitions to halve over, got {reps}",
+                        hint="set search.repetitions (e.g. 4) or choose strategy model, bayes or random")
+    budget = raw["budget"]
+    initial = raw.get("initial", default_initial(budget))
+    if initial > budget:
+        raise doc.error(("search", "initial"), f"{initial} random cases are more than the budget "
+                        f"of {budget}", hint=f"at most {budget}")
+    return Search(objective=objective, direction=direction, budget=budget, strategy=strategy,
+                  repetitions=reps, seed=raw.get("seed", 0), initial=initial,
+                  at=(doc.file, doc.line(("search", "objective"))))
+
+
+def _allow(doc: Located, data: dict, parts_at: dict, has_parts: bool) -> tuple[str, ...]:
+    """`allow:` typed (each name a guarded option of one of the experiment's benchmarks), and
+    every guarded option the experiment's parameters set checked against it where it is written:
+    one not allowed is refused there, naming it and what it does."""
+    from ..benchmarks import get as get_benchmark
+
+    benches = {bench: get_benchmark(bench) for bench, _at in parts_at.values()}
+    known = {name: why for b in benches.values() for name, why in b.guarded_options.items()}
+    allow = tuple(data.get("allow", []))
+    for i, name in enumerate(allow):
+        if name not in known:
+            raise doc.error(("allow", i), f"{brief(name)} is not an option iolab guards for "
+                            f"{', '.join(benches)}, so there is nothing to allow",
+                            hint=_suggest(name, known) if known else None)
+    for bench, at in parts_at.values():
+        sections = [at] + [("profiles", p, "parts", at[-1]) if has_parts else ("profiles", p)
+                           for p in data.get("profiles", {})]
+        for spath in sections:
+            try:
+                section = _get(data, spath)
+            except KeyError:
+                continue
+            for where, key, value in _values(section, spath):
+                for index, name in benches[bench].guarded(key, value):
+                    if name in allow:
+                        continue
+                    shown = value if index is None else value[index]
+                    raise doc.error(where + (() if index is None else (index,)),
+                                    f"{brief(shown)} sets {bench}'s {name}, which "
+                                    f"{benches[bench].guarded_options[name]}: an experiment does that "
+                                    "only where it says so", hint=f"allow: [{name}]")
+    return allow
+
+
+def _values(section: dict, at: tuple):
+    """(path, key, value) of every value a parameter takes in a section: fixed, matrix, zip."""
+    for key, value in (section.get("fixed") or {}).items():
+        yield at + ("fixed", key), key, value
+    for key, values in (section.get("matrix") or {}).items():
+        for i, value in enumerate(values):
+            yield at + ("matrix", key, i), key, value
+    raw_zip = section.get("zip") or []
+    groups = [(at + ("zip", gi), g) for gi, g in enumerate(raw_zip)] if isinstance(raw_zip, list) \
+        else [(at + ("zip",), raw_zip)]
+    for gpath, group in groups:
+        for key, values in group.items():
+            for i, value in enumerate(values):
+                yield gpath + (key, i), key, value
+
+
+def _shown(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def _get(data, path):
+    for p in path:
+        data = data[p]
+    return data
+
+
+def _suggest(word, choices) -> str | None:
+    choices = [str(c) for c in choices]
+    word = str(word)
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6) if len(word) < 200 else []
+    allowed = ", ".join(choices)
+    if close:
+        return f"did you mean {close[0]!r}? allowed: {allowed}"
+    return f"allowed: {allowed}"
+
+
+# Free text that never reaches a shell or an input file: the only strings that may hold newlines
+# and tabs. No other key or string value may hold a control character (yamlpos.CONTROL).
+FREE_TEXT = (("description",), ("source",), ("profiles", "*", "description"),
+             ("report", "plots", "*", "title"))
+_FREE_TEXT_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_WHERE_FREE = "description, source, profiles.*.description and report.plots[].title"
+
+
+def _free_text(path) -> bool:
+    return any(len(f) == len(path) and all(a in ("*", b) for a, b in zip(f, path)) for f in FREE_TEXT)
+
+
+def control_character(text: str, free_text: bool = False) -> str | None:
+    """What is wrong with this string, if it holds a control character (see FREE_TEXT)."""
+    found = (_FREE_TEXT_CONTROL if free_text else CONTROL).search(text)
+    if not found:
+        return None
+    char = found.group()
+    where = ("ends with" if found.end() == len(text)
+             else f"has at character {found.start() + 1}")
+    message = f"{where} {char_name(char)}: control characters are not allowed here"
+    if char in "\t\n":
+        message += f"; newlines and tabs only in {_WHERE_FREE}"
+    return message
+
+
+def _control_characters(doc: Located) -> list[tuple[tuple, IolabError]]:
+    """Every key and string value holding a control character: (path, error)."""
+    found = []
+    todo = [((), doc.data)]
+    while todo:
+        path, value = todo.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                problem = control_character(key)
+                if problem:
+                    found.append((path + (key,), doc.error(path + (key,), f"the key {problem}")))
+                else:
+                    todo.append((path + (key,), item))
+        elif isinstance(value, list):
+            todo.extend((path + (i,), item) for i, item in enumerate(value))
+        elif isinstance(value, str):
+            problem = control_character(value, _free_text(path))
+            if problem:
+                hint = ("in a block scalar, |- drops the last newline"
+                        if problem.startswith("ends with a newline") else None)
+                found.append((path, doc.error(path, problem, hint=hint)))
+    return found
+
+
+def _check_structure(doc: Located) -> None:
+    """Check the text rule and the JSON Schema; report every error, one line each, by line."""
+    found: dict[str, tuple] = {}
+    flagged = _control_characters(doc)
+    for _path, problem in flagged:
+        found.setdefault(str(problem), (problem.line or 0, len(problem.key or ""), problem))
+    for err in schemas.validator().iter_errors(doc.data):
+        for path, problem in _explain_all(doc, err):
+            if not any(path[:len(at)] == at for at, _ in flagged):   # else said already, better
+                found.setdefault(str(problem), (problem.line or 0, len(problem.key or ""), problem))
+    if not found:
+        return
+    problems = [p for *_, p in sorted(found.values(), key=lambda t: t[:2] + (str(t[2]),))]
+    raise problems[0] if len(problems) == 1 else IolabErrors(problems)
+
+
+def _explain_all(doc: Located, err, base=()) -> list[tuple[tuple, IolabError]]:
+    """(path, readable error) per problem: a mapping's unknown keys are one each."""
+    path = tuple(base) + tuple(err.absolute_path)
+    if err.validator == "additionalProperties":
+        known = err.schema.get("properties", {})
+        patterns = [schemas.ecma_regex(p) for p in err.schema.get("patternProperties", {})]
+        extra = [k for k in err.instance if k not in known and not any(p.search(k) for p in patterns)]
+        return [(path + (key,), doc.error(path + (key,), f"unknown key {brief(key)}",
+                                          hint=_suggest(key, list(known))))
+                for key in extra] or [(path, doc.error(path, err.message))]
+    return [(path, _explain(doc, err, base))]
+
+
+def _explain(doc: Located, err, base) -> IolabError:
+    path = tuple(base) + tuple(err.absolute_path)
+    v = err.validator
+    if v == "oneOf" and err.context:
+        # Prefer the branch whose error is deepest: it is the one the user meant.
+        best = max(err.context, key=lambda e: len(e.absolute_path))
+        return _explain(doc, best, base)
+    if v == "additionalProperties":
+        return _explain_all(doc, err, base)[0][1]
+    if v == "required":
+        missing = err.message.split("'")[1] if "'" in err.message else err.message
+        return doc.error(path, f"missing required key {missing!r}")
+    if v == "enum":
+        allowed = ", ".join(str(x) for x in err.validator_value)
+        return doc.error(path, f"{brief(err.instance)} is not allowed", hint=f"allowed: {allowed}")
+    if v == "type":
+        want = err.validator_value
+        want = [_TYPE_WORDS.get(w, w) for w in (want if isinstance(want, list) else [want])]
+        want = " or ".join(want)
+        return doc.error(path, f"expected {want}, got {_describe(err.instance)}")
+    if v == "format":
+        cause = err.cause if isinstance(err.cause, OutOfRange) else None
+        if cause:   # well written, but too large (or, for a time limit, zero)
+            return doc.error(path, str(cause))
+        if err.validator_value == "size":
+            return doc.error(path, f"{brief(err.instance)} is not a size", hint=f"use {SIZE_HELP}")
+    if v == "maxLength":
+        return doc.error(path, f"{brief(err.instance)} is longer than {err.validator_value} characters")
+    if v in ("minProperties", "minItems"):
+        what = "mapping" if v == "minProperties" else "list"
+        return doc.error(path, f"empty {what}: give at least one entry, or remove the key")
+    if v == "pattern":
+        return doc.error(path, f"{brief(err.instance)} does not match {err.validator_value}")
+    if v in ("minimum", "maximum"):
+        if "x-allowed" in err.schema:
+            return doc.error(path, f"{brief(err.instance)} is not allowed: {err.schema['x-allowed']}")
+        return doc.error(path, f"{brief(err.instance)} is out of range ({v} {err.validator_value})")
+    # jsonschema's own words quote the whole value, which may be a megabyte long
+    return doc.error(path, err.message if len(err.message) < 200 else err.message[:200] + "...")
+
+
+# JSON Schema type names in the words _describe uses for YAML values
+_TYPE_WORDS = {"array": "list", "object": "mapping"}
+
+
+def _describe(value) -> str:
+    kind = {bool: "boolean", int: "integer", float: "number", str: "string",
+            list: "list", dict: "mapping"}.get(type(value), type(value).__name__)
+    if value is None:
+        return "nothing (null)"
+    return f"{kind} {brief(value)}" if not isinstance(value, (list, dict)) else kind
+
+
+def _param(doc: Located, bench: str, path: tuple, key, value):
+    """Check one parameter value against its schema and return it typed."""
+    spec = _param_key(doc, bench, path, key)
+    errors = list(schemas.validator(spec).iter_errors(value))
+    if errors:
+        raise _explain(doc, errors[0], path)
+    return schemas.typed(spec, value)
+
+
+def _unset_or_param(doc: Located, bench: str, path: tuple, key, value):
+    """In matrix and zip lists, null means "this parameter is not set" (e.g. a hint set without
+    that hint); the case then has no such parameter at all. In exclude, null matches "not set"."""
+    return None if value is None else _param(doc, bench, path, key, value)
+
+
+def _canonical(doc: Located, bench: str, at: tuple, section: dict) -> dict:
+    """Typed {fixed, matrix, zips, exclude, job} for one part or one profile override."""
+    fixed: dict[str, Any] = {}
+    matrix: dict[str, list] = {}
+    zips: list[dict[str, list]] = []
+    seen: dict[str, tuple] = {}
+
+    def claim(key, path):
+        if key in seen:
+            raise doc.error(path, f"{brief(key)} is set twice (also at {dotted(seen[key])})")
+        seen[key] = path
+
+    for k, v in section.get("scale", {}).items():
+        key = f"scale.{k}"
+        claim(key, at + ("scale", k))
+        if isinstance(v, list):
+            matrix[key] = v
+        else:
+            fixed[key] = v
+    for k, v in section.get("fixed", {}).items():
+        claim(k, at + ("fixed", k))
+        fixed[k] = _param(doc, bench, at + ("fixed", k), k, v)
+    for k, values in section.get("matrix", {}).items():
+        _param_key(doc, bench, at + ("matrix", k), k)
+        claim(k, at + ("matrix", k))
+        matrix[k] = [_unset_or_param(doc, bench, at + ("matrix", k, i), k, v)
+                     for i, v in enumerate(values)]
+    raw_zip = section.get("zip", [])
+    listed = isinstance(raw_zip, list)
+    for gi, group in enumerate(raw_zip if listed else [raw_zip]):
+        gpath = at + (("zip", gi) if listed else ("zip",))
+        lengths = {k: len(v) for k, v in group.items()}
+        if len(set(lengths.values())) > 1:
+            detail = ", ".join(f"{k}: {n}" for k, n in lengths.items())
+            raise doc.error(gpath, f"zip lists must have equal lengths ({detail})")
+        typed = {}
+        for k, values in group.items():
+            _param_key(doc, bench, gpath + (k,), k)
+            claim(k, gpath + (k,))
+            typed[k] = [_unset_or_param(doc, bench, gpath + (k, i), k, v)
+                        for i, v in enumerate(values)]
+        zips.append(typed)
+    exclude = []
+    for i, entry in enumerate(section.get("exclude", [])):
+        exclude.append({k: _unset_or_param(doc, bench, at + ("exclude", i, k), k, v)
+                        for k, v in entry.items()})
+    out = {"fixed": fixed, "matrix": matrix, "zips": zips, "job": dict(section.get("job", {}))}
+    if "exclude" in section:
+        out["exclude"] = exclude
+    else:
+        out["exclude"] = []
+        out["_no_exclude"] = True
+    return out
+
+
+def _param_key(doc, bench, path, key) -> dict:
+    spec = schemas.param_spec(bench, key)
+    if spec is None:
+        raise doc.error(path, f"unknown parameter {brief(key)} for {bench}",
+                        hint=_suggest(key, schemas.param_specs(bench)))
+    return spec
+
+
+def type_param_text(bench: str, key: str, text: str, where: str):
+    """Type one parameter given as text outside a YAML file (`iolab import --param KEY=TEXT`),
+    read as a YAML scalar would be ("4MiB", "true", "[1, 2]")."""
+    return type_param(bench, key, load_yaml(text, f"{where} {key}").data, where)
+
+
+def type_param(bench: str, key: str, value, where: str):
+    """Type one parameter given outside a YAML file (e.g. `iolab import --param`)."""
+    doc = Located({}, {}, where)
+    problem = control_character(value) if isinstance(value, str) else None
+    if problem:
+        raise doc.error((key,), problem)
+    return _param(doc, bench, (key,), key, value)
+
+
+def _apply_profile(base: dict, override: dict) -> dict:
+    """A key the profile sets (fixed, matrix or zip) replaces the base's setting of it."""
+    keys = set(override["fixed"]) | set(override["matrix"])
+    for group in override["zips"]:
+        keys |= set(group)
+    fixed = {k: v for k, v in base["fixed"].items() if k not in keys}
+    matrix = {k: v for k, v in base["matrix"].items() if k not in keys}
+    zips = []
+    for group in base["zips"]:
+        kept = {k: v for k, v in group.items() if k not in keys}
+        if kept:
+            zips.append(kept)
+    fixed.update(override["fixed"])
+    matrix.update(override["matrix"])
+    zips += override["zips"]
+    exclude = base["exclude"] if override.get("_no_exclude") else override["exclude"]
+    return {"fixed": fixed, "matrix": matrix, "zips": zips, "exclude": exclude,
+            "job": {**base["job"], **override["job"]}}

@@ -1,0 +1,178 @@
+"""The experiment JSON Schema, shipped with the package, and lookups into its parameter definitions."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import re
+from importlib import resources
+
+import jsonschema
+
+from ..units import OutOfRange, format_size, is_size, parse_size, parse_time_limit
+from ..yamlpos import brief
+
+_FORMATS = jsonschema.FormatChecker()
+
+# JSON Schema counts 3.0 as an integer; iolab must not (IOR would get "-i 3.0", and the case id
+# of iterations 3.0 would differ from that of 3). YAML gives a float only when one was written.
+_STRICT_TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+    "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool))
+
+
+@functools.cache
+def ecma_regex(pattern: str) -> re.Pattern:
+    """A schema pattern as ECMA-262 (and so every editor) reads it: '$' is the end of the text.
+    Python's '$' also matches before a final newline, which let "name\\n" pass '^[a-z]+$'."""
+    return re.compile(re.sub(r"(?<!\\)\$", r"\\Z", pattern))
+
+
+def _pattern(validator, pattern, instance, schema):
+    if validator.is_type(instance, "string") and not ecma_regex(pattern).search(instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+@_FORMATS.checks("size", raises=ValueError)
+def _check_size(value) -> bool:
+    if isinstance(value, bool):
+        return False
+    parse_size(value)     # its ValueError says why (negative, over 1 EiB, not a size)
+    return True
+
+
+@_FORMATS.checks("time-limit", raises=ValueError)
+def _check_time_limit(value) -> bool:
+    try:
+        parse_time_limit(value)
+    except OutOfRange:
+        raise
+    except ValueError:
+        pass      # how it is written is the pattern's to say
+    return True
+
+
+# Bounds on sizes, checked in bytes whatever the spelling ("0k", 0, "1.5m"): x-minBytes and
+# x-multipleOfBytes; x-allowed says in words what is allowed (editors ignore x- keywords).
+def _allowed(schema, default: str) -> str:
+    return schema.get("x-allowed", default)
+
+
+def _min_bytes(validator, minimum, instance, schema):
+    if is_size(instance) and not isinstance(instance, bool) and parse_size(instance) < minimum:
+        yield jsonschema.ValidationError(
+            f"{brief(instance)} is not allowed: "
+            + _allowed(schema, f"give at least {format_size(minimum)}"))
+
+
+def _multiple_of_bytes(validator, unit, instance, schema):
+    if is_size(instance) and not isinstance(instance, bool) and parse_size(instance) % unit:
+        yield jsonschema.ValidationError(
+            f"{brief(instance)} ({parse_size(instance)} bytes) is not allowed: "
+            + _allowed(schema, f"give a multiple of {format_size(unit)}"))
+
+
+def _not(validator, not_schema, instance, schema):
+    """'not' with x-allowed: the message says what is allowed instead of quoting the schema."""
+    for error in _DRAFT_NOT(validator, not_schema, instance, schema):
+        if "x-allowed" in schema:
+            error.message = f"{brief(instance)} is not allowed: {schema['x-allowed']}"
+        yield error
+
+
+_DRAFT_NOT = jsonschema.Draft202012Validator.VALIDATORS["not"]
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator, type_checker=_STRICT_TYPES,
+    validators={"pattern": _pattern, "x-minBytes": _min_bytes,
+                "x-multipleOfBytes": _multiple_of_bytes, "not": _not})
+
+
+@functools.cache
+def experiment_schema() -> dict:
+    """experiment.v1.json with each benchmark's parameters ($defs.params.<name>) and the list of
+    benchmarks ($defs.benchmark) taken from the benchmark descriptors (iolab.benchmarks)."""
+    from ... import benchmarks
+
+    schema = json.loads(resources.files(__package__).joinpath("experiment.v1.json").read_text())
+    for name, bench in benchmarks.registry().items():
+        schema["$defs"]["params"][name] = bench.params_schema
+    schema["$defs"]["benchmark"]["enum"] = list(benchmarks.registry())
+    return schema
+
+
+def validator(schema: dict | None = None) -> jsonschema.protocols.Validator:
+    root = experiment_schema()
+    if schema is None:
+        schema = root
+    else:
+        schema = dict(schema)
+        schema.setdefault("$defs", root["$defs"])
+    return _Validator(schema, format_checker=_FORMATS)
+
+
+def resolve(schema: dict) -> dict:
+    """Follow one level of local $ref, keeping sibling keywords (title, default...)."""
+    ref = schema.get("$ref")
+    if not ref:
+        return schema
+    node = experiment_schema()
+    for part in ref.lstrip("#/").split("/"):
+        node = node[part]
+    merged = copy.deepcopy(node)
+    merged.update({k: v for k, v in schema.items() if k != "$ref"})
+    return merged
+
+
+@functools.cache
+def param_specs(benchmark: str) -> dict[str, dict]:
+    """name -> resolved schema for every parameter valid with this benchmark."""
+    params = experiment_schema()["$defs"]["params"]
+    specs = {}
+    for group in ("common", "scale", benchmark):
+        for name, spec in params[group]["properties"].items():
+            specs[name] = resolve(spec)
+    return specs
+
+
+@functools.cache
+def param_patterns(benchmark: str) -> list[tuple[re.Pattern, dict]]:
+    params = experiment_schema()["$defs"]["params"]
+    out = []
+    for group in ("common", "scale", benchmark):
+        for pattern, spec in params[group].get("patternProperties", {}).items():
+            out.append((ecma_regex(pattern), resolve(spec)))
+    return out
+
+
+def param_spec(benchmark: str, key: str) -> dict | None:
+    """The schema of one parameter (named, or matching a pattern such as mpiio.*), else None."""
+    spec = param_specs(benchmark).get(key)
+    if spec is not None:
+        return spec
+    for pattern, spec in param_patterns(benchmark):
+        if pattern.match(key):
+            return spec
+    return None
+
+
+def benchmarks() -> list[str]:
+    return list(experiment_schema()["$defs"]["benchmark"]["enum"])
+
+
+def is_size_param(spec: dict) -> bool:
+    return spec.get("format") == "size"
+
+
+def typed(spec: dict, value):
+    """A validated value with every size in it (nested ones too) turned into bytes."""
+    spec = resolve(spec)
+    if is_size_param(spec) and is_size(value):
+        return parse_size(value)
+    for branch in spec.get("oneOf", []):
+        if validator(branch).is_valid(value):
+            return typed(branch, value)
+    if isinstance(value, list) and "items" in spec:
+        return [typed(spec["items"], v) for v in value]
+    if isinstance(value, dict) and "properties" in spec:
+        return {k: typed(spec["properties"].get(k, {}), v) for k, v in value.items()}
+    return value

@@ -1,0 +1,82 @@
+"""Darshan around one case: preloaded into the benchmark alone (through the launcher's policy),
+its log at a fixed path in the stage directory, summarised before the next case starts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..storage import lustre
+from ...errors import IolabError
+
+LOG = "darshan.log"
+# Darshan 3.4.x's default log hints (romio_no_indep_rw=true;cb_nodes=4) intermittently corrupt
+# logs under Open MPI's ompio (darshan issues #1000, #1064; fixed upstream by cb_nodes=1).
+LOGHINTS = "cb_nodes=1"
+
+
+@dataclass
+class Preload:
+    info: dict                                  # observed.darshan's start: status, lib, dxt, env
+    env: dict = field(default_factory=dict)     # variables for the benchmark
+    launcher_options: list[str] = field(default_factory=list)
+    prefix: str | None = None                   # for the command, where the launcher cannot
+
+
+def preload(conf, stack, spec, stage: Path, policy) -> Preload | None:
+    """How the case runs under Darshan (None: the experiment and the system do not ask)."""
+    if not conf.enabled:
+        return None
+    found = stack.darshan_preload()
+    if found is None:
+        return Preload({"status": "not available",
+                        "reason": f"no darshan-runtime in the {stack.provider} stack "
+                                  f"(set extras['iolab']['stack']['darshan_lib'])"})
+    lib, lib_word = found
+    env = {"DARSHAN_LOGFILE": str(stage / LOG), "DARSHAN_LOGHINTS": LOGHINTS}
+    if not spec.mpi:
+        env["DARSHAN_ENABLE_NONMPI"] = "1"
+    if conf.dxt:
+        env["DARSHAN_MOD_ENABLE"] = "DXT_POSIX,DXT_MPIIO"
+    out = Preload({"status": "enabled", "lib": lib, "dxt": conf.dxt, "env": env}, env)
+    if not spec.mpi:
+        out.prefix = f"LD_PRELOAD={lib_word}"
+    else:
+        out.launcher_options, prefix = policy.preload_options(lib_word)
+        out.prefix = prefix
+    return out
+
+
+def observe(info: dict, stage: Path, own_files: list[str], case, observed: dict) -> dict:
+    """Summary, findings and observed aggregators from the case's log; its Lustre records are a
+    second witness of the layout, next to lfs getstripe."""
+    from .. import darshan
+
+    info = dict(info)
+    if info["status"] != "enabled":
+        return info
+    log = stage / LOG
+    if not log.is_file():
+        return {**info, "status": "no log",
+                "reason": f"the job wrote no {LOG} (was libdarshan.so preloaded?)"}
+    try:
+        summary = darshan.summarize(log, own_files=[str(stage / n) for n in own_files])
+    except IolabError as exc:          # PyDarshan itself is missing
+        return {**info, "status": "unreadable", "reason": str(exc)}
+    if summary["status"] != "ok":
+        return {**info, "status": "unreadable", "reason": summary.get("reason")}
+    hints = observed.get("mpiio_hints") or {}
+    cb_nodes, effective = (_count((hints.get(k) or {}).get("cb_nodes")) for k in ("requested", "effective"))
+    requested = {"collective": case.get("collective"), "cb_nodes": cb_nodes, "api": case.get("api")}
+    out = {**info, "status": "ok", "summary": summary, "findings": darshan.findings(summary, requested),
+           "aggregators": darshan.observed_aggregators(summary, cb_nodes, effective)}
+    req = case.striping
+    layouts = darshan.lustre_layouts(summary)
+    if req and layouts:
+        osts = observed.get("lustre", {}).get("ost_count")
+        out["lustre_witness"] = lustre.compare_layout(req, layouts, osts)
+    return out
+
+
+def _count(value) -> int | None:
+    return int(value) if str(value or "").isdigit() else None

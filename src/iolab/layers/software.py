@@ -1,0 +1,203 @@
+"""Where the benchmark binaries (and Darshan's runtime) come from, per system partition.
+
+A partition's extras['iolab']['stack'] chooses the provider:
+  {'provider': 'spack'}                          build spack.yaml once per partition and
+                                                 environment (a ReFrame fixture, rfm/spack.py);
+      'spack_config': 'debian12'                 the site's externals, reframe/config/spack/*.yaml
+      'install_opts': ['--no-checksum']          more options for `spack install`
+  {'provider': 'modules', 'modules': {'ior': ['ior/4.0.0'], 'darshan': ['darshan-runtime'],
+                                      'hdf5': ['cray-hdf5-parallel'], 'parallel-netcdf': [...]}}
+  {'provider': 'prefix', 'prefix': '/opt/io'}    a hand-built stack with bin/ and lib/
+Without one, the binaries are whatever is on PATH ('path').
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+
+from .. import shell
+from ..errors import IolabError
+
+PROVIDERS = ("path", "prefix", "modules", "spack")
+# Darshan's runtime is no benchmark, but the stack supplies it like one: its Spack package, and
+# the libraries its recipe links (darshan-runtime +hdf5 +parallel-netcdf).
+DARSHAN_PACKAGE = "darshan-runtime"
+DARSHAN_LINKS = ("hdf5", "parallel-netcdf")
+
+
+def spack_packages() -> dict[str, str]:
+    """Spack package of each benchmark (from its descriptor), and of Darshan's runtime."""
+    from .. import benchmarks
+
+    return {**{name: b.spack_package for name, b in benchmarks.registry().items()},
+            "darshan": DARSHAN_PACKAGE}
+
+
+def _links(name: str) -> tuple[str, ...]:
+    """The libraries a benchmark's recipe links: the modules provider loads their modules too,
+    where the site lists them, before the benchmark's own."""
+    from .. import benchmarks
+
+    return DARSHAN_LINKS if name == "darshan" else benchmarks.get(name).links
+
+
+@dataclass
+class Stack:
+    provider: str = "path"
+    prefix: str | None = None
+    modules: dict[str, list[str]] = field(default_factory=dict)
+    darshan_lib: str | None = None      # explicit path of libdarshan.so, if the config gives one
+    spack_config: str | None = None     # the site's Spack config (reframe/config/spack/<name>.yaml)
+    install_opts: list[str] = field(default_factory=list)   # more `spack install` options
+    spack_env: str | None = None        # the environment the fixture built (set by the case)
+
+    def env(self) -> dict[str, str]:
+        """Variables the job needs so the stack's binaries and libraries are found, as shell
+        words (the prefix literal, $PATH and $LD_LIBRARY_PATH expanded in the job)."""
+        if self.provider != "prefix":
+            return {}
+        return {"PATH": shell.word(f"{self.prefix}/bin", "stack prefix") + ':"$PATH"',
+                "LD_LIBRARY_PATH": shell.word(f"{self.prefix}/lib", "stack prefix")
+                + '"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"'}
+
+    def modules_for(self, benchmark: str, darshan: bool = False) -> list[str]:
+        """Modules to load for a case: the libraries the benchmark's recipe links (where the site
+        lists them), the benchmark's own, and Darshan's runtime when Darshan is on."""
+        if self.provider != "modules":
+            return []
+        names = [*_links(benchmark), benchmark]
+        if darshan:
+            names = [*names, *[d for d in _links("darshan") if d not in names], "darshan"]
+        return list(dict.fromkeys(m for name in names for m in self.modules.get(name, [])))
+
+    def available(self, executable: str, benchmark: str | None = None) -> bool | None:
+        """Whether the binary exists, where this process can tell; None when only the job can
+        (modules and Spack environments are loaded inside the job)."""
+        if self.provider == "prefix":
+            # The prefix goes first on PATH; what it lacks may still come from the system.
+            return (os.access(os.path.join(self.prefix, "bin", executable), os.X_OK)
+                    or shutil.which(executable) is not None)
+        if self.provider == "path":
+            return shutil.which(executable) is not None
+        if self.provider == "modules":
+            # no module named for this benchmark: it can only come from PATH
+            return None if self.modules.get(benchmark) else shutil.which(executable) is not None
+        return None
+
+    def libdarshan(self) -> str | None:
+        """libdarshan.so to preload, or None when this stack has no Darshan runtime."""
+        preload = self.darshan_preload()
+        return preload[0] if preload else None
+
+    def darshan_preload(self) -> tuple[str, str] | None:
+        """(libdarshan.so as shown in records, the same as one shell word for the job), or None
+        when this stack has no Darshan runtime. Spack and modules name it by an expansion that
+        only the job can make."""
+        if self.darshan_lib:
+            return self.darshan_lib, shell.word(self.darshan_lib, "darshan_lib")
+        if self.provider == "prefix":
+            path = os.path.join(self.prefix, "lib", "libdarshan.so")
+            return (path, shell.word(path, "stack prefix")) if os.path.exists(path) else None
+        if self.provider == "path":
+            for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") + ["/usr/lib", "/usr/local/lib"]:
+                path = os.path.join(d, "libdarshan.so") if d else ""
+                if path and os.path.exists(path):
+                    return path, shell.word(path, "LD_LIBRARY_PATH entry")
+        if self.provider == "spack":
+            env = f" -e {shell.word(self.spack_env, 'Spack environment')}" if self.spack_env else ""
+            expr = f"$(spack{env} location -i darshan-runtime)/lib/libdarshan.so"
+            return expr, f'"{expr}"'
+        if self.provider == "modules" and self.modules.get("darshan"):
+            expr = "${DARSHAN_RUNTIME_ROOT:-${DARSHAN_ROOT}}/lib/libdarshan.so"
+            return expr, f'"{expr}"'
+        return None
+
+    def supplied_by(self, binary_path: str | None) -> str:
+        """Which provider the binary that actually ran came from."""
+        if self.provider == "prefix" and binary_path and binary_path.startswith(
+                os.path.join(self.prefix, "bin") + os.sep):
+            return "prefix"
+        if self.provider == "prefix":
+            return "path"
+        return self.provider
+
+    def describe(self, binary_path: str | None = None) -> dict:
+        out = {"provider": self.provider, "supplied_by": self.supplied_by(binary_path)}
+        if self.prefix:
+            out["prefix"] = self.prefix
+        if self.provider == "modules":
+            out["modules"] = self.modules
+        return out
+
+
+def from_extras(extras: dict) -> Stack:
+    conf = dict(extras.get("stack") or {})
+    provider = conf.pop("provider", "path")
+    if provider not in PROVIDERS:
+        raise IolabError(f"unknown stack provider {provider!r}", key="extras.iolab.stack.provider",
+                         hint=f"allowed: {', '.join(PROVIDERS)}")
+    prefix = conf.pop("prefix", None)
+    if provider == "prefix":
+        if not prefix:
+            raise IolabError("the prefix provider needs 'prefix': a directory with bin/ and lib/",
+                             key="extras.iolab.stack.prefix")
+        prefix = os.path.expandvars(prefix)
+    modules = conf.pop("modules", {}) or {}
+    darshan_lib = conf.pop("darshan_lib", None)
+    spack_config = conf.pop("spack_config", None)
+    install_opts = conf.pop("install_opts", []) or []
+    if conf:
+        raise IolabError(f"unknown keys {sorted(conf)} in the stack of the system config",
+                         key="extras.iolab.stack")
+    if (spack_config or install_opts) and provider != "spack":
+        raise IolabError("'spack_config' and 'install_opts' are for the spack provider",
+                         key="extras.iolab.stack")
+    if not isinstance(install_opts, list) or not all(isinstance(o, str) for o in install_opts):
+        raise IolabError("'install_opts' must be a list of strings", key="extras.iolab.stack.install_opts")
+    return Stack(provider, prefix, {k: list(v) for k, v in modules.items()}, darshan_lib,
+                 spack_config, list(install_opts))
+
+
+def summarize(records) -> list[str]:
+    """What supplied a run's benchmarks, from its records, one line each: the provider (and
+    spack.lock sha256, modules or prefix), then each benchmark's binary with its version (as the
+    benchmark printed it, else as Spack installed it) and Darshan's runtime version."""
+    lines, seen = [], set()
+    for rec in records:
+        stack = rec.provenance.stack
+        if not stack:
+            continue
+        head = f"stack: {stack.get('provider')}"
+        if stack.get("spack_lock_sha256"):
+            head += f", spack.lock sha256 {stack['spack_lock_sha256']}"
+        if stack.get("prefix"):
+            head += f", prefix {stack['prefix']}"
+        if stack.get("modules"):
+            head += ", modules " + "; ".join(f"{k}: {' '.join(v)}"
+                                             for k, v in sorted(stack["modules"].items()))
+        if head not in seen:
+            seen.add(head)
+            lines.append(head)
+    benchmarks: dict[str, tuple] = {}
+    darshan = set()
+    for rec in records:
+        binary, stack = rec.provenance.binary, rec.provenance.stack
+        name = rec.benchmark
+        spack_version = (stack.get("versions") or {}).get(spack_packages().get(name, ""))
+        version = binary.get("version") or spack_version
+        if name and (binary.get("path") or version):
+            benchmarks.setdefault(f"{name} {binary.get('name') or ''}".strip(), (
+                binary.get("path"), version, stack.get("supplied_by"), binary.get("sha256")))
+        dar = rec.observed.darshan_summary or {}
+        ver = dar.get("darshan_version") or (stack.get("versions") or {}).get("darshan-runtime")
+        if ver and rec.observed.darshan:
+            darshan.add(ver)
+    for label, (path, version, supplied_by, sha) in sorted(benchmarks.items()):
+        lines.append(f"  {label}: {version or 'version not printed'}, {path or 'path unknown'}"
+                     f"{f' ({supplied_by})' if supplied_by else ''}"
+                     f"{f', sha256 {sha[:16]}' if sha else ''}")
+    for ver in sorted(darshan):
+        lines.append(f"  darshan-runtime: {ver}")
+    return lines

@@ -1,0 +1,678 @@
+"""Lustre striping: requested parameters -> `lfs setstripe`; observed layout <- the case directory.
+
+Where the case directory is not on Lustre, striping is recorded as not applied, with the reason.
+A layout counts as applied only when `lfs getstripe` on the written files shows it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import sys
+from pathlib import Path
+
+from ... import shell
+from ...experiment.units import parse_size, size_arg
+
+FSTYPE_FILE = "iolab-fstype.txt"
+SETSTRIPE_FILE = "iolab-setstripe.txt"
+GETSTRIPE_FILE = "iolab-getstripe.txt"
+GETDIRSTRIPE_FILE = "iolab-getdirstripe.txt"
+LFSDF_FILE = "iolab-lfsdf.txt"
+MAX_FILES = 64  # enough to see the layout; a 12288-rank file-per-process run would take minutes
+KEYS = ("lustre.stripe_count", "lustre.overstripe_count", "lustre.stripe_size",
+        "lustre.stripe_offset", "lustre.pool", "lustre.osts", "lustre.components",
+        "lustre.dir_stripe_count")
+DIR_KEYS = ("dir_stripe_count",)  # lfs setdirstripe: the directory over MDTs, not the files' layout
+ALL_OSTS = -1    # stripe_count -1: stripe over every OST of the file system
+
+
+def all_osts(key: str, value) -> bool:
+    """Whether a stripe count (`lustre.stripe_count` or `stripe_count`) means every OST."""
+    return (key.removeprefix("lustre.") == "stripe_count" and value == ALL_OSTS
+            and not isinstance(value, bool))
+
+
+def requested(params: dict) -> dict:
+    return {k.removeprefix("lustre."): params[k] for k in KEYS if k in params}
+
+
+def setdirstripe_args(req: dict, default: bool = False) -> list[str]:
+    """`lfs setdirstripe -c N`: the case directory (made again, empty) striped over N MDTs; with
+    default, `-D -c N`: the directories a benchmark makes in it (mdtest's tree) striped alike,
+    for a striped directory's subdirectories are otherwise each on one MDT."""
+    return ["lfs", "setdirstripe", *(["-D"] if default else []), "-c", str(req["dir_stripe_count"])]
+
+
+def file_layout(req: dict) -> dict:
+    """The part of a request that `lfs setstripe` sets (everything but the directory's MDTs)."""
+    return {k: v for k, v in req.items() if k not in DIR_KEYS}
+
+
+def setstripe_args(req: dict) -> list[str]:
+    args = ["lfs", "setstripe"]
+    for comp in req.get("components", []):
+        # a progressive file layout: each -E opens a component up to that offset
+        end = comp["end"]
+        args += ["-E", "-1" if end == -1 else _lfs_size(end)]
+        if comp.get("layout") == "mdt":
+            args += ["-L", "mdt"]  # Data-on-MDT: the stripe size is the component's end
+        args += _stripe_args(comp)
+    args += _stripe_args(req)
+    if "stripe_offset" in req:
+        args += ["-i", str(req["stripe_offset"])]
+    if "osts" in req:
+        args += ["-o", ",".join(str(i) for i in req["osts"])]
+    if "pool" in req:
+        args += ["-p", req["pool"]]
+    return args
+
+
+def _stripe_args(part: dict) -> list[str]:
+    """-c (or -C, overstriping) and -S of a layout or of one component."""
+    args = []
+    if "stripe_count" in part:
+        args += ["-c", str(part["stripe_count"])]
+    if "overstripe_count" in part:
+        args += ["-C", str(part["overstripe_count"])]
+    if "stripe_size" in part:
+        args += ["-S", _lfs_size(part["stripe_size"])]
+    return args
+
+
+def _lfs_size(nbytes: int) -> str:
+    return size_arg(nbytes, upper=True)
+
+
+def prerun_lines(case_dir: str, req: dict, stop_on_failure: bool = True) -> list[str]:
+    """Shell lines run in the job, on the compute node, after the case directory exists.
+
+    A failed `lfs setstripe` stops the job before the benchmark (its reason in SETSTRIPE_FILE),
+    unless the experiment only warns about layouts (stop_on_failure False)."""
+    d = shell.path_word(case_dir, "case directory")
+    # findmnt names ext4 as such; stat -f (statfs magic) is the fallback and knows lustre.
+    lines = [f"{{ findmnt -n -o FSTYPE -T {d} 2>/dev/null || stat -f -c %T {d}; }} > {FSTYPE_FILE}"]
+    if req:
+        cmd = ""
+        if file_layout(req):
+            cmd = shell.join(setstripe_args(file_layout(req)), "lfs setstripe argument") + f" {d}"
+        if "dir_stripe_count" in req:
+            # setdirstripe makes the directory: the one mkdir made is still empty, so it goes
+            # first; a directory with anything in it stops the job here, with why
+            dirstripe = " && ".join(
+                [f"rmdir {d}", *(shell.join(setdirstripe_args(req, default), "lfs setdirstripe argument")
+                                 + f" {d}" for default in (False, True))])
+            cmd = f"{{ {dirstripe}{' && ' + cmd if cmd else ''}; }}"
+        stop = (f"; if [ $iolab_ss -ne 0 ]; then "
+                f"{shell.stop_job(_what(req) + ' failed', SETSTRIPE_FILE)}; fi") if stop_on_failure else ""
+        lines.append(f"if [ \"$(cat {FSTYPE_FILE})\" = lustre ]; then {cmd} > {SETSTRIPE_FILE} 2>&1; "
+                     f"iolab_ss=$?; echo \"exit=$iolab_ss\" >> {SETSTRIPE_FILE}{stop}; fi")
+    return lines
+
+
+def _what(req: dict) -> str:
+    """The lfs commands of a request, for the line that says which failed."""
+    return "lfs setdirstripe/setstripe" if set(DIR_KEYS) & req.keys() else "lfs setstripe"
+
+
+def postrun_lines(case_dir: str, req: dict | None = None) -> list[str]:
+    """After the benchmark, before cleanup: the OST count and the layout of the directory and of
+    (up to MAX_FILES of) the files the benchmark wrote, as `### <path>` sections; and, where the
+    directory was striped over MDTs, `lfs getdirstripe -y` of it."""
+    d = shell.path_word(case_dir, "case directory")
+    collect = (f"{{ lfs df {d}; }} > {LFSDF_FILE} 2>&1; "
+               f"{{ printf '### %s\\n' {d}; lfs getstripe -d {d}; "
+               f"ls -1 {d} | head -n {MAX_FILES} | while read -r f; do "
+               f"printf '### %s/%s\\n' {d} \"$f\"; lfs getstripe -y {d}/\"$f\"; done; }} "
+               f"> {GETSTRIPE_FILE} 2>&1")
+    if req and "dir_stripe_count" in req:
+        collect += f"; lfs getdirstripe -y {d} > {GETDIRSTRIPE_FILE} 2>&1"
+    return [f"if [ \"$(cat {FSTYPE_FILE})\" = lustre ]; then {collect}; fi"]
+
+
+def parse_sections(text: str) -> list[dict]:
+    """The `### <path>` sections postrun_lines writes -> one layout per path."""
+    out = []
+    for chunk in re.split(r"^### ", text, flags=re.MULTILINE):
+        if not chunk.strip():
+            continue
+        path, _, body = chunk.partition("\n")
+        try:
+            layouts = parse_getstripe(body)
+        except ValueError as exc:
+            out.append({"path": path.strip(), "error": str(exc)})
+            continue
+        for layout in layouts:
+            layout["path"] = layout.get("path") or path.strip()
+            out.append(layout)
+    return out
+
+
+def observed(stage: Path, req: dict) -> dict:
+    """What the job saw: the file-system type, and whether the requested striping was applied."""
+    try:
+        fstype = (stage / FSTYPE_FILE).read_text().strip() or "unknown"
+    except OSError:
+        fstype = "unknown"
+    out: dict = {"fs_type": fstype}
+    if not req:
+        return out
+    out["requested"] = req
+    if fstype != "lustre":
+        out.update(applied=False, reason=f"{fstype}: no striping")
+        return out
+    try:
+        log = (stage / SETSTRIPE_FILE).read_text()
+    except OSError:
+        log = ""
+    last = log.strip().splitlines()[-1] if log.strip() else ""
+    if last != "exit=0":
+        out.update(applied=False, reason=f"{_what(req)} failed: {log.strip()[-200:] or 'no output'}")
+        return out
+    return _verify_layout(stage, req, out)
+
+
+def _verify_layout(stage: Path, req: dict, out: dict) -> dict:
+    """Compare `lfs getstripe` of the directory and the files with the request."""
+    ost_count = None
+    try:
+        ost_count = parse_lfs_df((stage / LFSDF_FILE).read_text())
+    except (OSError, ValueError):
+        pass
+    try:
+        layouts = parse_sections((stage / GETSTRIPE_FILE).read_text())
+    except OSError:
+        layouts = []
+    good = [lay for lay in layouts if "error" not in lay]
+    files = [lay for lay in good if lay.get("path") != layouts[0].get("path")] if good else []
+    problems = compare_layout(file_layout(req), files, ost_count)
+    if "dir_stripe_count" in req:
+        out["directory"], found = _dir_observed(stage, req)
+        problems += found
+    out.update(ost_count=ost_count, files=[_short(lay) for lay in good[:1 + 16]],
+               mismatches=[p for p in problems if p["status"] != "unverified"],
+               unverified=[p for p in problems if p["status"] == "unverified"])
+    if out["mismatches"]:
+        first = out["mismatches"][0]
+        out.update(applied=False, verified=True,
+                   reason=(f"{first['key']} requested {first['requested']}, got {first['observed']} "
+                           f"({len(out['mismatches'])} difference(s))"))
+    else:
+        out.update(applied=True, verified=not out["unverified"])
+    return out
+
+
+def _dir_observed(stage: Path, req: dict) -> tuple[dict | None, list[dict]]:
+    """`lfs getdirstripe -y` of the case directory against lustre.dir_stripe_count."""
+    want = req["dir_stripe_count"]
+    try:
+        lmv = parse_getdirstripe((stage / GETDIRSTRIPE_FILE).read_text())
+    except (OSError, ValueError):
+        return None, [{"path": None, "key": "dir_stripe_count", "requested": want, "observed": None,
+                       "status": "unverified"}]
+    try:
+        mdt_count = parse_lfs_df((stage / LFSDF_FILE).read_text(), "MDT")
+    except (OSError, ValueError):
+        mdt_count = None
+    return lmv, compare_dirstripe(want, lmv, mdt_count)
+
+
+def compare_dirstripe(want: int, lmv: dict, mdt_count: int | None) -> list[dict]:
+    """A requested MDT stripe count against parse_getdirstripe's record; -1 (all MDTs) needs the
+    MDT count of `lfs df` to be vouched for."""
+    got = lmv["dir_stripe_count"]
+    if want == ALL_OSTS:
+        if mdt_count is None:
+            status = "unverified"
+        else:
+            status = None if got == mdt_count else "changed"
+    else:
+        status = None if got == want else "changed"
+    return [{"path": None, "key": "dir_stripe_count", "requested": want, "observed": got,
+             "status": status}] if status else []
+
+
+_LMV = re.compile(r"lmv_(stripe_count|stripe_offset|hash_type):\s*(\S+)")
+_MDT_ROW = re.compile(r"^\s*(?:-\s+l_mdt_idx:\s*(\d+)|(\d+)\s+\[0x)", re.MULTILINE)
+
+
+def parse_getdirstripe(text: str) -> dict:
+    """`lfs getdirstripe [-y] <dir>` -> {dir_stripe_count, dir_stripe_offset, hash_type, mdts}.
+
+    Reads the one-line form (`lmv_stripe_count: 4 lmv_stripe_offset: 0 lmv_hash_type: ...`,
+    then an `mdtidx FID` table) and the YAML form (`lmv_objects:` of `- l_mdt_idx: N`).
+    Raises ValueError on text that has no lmv_stripe_count."""
+    fields = dict(_LMV.findall(text))
+    if "stripe_count" not in fields:
+        raise ValueError("no lmv_stripe_count: not lfs getdirstripe output")
+    try:
+        count = int(fields["stripe_count"])
+        offset = int(fields["stripe_offset"], 0) if "stripe_offset" in fields else None
+    except ValueError:
+        raise ValueError(f"lmv_stripe_count {fields['stripe_count']!r} or its offset is not an "
+                         "integer") from None
+    return {"dir_stripe_count": count, "dir_stripe_offset": offset,
+            "hash_type": fields.get("hash_type"),
+            "mdts": [int(a or b) for a, b in _MDT_ROW.findall(text)]}
+
+
+def _short(layout: dict) -> dict:
+    return {k: layout.get(k) for k in ("path", "stripe_count", "stripe_size", "stripe_offset",
+                                       "pool", "pattern", "osts")}
+
+
+# --- Observed layout: `lfs getstripe` and `lfs df` text (lustre/utils/liblustreapi.c, lfs.c) ---
+
+LAYOUT_KEYS = ("stripe_count", "stripe_size", "stripe_offset", "pool")
+STRIPE_SIZE_UNIT = 65536  # lfs setstripe -S: a multiple of 64 KiB
+
+# Whitespace after the colon differs between versions: parse `key:\s*value`.
+_KV = re.compile(r"^\s*(?:-\s+)?(lcm_[a-z_]+|lcme_[a-z_]+(?:\.[a-z_]+)?|lmm_[a-z_]+):\s*(.*?)\s*$")
+_DIR_LINE = re.compile(r"^\s*stripe_count:\s*-?\d+\s+stripe_size:")  # `-d`: one line, no path
+_PAIR = re.compile(r"([a-z_]+):\s*(\S+)")
+_OST_IDX = re.compile(r"l_ost_idx:\s*(0x[0-9a-fA-F]+|\d+)")  # YAML and composite object lists
+_OBDIDX = re.compile(r"^\s*obdidx\s+objid")                   # plain-file object table header
+_OBJ_ROW = re.compile(r"^\s*(0x[0-9a-fA-F]+|\d+)\s+(?:\d+|N/A)\s+(?:0x[0-9a-fA-F]+|N/A)\s+\S+")
+_NO_STRIPE = re.compile(r"^'?(.*?)'? has no stripe info$")
+_SKIP = re.compile(r"^\s*(component\d+|sub_layout|composite_header|components|lmm_objects):\s*$")
+_ANY_KEY = re.compile(r"^[a-z][a-z0-9_.]*:(\s|$)")
+_OST_LINE = re.compile(r"\[OST:\d+\]")
+
+
+def _int(value: str, number: int) -> int:
+    try:
+        return int(value, 16) if value.lower().startswith("0x") else int(value)
+    except ValueError:
+        raise ValueError(f"line {number}: {value!r} is not an integer") from None
+
+
+def _record(path: str | None) -> dict:
+    return {"path": path, "stripe_count": None, "stripe_size": None, "stripe_offset": None,
+            "pool": None, "pattern": None, "osts": [], "_seen": False}
+
+
+def _component() -> dict:
+    return {"id": None, "flags": None, "extent_start": None, "extent_end": None, "stripe_count": None,
+            "stripe_size": None, "stripe_offset": None, "pool": None, "pattern": None, "osts": []}
+
+
+def _set_layout(target: dict, key: str, value: str, number: int) -> None:
+    if key in ("stripe_count", "stripe_size", "stripe_offset"):
+        target[key] = _int(value, number)
+    elif key == "pool":
+        target["pool"] = value or None
+    elif key == "pattern":
+        target["pattern"] = pattern_name(value)
+
+
+# lov_pattern bits (lustre_user.h): older clients print the number, newer ones the names.
+_PATTERN_BITS = ((0x1, "raid0"), (0x100, "mdt"), (0x200, "overstriped"))
+
+
+def pattern_name(value: str | int | None) -> str | None:
+    """`lmm_pattern` (or Darshan's LUSTRE_COMP_STRIPE_PATTERN) as lfs names it: "raid0", "mdt"
+    (Data-on-MDT), "raid0,overstriped"; None where no pattern is set or recorded."""
+    if value is None or value == "":
+        return None
+    try:
+        bits = value if isinstance(value, int) else int(value, 0)
+    except ValueError:
+        return value  # type: ignore[return-value]  # a name, as lfs 2.x prints it
+    if bits < 0:
+        return None  # Darshan: not recorded
+    if not bits:
+        return None  # a directory default (`-d`) prints 0: no pattern asked for
+    return ",".join(name for bit, name in _PATTERN_BITS if bits & bit) or hex(bits)
+
+
+def _finish(rec: dict) -> dict:
+    comps = rec.get("components")
+    if comps:
+        # As `lfs getstripe -c/-S` do: the file-level values are the last initialized component's.
+        inited = [c for c in comps if "init" in (c["flags"] or "").split(",")]
+        last = (inited or comps)[-1]
+        for key in (*LAYOUT_KEYS, "pattern"):
+            rec[key] = last[key]
+        rec["osts"] = list(dict.fromkeys(i for c in comps for i in c["osts"]))
+    del rec["_seen"]
+    return rec
+
+
+def parse_getstripe(text: str) -> list[dict]:
+    """`lfs getstripe` output -> one dict per file or directory, in order.
+
+    Reads the plain form (path, lmm_* lines, obdidx table), the `-d` one-liner, `-y` YAML and the
+    composite (PFL/FLR) form. Keys: path (None where lfs prints none: -d, -y), stripe_count,
+    stripe_size, stripe_offset, pool (None if unset), osts; composite files also have components
+    [{id, flags, extent_start, extent_end (None = EOF), stripe_count, stripe_size, stripe_offset,
+    pool, osts}] and take their file-level values from the last initialized component.
+    "<path> has no stripe info" gives a record whose values are all None.
+    Raises ValueError on text that is not getstripe output.
+    """
+    records: list[dict] = []
+    rec: dict | None = None
+    comp: dict | None = None
+    in_table = False
+
+    def start(path: str | None) -> dict:
+        nonlocal comp
+        comp = None
+        records.append(_record(path))
+        return records[-1]
+
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.rstrip()
+        if not line.strip():
+            in_table = False
+            continue
+        if _OBDIDX.match(line):
+            if rec is None:
+                raise ValueError(f"line {number}: object table before any layout")
+            in_table = True
+            continue
+        if in_table and (m := _OBJ_ROW.match(line)):
+            rec["osts"].append(_int(m.group(1), number))  # type: ignore[index]
+            continue
+        in_table = False
+        if m := _NO_STRIPE.match(line):
+            rec = start(m.group(1))
+            rec["_seen"] = True
+        elif _DIR_LINE.match(line):
+            # A directory's layout on one line; in a composite directory template, one per component.
+            if comp is not None and line[0].isspace():
+                target = comp
+            else:
+                if rec is None or rec["_seen"]:
+                    rec = start(None)
+                target = rec
+            for key, value in _PAIR.findall(line):
+                _set_layout(target, key, value, number)
+            rec["_seen"] = True
+        elif _SKIP.match(line):
+            continue
+        elif m := _KV.match(line):
+            key, value = m.groups()
+            if key.startswith("lcm_"):
+                # -y prints no path: a second header means a second file.
+                if rec is None or (rec["_seen"] and (rec.get("components") is None or rec["components"])):
+                    rec = start(None)
+                rec.setdefault("components", [])
+                rec["_seen"] = True
+            elif key.startswith("lcme_"):
+                if rec is None or rec.get("components") is None:
+                    raise ValueError(f"line {number}: component field {key} outside a composite layout")
+                if key == "lcme_id":
+                    comp = _component()
+                    rec["components"].append(comp)
+                    comp["id"] = _int(value, number) if value != "N/A" else None
+                elif comp is None:
+                    raise ValueError(f"line {number}: {key} before lcme_id")
+                elif key == "lcme_flags":
+                    comp["flags"] = value
+                elif key == "lcme_extent.e_start":
+                    comp["extent_start"] = _int(value, number)
+                elif key == "lcme_extent.e_end":
+                    comp["extent_end"] = None if value == "EOF" else _int(value, number)
+            else:
+                field = key.removeprefix("lmm_")
+                if rec is not None and rec.get("components") is not None:
+                    if comp is None:
+                        raise ValueError(f"line {number}: {key} before the first component")
+                    _set_layout(comp, field, value, number)
+                    continue
+                # -y prints no path: a second lmm_stripe_count means a second file.
+                if rec is None or (field == "stripe_count" and rec["stripe_count"] is not None):
+                    rec = start(None)
+                _set_layout(rec, field, value, number)
+                rec["_seen"] = True
+        elif m := _OST_IDX.search(line):
+            target = comp if comp is not None else rec
+            if target is None:
+                raise ValueError(f"line {number}: object entry outside a layout")
+            target["osts"].append(_int(m.group(1), number))
+        elif not line[0].isspace() and not _ANY_KEY.match(line):
+            rec = start(line)  # a path: lfs prints it unindented before the layout
+    if not records:
+        raise ValueError("no lfs getstripe records in the text")
+    for r in records:
+        if not r["_seen"]:
+            raise ValueError(f"{r['path']!r} has no layout after it: not lfs getstripe output "
+                             "(single-field queries such as -c print only the value)")
+    return [_finish(r) for r in records]
+
+
+def parse_lfs_df(text: str, target: str = "OST") -> int:
+    """Number of OSTs (or MDTs) in `lfs df` output: the lines tagged [OST:N] ([MDT:N]); inactive
+    targets have no tag."""
+    tag = _OST_LINE if target == "OST" else re.compile(rf"\[{target}:\d+\]")
+    count = sum(1 for line in text.splitlines() if tag.search(line))
+    if not count:
+        raise ValueError(f"no [{target}:N] lines: not lfs df output")
+    return count
+
+
+def _as_int(key: str, value) -> int:
+    return parse_size(value) if key == "stripe_size" and isinstance(value, str) else int(value)
+
+
+def check_request(req: dict, ost_count: int | None) -> str | None:
+    """Why `lfs setstripe` would refuse or quietly change this request, found before submission."""
+    if req.get("components") and ({"stripe_count", "overstripe_count", "stripe_size", "osts"}
+                                  & req.keys()):
+        return ("give either lustre.components (a progressive layout) or lustre.stripe_count/"
+                "overstripe_count/stripe_size/osts, not both")
+    for i, comp in enumerate(req.get("components", [])):
+        problem = _check_component(i, comp, ost_count)
+        if problem:
+            return f"lustre.components[{i}]: {problem}"
+    ends = [c["end"] for c in req.get("components", [])]
+    if ends and (ends[-1] != -1 or -1 in ends[:-1] or ends[:-1] != sorted(ends[:-1])):
+        return "lustre.components: ends must grow, and only the last one may be -1 (end of file)"
+    if "stripe_count" in req and "overstripe_count" in req:
+        return "give either lustre.stripe_count (-c) or lustre.overstripe_count (-C), not both"
+    if "osts" in req:
+        count = req.get("stripe_count", req.get("overstripe_count"))
+        if count not in (None, 0) and _as_int("stripe_count", count) != len(req["osts"]):
+            # lfs: "stripe_count(4) != nr_tgts(2)"
+            return (f"lustre.osts names {len(req['osts'])} OST(s) but the stripe count is {count}: "
+                    "leave the count out or make them agree")
+        if "stripe_offset" in req:
+            return "give either lustre.stripe_offset (-i) or lustre.osts (-o), not both"
+    if "stripe_count" in req:
+        count = _as_int("stripe_count", req["stripe_count"])
+        if count < -1:
+            return f"lustre.stripe_count {count}: use -1 (all OSTs), 0 (default) or a positive count"
+        if ost_count is not None and count > ost_count:
+            return (f"lustre.stripe_count {count} is more than the {ost_count} OSTs of this file "
+                    "system (-1 stripes over all of them)")
+    if "stripe_size" in req:
+        size = _as_int("stripe_size", req["stripe_size"])
+        if size < 0 or size % STRIPE_SIZE_UNIT:
+            return f"lustre.stripe_size {size} must be a multiple of 64 KiB ({STRIPE_SIZE_UNIT} bytes)"
+    if "stripe_offset" in req and _as_int("stripe_offset", req["stripe_offset"]) < -1:
+        # No upper bound here: OST indices may have gaps, so the count does not bound them.
+        return f"lustre.stripe_offset {req['stripe_offset']}: use -1 (MDS chooses) or an OST index"
+    return None
+
+
+def _check_component(index: int, comp: dict, ost_count: int | None) -> str | None:
+    """One component as lfs setstripe's parser checks it (lfs.c, 2.16)."""
+    if "stripe_count" in comp and "overstripe_count" in comp:
+        return "give either stripe_count (-c) or overstripe_count (-C), not both"
+    if comp.get("layout") == "mdt":
+        # lfs: a DoM component must be the first, takes no -c/-S (its stripe size is its end)
+        if index:
+            return "layout mdt (Data-on-MDT) must be the first component"
+        if {"stripe_count", "overstripe_count", "stripe_size"} & comp.keys():
+            return "layout mdt (Data-on-MDT) takes no stripe_count, overstripe_count or stripe_size"
+        if comp["end"] == -1:
+            return "layout mdt (Data-on-MDT) needs an end: the rest of the file goes to the OSTs"
+        return None
+    problem = check_request({k: comp[k] for k in ("stripe_count", "stripe_size") if k in comp},
+                            ost_count)
+    if problem:
+        return problem.removeprefix("lustre.")
+    size = comp.get("stripe_size")
+    if size and comp["end"] != -1 and comp["end"] % _as_int("stripe_size", size):
+        # lfs: "The component end must be aligned by the stripe size"
+        return f"end {comp['end']} is not a multiple of the component's stripe_size {size}"
+    return None
+
+
+def _layout_status(key: str, want, got, ost_count: int | None) -> str | None:
+    if got is None:
+        return "missing"
+    if key == "pool":
+        return None if got == want else "changed"
+    want = _as_int(key, want)
+    if want == -1 and key == "stripe_offset":
+        return None  # -1: the MDS chooses, any start is right
+    if want == 0 and key in ("stripe_count", "stripe_size"):
+        return None  # 0: the file-system default, whatever it is
+    if all_osts(key, want):
+        if got == ALL_OSTS:
+            return None  # a directory default keeps -1; its files show the real count
+        if ost_count is None:
+            return "unverified"
+        want = ost_count
+    return None if got == want else "changed"
+
+
+def _compare_components(want: list[dict], layout: dict, ost_count: int | None) -> list[dict]:
+    """A requested progressive layout against a file's components, one by one."""
+    got = layout.get("components") or []
+    path = layout.get("path")
+    if len(got) != len(want):
+        return [{"path": path, "key": "components", "requested": len(want), "observed": len(got),
+                 "status": "changed"}]
+    out = []
+    for i, (w, g) in enumerate(zip(want, got)):
+        end = g.get("extent_end")
+        if (w["end"] == -1) != (end is None) or (w["end"] != -1 and end != w["end"]):
+            out.append({"path": path, "key": f"components[{i}].end", "requested": w["end"],
+                        "observed": -1 if end is None else end, "status": "changed"})
+        if w.get("layout") == "mdt":
+            w = {**w, "pattern": "mdt"}  # Data-on-MDT: lfs prints pattern mdt, count 0
+        for entry in _compare_plain(w, g, ost_count):
+            out.append({**entry, "key": f"components[{i}].{entry['key']}"})
+    return out
+
+
+def _wanted_pattern(want: dict) -> str | None:
+    """The lmm_pattern lfs getstripe shows for this request, where it says something."""
+    if "pattern" in want:
+        return want["pattern"]
+    if "overstripe_count" in want or len(set(want.get("osts", []))) < len(want.get("osts", [])):
+        return "raid0,overstriped"  # -C, or an OST named twice in -o
+    return None
+
+
+def _compare_plain(want: dict, got: dict, ost_count: int | None) -> list[dict]:
+    """One plain layout (a file, or a component) against the request, key by key."""
+    out = []
+    for key in (*LAYOUT_KEYS, "overstripe_count", "osts", "pattern"):
+        if key == "pattern":
+            asked = _wanted_pattern(want)
+            if asked is None:
+                continue
+        elif key not in want:
+            continue
+        else:
+            asked = want[key]
+        if key == "overstripe_count":
+            # -C N: N stripes whatever the OST count
+            status = None if got.get("stripe_count") == asked else (
+                "missing" if got.get("stripe_count") is None else "changed")
+            seen = got.get("stripe_count")
+        elif key == "osts":
+            # -o: these OSTs, in this order (lfs getstripe lists the objects in stripe order)
+            seen = got.get("osts") or None
+            status = "missing" if seen is None else (None if seen == list(asked) else "changed")
+        elif key == "pattern":
+            seen = got.get("pattern")
+            # older lfs prints no name for overstriping: a missing pattern cannot vouch either way
+            status = "unverified" if seen is None else (None if seen == asked else "changed")
+        else:
+            seen = got.get(key)
+            status = _layout_status(key, asked, seen, ost_count)
+        if status:
+            out.append({"path": got.get("path"), "key": key, "requested": asked, "observed": seen,
+                        "status": status})
+    return out
+
+
+def compare_layout(req: dict, files: list[dict], ost_count: int | None) -> list[dict]:
+    """What differs between the requested layout and each observed file or directory.
+
+    Entries {"path", "key", "requested", "observed", "status"}, status changed | missing |
+    unverified (stripe_count -1 without an OST count, or no observed files). Empty: all applied.
+    """
+    if not files:
+        return [{"path": None, "key": k, "requested": req[k], "observed": None, "status": "unverified"}
+                for k in (*LAYOUT_KEYS, "overstripe_count", "osts", "components") if req.get(k)]
+    out = []
+    for f in files:
+        if req.get("components"):
+            out += _compare_components(req["components"], f, ost_count)
+        out += _compare_plain({k: v for k, v in req.items() if k != "components"}, f, ost_count)
+    return out
+
+
+# --- File-system type, before submission (`iolab plan`) ---
+
+# statfs f_type values (linux/magic.h; LL_SUPER_MAGIC from lustre_user.h, GPFS from its headers).
+FS_MAGIC = {
+    0x0BD00BD0: "lustre", 0xEF53: "ext4", 0x01021994: "tmpfs", 0x58465342: "xfs", 0x6969: "nfs",
+    0x47504653: "gpfs", 0x794C7630: "overlay", 0x9123683E: "btrfs", 0x2FC12FC1: "zfs",
+    0x19830326: "beegfs", 0x00C36400: "ceph", 0x65735546: "fuse", 0xAAD7AAEA: "panfs",
+    0x858458F6: "ramfs", 0x73717368: "squashfs",
+}
+
+
+def _statfs_magic(path: str) -> int | None:
+    """statfs(2) f_type: os.statvfs has no f_type, so ask libc directly."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    # struct statfs is 120 bytes on 64-bit Linux, with f_type (a native word) first.
+    buf = ctypes.create_string_buffer(256)
+    if libc.statfs(os.fsencode(path), buf) != 0:
+        return None
+    return ctypes.c_long.from_buffer(buf).value & 0xFFFFFFFF
+
+
+def _unescape(field: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def fstype_from_mounts(path: str, mounts: str) -> str | None:
+    """The type of the longest mount point containing `path`, from /proc/mounts text."""
+    best, found = -1, None
+    for line in mounts.splitlines():
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = _unescape(fields[1])
+        # >=: a later mount on the same point hides the earlier one.
+        if (path == point or path.startswith(point.rstrip("/") + "/")) and len(point) >= best:
+            best, found = len(point), fields[2]
+    return found
+
+
+def detect_fstype(path, mounts: str = "/proc/mounts") -> str:
+    """"lustre", "ext4", "nfs", ... for `path` (or its nearest existing parent); "unknown" if unsure."""
+    target = Path(path).resolve()
+    while not target.exists() and target != target.parent:
+        target = target.parent
+    magic = _statfs_magic(str(target))
+    if magic in FS_MAGIC:
+        return FS_MAGIC[magic]
+    try:
+        table = Path(mounts).read_text()
+    except OSError:
+        table = ""
+    return fstype_from_mounts(str(target), table) or "unknown"

@@ -1,0 +1,1 @@
+"""Presentation: tables, plots and pages, read from results through `Run` only."""

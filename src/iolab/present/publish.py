@@ -1,0 +1,641 @@
+"""`iolab publish`: a run (or several) as a self-contained static folder.
+
+    index.html      the experiment, provenance, a search's answer and progress (a search's run),
+                    tables, plots, requested vs applied, Darshan findings and the comparison
+                    with the published study (no server, no CDN, no external resources; the
+                    images are files next to it)
+    report.md       the same page as Markdown (for wikis)
+    tables.md/.csv  the tables exactly as `iolab table` prints them
+    plots/*.png/svg the plots (iolab.present.plots)
+
+Publishing only reads results/. It refuses a non-empty output directory unless --force, and
+then replaces only files an earlier `iolab publish` wrote there (listed in .iolab-publish.json);
+any other file is left alone, and one in the way stops it. Nothing is written, replaced or
+deleted through a symlink: --out itself and every path below it must be real directories and
+files (its parents may be symlinks), checked before anything changes and then opened relative to
+directory descriptors with O_NOFOLLOW; an --out inside the results root, or containing it, is
+refused.
+
+Which published study an experiment is set against, and how a run is lined up with it, is
+the experiment's `report.published` and iolab.analysis.studies.compare_study: the page shows
+what `iolab compare ID RUN published:STUDY` prints.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import errno
+import io
+import json
+import os
+import re
+import stat
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import __version__
+from . import doc, plots
+from ..experiment import reportspec
+from ..analysis import stats
+from ..analysis.compare import Side
+from ..errors import IolabError
+from ..experiment.matrix import show_value
+from ..analysis.published import load_study
+from ..render import render_template
+from ..results.record import Record
+from ..experiment.reportspec import StudyLink
+from ..results.run import Run
+from ..analysis.studies import compare_study, study_blocks
+from .report import LEGEND, NOISY_MARK, OUTLIER_MARK, render, table_rows, tables_from
+from ..results.store import find_run, write_all
+
+MARKER = ".iolab-publish.json"
+PLOTS_DIR = "plots"
+# ------------------------------------------------------------------------------------ helpers
+
+def _short(sha: str | None, n: int = 12) -> str | None:
+    return sha[:n] if sha else None
+
+
+def setting(rec: Record) -> str:
+    """The case's varied parameters, as `iolab plan` shows them."""
+    params = rec.params
+    text = ", ".join(f"{k}={show_value(rec.benchmark, k, params.get(k))}" for k in rec.varied
+                     if k in params)
+    return text or rec.case_id
+
+
+def _reps(values) -> str:
+    reps = sorted({v for v in values if v is not None})
+    return ", ".join(map(str, reps)) if reps else "-"
+
+
+# --------------------------------------------------------------------------------- provenance
+
+def provenance(run: Run) -> dict:
+    """What the run is: system, versions, git state, stack, per part the benchmark binaries."""
+    path, manifest, records = run.path, run.manifest, run.records
+    stack_locks = set()
+    parts: dict[str, dict] = {}
+    for rec in records:
+        part = parts.setdefault(rec.part, {
+            "part": rec.part, "benchmark": rec.benchmark, "names": [],
+            "versions": [], "paths": [], "sha256": [], "stacks": []})
+        binary = rec.provenance.binary
+        if rec.ok:
+            for key, out in (("name", "names"), ("version", "versions"), ("path", "paths"),
+                             ("sha256", "sha256")):
+                value = binary.get(key)
+                if value and value not in part[out]:
+                    part[out].append(value)
+        if rec.status == "skipped" and "not found" in str(rec.error or ""):
+            part["not_found"] = True
+        stack = rec.provenance.get("stack")
+        if isinstance(stack, dict):
+            shown = ", ".join(f"{k}={v}" for k, v in sorted(stack.items())
+                              if v not in (None, "", [], {}) and k != "spack_lock_sha256")
+            if shown and shown not in part["stacks"]:
+                part["stacks"].append(shown)
+            if stack.get("spack_lock_sha256"):
+                stack_locks.add(stack["spack_lock_sha256"])
+    for part in parts.values():
+        ran = any(r.ok and r.part == part["part"] for r in records)
+        # never "not printed" for a binary that did not run: say why there is no version
+        part["version_text"] = (", ".join(part["versions"]) or "not printed" if ran
+                                else "not found" if part.get("not_found") else "did not run")
+    status = {s: sum(r.status == s for r in records) for s in ("ok", "failed", "skipped", "aborted")}
+    reframe = manifest.get("reframe") or next(
+        (r.provenance.get("reframe") for r in records if r.provenance.get("reframe")), None)
+    lock = manifest.get("spack_lock_sha256") or (sorted(stack_locks)[0] if len(stack_locks) == 1 else None)
+    return {
+        "run_id": path.name,
+        "path": str(path),
+        "system": manifest.system or manifest.label or "unknown",
+        "origin": manifest.origin or "-",
+        "created": manifest.created or "-",
+        "profile": manifest.profile or "(base)",
+        "git": manifest.git,
+        "git_short": _short(manifest.git) or "unknown",
+        "dirty": manifest.dirty,
+        "iolab": manifest.iolab or "-",
+        "reframe": reframe or "-",
+        "spack_lock_sha256": lock,
+        "spack_lock_short": _short(lock),
+        "experiment_sha256": manifest.experiment_sha256,
+        "host": manifest.host.get("hostname") or "-",
+        "records": len(records),
+        "status": status,
+        "parts": list(parts.values()),
+        "state": run.describe(),
+        # each run's records as checked (integrity.py): its final digest, or why none
+        "checked": [{"run_id": r.run_id, "text": r.verdict.describe() if r.verdict else "in memory"}
+                    for r in run.runs_read()],
+    }
+
+
+# ------------------------------------------------------------------------------------- tables
+
+_MARK_TITLES = {NOISY_MARK: f"noisy: coefficient of variation above {stats.NOISY_CV:.0%}",
+                OUTLIER_MARK: "outlier among the repetitions (see Notes)"}
+_MARKED = re.compile(rf"^(.*?) ([{NOISY_MARK}{OUTLIER_MARK}]+)$")
+
+
+def _cell(text: str) -> dict:
+    m = _MARKED.match(text) if text[-1:] in _MARK_TITLES else None
+    if not m:
+        return {"text": text, "marks": []}
+    return {"text": m.group(1), "marks": [{"mark": c, "title": _MARK_TITLES[c]} for c in m.group(2)]}
+
+
+def html_table(table) -> dict:
+    """A report table for the HTML page: the Markdown table's cells, marks split out."""
+    header, body, footnotes = table_rows(table, "md")
+    if not table.keys:
+        header = ["Case"] + header
+        body = [[row.case_id] + line for row, line in zip(table.rows, body)]
+    return {"title": f"{table.experiment} · {table.part} ({table.benchmark}) · run {table.run_id}",
+            "part": table.part, "header": header, "rows": [[_cell(c) for c in line] for line in body],
+            "footnotes": footnotes}
+
+
+# ------------------------------------------------------------------------- requested vs applied
+
+def flags_by_case(records: list[Record]) -> list[dict]:
+    """Every flag (requested vs applied difference), by case, with the repetitions it concerns."""
+    cases: dict[tuple, dict] = {}
+    for rec in records:
+        flags = rec.notes()
+        if not flags:
+            continue
+        key = (rec.part, rec.case_id)
+        case = cases.setdefault(key, {"part": key[0], "case_id": key[1], "setting": setting(rec),
+                                      "flags": {}})
+        for flag in flags:
+            case["flags"].setdefault(flag, []).append(rec.repetition)
+    return [{**c, "flags": [{"text": t, "reps": _reps(r)} for t, r in c["flags"].items()]}
+            for c in cases.values()]
+
+
+def darshan_by_case(records: list[Record]) -> list[dict]:
+    """observed.darshan of each case: findings (with their repetitions) and logs without any."""
+    cases: dict[tuple, dict] = {}
+    for rec in records:
+        dar = rec.observed.darshan
+        if not isinstance(dar, dict):
+            continue
+        key = (rec.part, rec.case_id)
+        case = cases.setdefault(key, {"part": key[0], "case_id": key[1], "setting": setting(rec),
+                                      "findings": {}, "other": {}})
+        rep = rec.repetition
+        status = dar.get("status", "unknown")
+        for f in dar.get("findings") or []:
+            text = f.get("text") if isinstance(f, dict) else str(f)
+            rule = f.get("rule") if isinstance(f, dict) else None
+            case["findings"].setdefault((rule, text), []).append(rep)
+        if status != "ok":
+            why = f"{status}: {dar.get('reason') or 'no reason recorded'}"
+            case["other"].setdefault(why, []).append(rep)
+        elif not dar.get("findings"):
+            case["other"].setdefault("ok: no findings", []).append(rep)
+    return [{"part": c["part"], "case_id": c["case_id"], "setting": c["setting"],
+             "findings": [{"rule": r or "", "text": t, "reps": _reps(v)}
+                          for (r, t), v in c["findings"].items()],
+             "other": [{"text": t, "reps": _reps(v)} for t, v in c["other"].items()]}
+            for c in cases.values()]
+
+
+# ----------------------------------------------------------------------------------- published
+
+@dataclass
+class PublishedSection:
+    study: str
+    title: str = ""
+    url: str = ""
+    link: StudyLink | None = None
+    adjustments: list[str] = field(default_factory=list)
+    markdown: str = ""
+    blocks: list[dict] = field(default_factory=list)
+    seed: str = ""
+    verdict: str = ""
+    error: str = ""
+
+
+def published_comparison(run: Run, link: StudyLink, project_root: Path) -> PublishedSection:
+    """The run against its published study, as `iolab compare ID RUN published:STUDY` does
+    (iolab.analysis.studies.compare_study): per group of the study's rows a table and its verdict lines,
+    then the study's verdict."""
+    section = PublishedSection(link.study, link=link)
+    try:
+        study = load_study(link.study, project_root)
+    except IolabError as exc:
+        section.error = str(exc)
+        return section
+    section.title = study.citation.get("title", "")
+    section.url = study.citation.get("url", "")
+    section.seed = study.citation.get("seed", "")
+    if link.why:
+        section.adjustments.append(link.why)
+    if not run.record_count:
+        section.error = "the run has no records"
+        return section
+    try:
+        result = compare_study(Side("run", run), study)
+    except IolabError as exc:
+        section.error = str(exc)
+        return section
+    if not result.compared:
+        section.error = "; ".join(g.error for g in result.groups)
+        return section
+    blocks = study_blocks(result)
+    section.blocks = doc.as_dicts(blocks)
+    section.markdown = doc.markdown(blocks, shift=1)     # under the page's "## Published study"
+    section.verdict = result.verdict()
+    return section
+
+
+# ----------------------------------------------------------------------------------- the page
+
+@dataclass
+class RunReport:
+    provenance: dict
+    tables: list[dict]
+    tables_md: str
+    tables_csv: str
+    plots: list[dict]
+    plot_notes: list[str]
+    flags: list[dict]
+    darshan: list[dict]
+    published: PublishedSection | None
+    settings: reportspec.Report
+    run_notes: list[str] = field(default_factory=list)   # imported, incomplete, unreadable lines
+    run: Run | None = None
+    search: dict | None = None      # a search's run: its answer and progress plot (search_section)
+
+
+def _plot_entry(plot: plots.Plot, out: Path) -> dict:
+    rel = {fmt: p.relative_to(out).as_posix() for fmt, p in plot.files.items()}
+    return {"title": plot.title, "png": rel.get("png"), "svg": rel.get("svg"), "notes": plot.notes,
+            "rule": plot.spec.rule, "part": plot.spec.part, "metric": plot.spec.metric,
+            "name": plot.spec.name, "alt": _alt(plot)}
+
+
+def _alt(plot: plots.Plot) -> str:
+    if plot.spec.kind == "heatmap":
+        return f"Heatmap of the mean {plot.spec.metric} over {plot.xlabel} and {plot.ylabel}"
+    return f"{plot.ylabel} against {plot.xlabel}"
+
+
+def search_section(run: Run, staging: Path, prefix: str = "") -> dict | None:
+    """A search's run (`iolab search`): the answer as `iolab search-report` prints it, and the
+    objective of each job against the search's progress (plots.search_progress_plot). None for a
+    run that is not a search's."""
+    from ..analysis import search as S
+
+    if not S.is_search_run(run):
+        return None
+    try:
+        text, _found = S.report_run(run)
+        search, space, unit = S.of_run(run)
+    except IolabError as exc:
+        return {"answer": "", "error": str(exc), "plot": None, "notes": []}
+    rounds = [r.run_id for r in run.chain] or [run.run_id]
+    steps = S.search_progress(search, space, run.records, rounds)
+    plot = plots.search_progress_plot(steps, search.objective, unit, search.maximize,
+                                      staging / PLOTS_DIR, prefix)
+    entry = None
+    if plot is not None:
+        rel = {fmt: p.relative_to(staging).as_posix() for fmt, p in plot.files.items()}
+        entry = {"title": plot.title, "png": rel.get("png"), "svg": rel.get("svg"),
+                 "notes": plot.notes, "alt": f"{plot.ylabel} of each job against "
+                 "the order the search ran them, with the best mean so far"}
+    notes = [] if plot is not None else ([plots.MISSING_MATPLOTLIB] if steps else
+                                         ["no plot: the search has run no job yet"])
+    return {"answer": text, "error": "", "plot": entry, "notes": notes, "jobs": len(steps),
+            "rounds": len(rounds)}
+
+
+def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str,
+               prefix: str = "", set_aside: bool = False) -> RunReport:
+    run = Run.load_chain(path, project_root)
+    run.vouch(set_aside)
+    if not run.record_count:
+        raise IolabError(f"run {path.name} has no readable records", hint=run.describe())
+    settings = run.report
+    tables = tables_from(run.digest, None, settings)
+    made, notes = plots.make_plots(run, staging / PLOTS_DIR, prefix=prefix, tables=tables)
+    link = settings.study()
+    published = published_comparison(run, link, project_root) if link else None
+    return RunReport(provenance(run), [html_table(t) for t in tables],
+                     render(tables, "md", run), render(tables, "csv"),
+                     [_plot_entry(p, staging) for p in made], notes, flags_by_case(run.records),
+                     darshan_by_case(run.records), published, settings, run.notes(), run,
+                     search_section(run, staging, prefix))
+
+
+def _csv_with_runs(reports: list[RunReport]) -> str:
+    """One run: `iolab table --format csv` as is. Several: a leading run column."""
+    if len(reports) == 1:
+        return reports[0].tables_csv
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for i, rep in enumerate(reports):
+        if i:
+            writer.writerow([])
+        for row in csv.reader(io.StringIO(rep.tables_csv)):
+            if not row:
+                writer.writerow([])
+            elif row[:2] == ["part", "case_id"]:
+                writer.writerow(["run"] + row)
+            else:
+                writer.writerow([rep.provenance["run_id"]] + row)
+    return buf.getvalue()
+
+
+def experiment_info(experiment_id: str, runs: list[Run]) -> dict:
+    """The experiment as last run (else as it is now): description, source, tags."""
+    exp = (runs[-1].experiment or runs[-1].experiment_now) if runs else None
+    shas = sorted({r.manifest.experiment_sha256 for r in runs if r.manifest.experiment_sha256})
+    return {"id": experiment_id, "description": " ".join(str(exp.description or "").split()) if exp else "",
+            "source": (exp.source or "") if exp else "", "tags": list(exp.tags) if exp else [],
+            "yaml_differs": len(shas) > 1}
+
+
+def build_context(experiment_id: str, reports: list[RunReport]) -> dict:
+    runs = [r.run for r in reports if r.run is not None]
+    link = runs[-1].report.study() if runs else None
+    return {
+        "experiment": experiment_info(experiment_id, runs),
+        "runs": reports,
+        "legend": LEGEND,
+        "plot_rules": plots.describe_rules(),
+        "study_link": link,
+        "iolab_version": __version__,
+        "multiple": len(reports) > 1,
+        "has_darshan": any(r.darshan for r in reports),
+        "has_search": any(r.search for r in reports),
+    }
+
+
+# ----------------------------------------------------------------------------- writing safely
+
+def _inside(path: Path, parent: Path) -> bool:
+    try:
+        path.resolve().relative_to(parent.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _real_out(out: Path, res: Path) -> Path:
+    """--out as an absolute path whose parents are resolved and whose last part is not a symlink;
+    neither inside the results root nor containing it."""
+    out = Path(out)
+    real = out.resolve() if out.name in ("", "..") else out.parent.resolve() / out.name
+    st = _lstat(real)
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise IolabError(f"--out {out} is a symlink (to {os.readlink(real)}); publishing never writes "
+                         "through a symlink", hint="give the real directory")
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        raise IolabError(f"--out {out}: exists and is not a directory")
+    if _inside(real, res):
+        raise IolabError(f"--out {out} is inside the results directory {res}; publishing never "
+                         "writes there", hint="choose a directory outside it, e.g. site/")
+    if _inside(res, real):
+        raise IolabError(f"--out {out} contains the results directory {res}; publishing never "
+                         "writes there", hint="choose a directory outside it, e.g. site/")
+    return real
+
+
+def _no_symlinks(out: Path, rel: str) -> None:
+    """Refuse a path below --out if any part of it is a symlink (or a non-file in the way)."""
+    path = out
+    parts = Path(rel).parts
+    for i, part in enumerate(parts):
+        path = path / part
+        st = _lstat(path)
+        if st is None:
+            return
+        if stat.S_ISLNK(st.st_mode):
+            raise IolabError(f"--out {out}: {path.relative_to(out)} is a symlink; publishing never "
+                             "writes, replaces or deletes through a symlink; nothing changed",
+                             hint="remove it, or choose another --out")
+        last = i == len(parts) - 1
+        if not last and not stat.S_ISDIR(st.st_mode) or last and not stat.S_ISREG(st.st_mode):
+            raise IolabError(f"--out {out}: {path.relative_to(out)} is in the way (not a "
+                             f"{'file' if last else 'directory'}); nothing changed")
+
+
+class _OutDir:
+    """Writes and deletes below --out through directory descriptors opened with O_NOFOLLOW, so a
+    symlink that appears after the checks is refused by the kernel rather than followed."""
+
+    DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.fd = os.open(path, self.DIR_FLAGS)
+        except OSError as exc:
+            raise self._refuse(".", exc) from None
+
+    def _refuse(self, rel: str, exc: OSError, link: bool = False) -> IolabError:
+        why = "is a symlink" if link or exc.errno == errno.ELOOP else (
+            "is not a directory" if exc.errno == errno.ENOTDIR else exc.strerror)
+        return IolabError(f"--out {self.path}: {rel} {why}; publishing never writes, replaces or "
+                          "deletes through a symlink; stopped")
+
+    def _dir(self, parts: tuple[str, ...], create: bool) -> int | None:
+        """A descriptor of out/<parts...>; None when it does not exist and create is False."""
+        fd = os.dup(self.fd)
+        for i, part in enumerate(parts):
+            try:
+                if create:
+                    try:
+                        os.mkdir(part, 0o755, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                child = os.open(part, self.DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                # O_DIRECTORY | O_NOFOLLOW on a symlink fails with ENOTDIR: say which it was
+                try:
+                    link = stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode)
+                except OSError:
+                    link = False
+                raise self._refuse("/".join(parts[:i + 1]), exc, link) from None
+            finally:
+                os.close(fd)
+            fd = child
+        return fd
+
+    def write(self, rel: str, data: bytes) -> None:
+        *parents, name = Path(rel).parts
+        fd = self._dir(tuple(parents), create=True)
+        tmp = f".{name}.iolab-tmp{os.getpid()}"
+        try:
+            try:
+                os.unlink(tmp, dir_fd=fd)     # a leftover of an interrupted publish
+            except FileNotFoundError:
+                pass
+            out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=fd)
+            try:
+                write_all(out, data)
+            finally:
+                os.close(out)
+            # rename replaces the directory entry itself, never what a symlink points to
+            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=fd)
+            except OSError:
+                pass
+            raise
+        finally:
+            os.close(fd)
+
+    def unlink(self, rel: str) -> None:
+        """Remove a regular file (never what a symlink points to); a missing one is fine."""
+        *parents, name = Path(rel).parts
+        fd = self._dir(tuple(parents), create=False)
+        if fd is None:
+            return
+        try:
+            if stat.S_ISREG(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+                os.unlink(name, dir_fd=fd)
+        except FileNotFoundError:
+            pass
+        finally:
+            os.close(fd)
+
+    def rmdir_if_empty(self, rel: str) -> None:
+        parts = Path(rel).parts
+        fd = self._dir(parts, create=False)
+        if fd is None:
+            return
+        try:
+            empty = not os.listdir(fd)
+        finally:
+            os.close(fd)
+        parent = self._dir(parts[:-1], create=False) if empty else None
+        if parent is None:
+            return
+        try:
+            os.rmdir(parts[-1], dir_fd=parent)
+        except OSError:
+            pass        # not empty after all: left alone
+        finally:
+            os.close(parent)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def _previous_files(out: Path, force: bool) -> list[str]:
+    if not out.is_dir() or not any(out.iterdir()):
+        return []
+    if not force:
+        raise IolabError(f"--out {out} is not empty",
+                         hint="publish into a new or empty directory, or pass --force to replace "
+                              "what an earlier `iolab publish` wrote there")
+    marker = out / MARKER
+    try:
+        _no_symlinks(out, MARKER)
+        data = json.loads(marker.read_text())
+        files = [str(f) for f in data["files"]]
+    except FileNotFoundError:
+        raise IolabError(f"--force: {out} was not written by `iolab publish` (no {MARKER}); "
+                         "its files are left alone", hint="choose another --out") from None
+    except (ValueError, KeyError, TypeError, IolabError):
+        raise IolabError(f"--force: {marker} is unreadable; the directory's files are left alone",
+                         hint="choose another --out") from None
+    for f in files:
+        parts = Path(f).parts
+        if Path(f).is_absolute() or ".." in parts or not parts or f in (MARKER, "."):
+            raise IolabError(f"--force: {marker} lists {f!r}, outside the directory; nothing replaced")
+    return files
+
+
+def _install(staging: Path, out: Path, previous: list[str]) -> list[str]:
+    new = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
+    # Every path this touches is checked before anything changes.
+    for f in dict.fromkeys(new + previous + [MARKER]):
+        _no_symlinks(out, f)
+    foreign = [f for f in new if (out / f).exists() and f not in previous]
+    if foreign:
+        raise IolabError(f"--out {out}: {', '.join(foreign[:5])} would be overwritten and was not "
+                         "written by `iolab publish`; nothing replaced", hint="choose another --out")
+    target = _OutDir(out)
+    try:
+        for f in previous:
+            if f not in new:
+                target.unlink(f)
+        dirs = {Path(f).parent.as_posix() for f in previous} - {"."}
+        for d in sorted(dirs, key=lambda p: len(Path(p).parts), reverse=True):
+            target.rmdir_if_empty(d)
+        for f in new:
+            target.write(f, (staging / f).read_bytes())
+    finally:
+        target.close()
+    return new
+
+
+@dataclass
+class Published:
+    out: Path
+    files: list[str]
+    runs: list[str]
+    plots: int
+    notes: list[str]
+
+
+def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, force: bool = False,
+            project_root: Path | None = None, results: Path | None = None,
+            include_imported: bool = False, set_aside: bool = False) -> Published:
+    """Write the static report of an experiment's run(s) into `out` (see the module docstring).
+    `results` defaults to results.results_root (IOLAB_RESULTS, else <project>/results)."""
+    from ..render import project_root as default_root
+    from ..results.store import results_root
+
+    root = project_root or default_root()
+    res = results or results_root(root)
+    shown_out = Path(out)
+    out = _real_out(shown_out, res)
+    paths = list(dict.fromkeys(find_run(res, experiment_id, r, include_imported) for r in (runs or [None])))
+    previous = _previous_files(out, force)
+    with tempfile.TemporaryDirectory(prefix="iolab-publish-") as tmp:
+        staging = Path(tmp)
+        reports = [run_report(p, staging, root, experiment_id,
+                              prefix=f"{p.name}-" if len(paths) > 1 else "", set_aside=set_aside)
+                   for p in paths]
+        context = build_context(experiment_id, reports)
+        files = {
+            "index.html": render_template("report/index.html.j2", **context),
+            "report.md": render_template("report/report.md.j2", **context),
+            "tables.md": "\n".join(r.tables_md for r in reports),
+            "tables.csv": _csv_with_runs(reports),
+        }
+        for name, text in files.items():
+            (staging / name).write_text(text, encoding="utf-8")
+        written = _install(staging, out, previous)
+    marker = {"tool": f"iolab {__version__}", "experiment": experiment_id,
+              "runs": [p.name for p in paths], "files": written,
+              "written": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    target = _OutDir(out)
+    try:
+        target.write(MARKER, (json.dumps(marker, indent=2) + "\n").encode())
+    finally:
+        target.close()
+    notes = [f"run {r.provenance['run_id']}: {n}" for r in reports for n in r.run_notes]
+    notes += [n for r in reports for n in r.plot_notes]
+    return Published(shown_out, written, [p.name for p in paths], sum(len(r.plots) for r in reports), notes)

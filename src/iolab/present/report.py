@@ -1,0 +1,553 @@
+"""Tables from result records: rows are the varied parameters, columns the metrics over repetitions.
+
+Reads only results/<id>/<run-id>/ (never stage directories), so a table can be rebuilt anywhere.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import functools
+import io
+import json
+import math
+from dataclasses import dataclass, field
+
+from ..results import digest
+from ..experiment import reportspec
+from ..analysis import stats
+from ..experiment import schema as schemas
+from ..parsers import Metric
+from ..results.record import NUM_TASKS, Record, param_value
+from ..experiment.units import UNIT_BYTES
+
+
+
+def default_metrics(benchmark: str) -> list[str]:
+    """The metrics a table shows unless told otherwise (the benchmark's descriptor says)."""
+    from .. import benchmarks
+
+    return list(benchmarks.get(benchmark).table_metrics)
+
+_WORDS = {"bw": "Bandwidth", "iops": "IOPS", "ops": "OPs", "clat": "Latency", "io": "I/O"}
+
+
+DARSHAN = "darshan."
+
+
+def metric_label(name: str) -> str:
+    if name.startswith(DARSHAN):
+        return f"Darshan {name.removeprefix(DARSHAN)}"
+    return " ".join(_WORDS.get(w, w.capitalize()) for w in name.split("_"))
+
+
+def with_darshan_columns(records: list[Record], columns: list[str]) -> list[Record]:
+    """Records with the requested Darshan summary values added as metrics `darshan.<column>`,
+    so tables treat them like any measured value (mean, interval, n). Missing stays missing."""
+    from ..layers.darshan import COLUMNS, column
+
+    out = []
+    for rec in records:
+        summary = rec.observed.darshan_summary
+        extra = []
+        for name in columns:
+            value = column(summary, name) if summary else None
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                extra.append(Metric(DARSHAN + name, float(value), COLUMNS[name].unit, "darshan"))
+        out.append(dataclasses.replace(rec, metrics=rec.metrics + extra) if extra else rec)
+    return out
+
+
+DERIVED = {
+    # name: (header, display divisor)
+    "file_size": ("File Size (GiB)", float(UNIT_BYTES["GiB"])),
+    "sqrt_rule_osts": ("OSTs by sqrt(GB) Rule", None),
+}
+
+
+def param_label(key: str, benchmark: str) -> tuple[str, float | None]:
+    """Header and display divisor: ('Stripe Size (MiB)', 1048576)."""
+    if key == NUM_TASKS:
+        return "Number of Processes", None
+    if key.startswith("derived."):
+        return DERIVED[key.removeprefix("derived.")]
+    if key.endswith(EFFECTIVE):
+        title, divisor = param_label(key.removesuffix(EFFECTIVE), benchmark)
+        return f"{title} (effective)", divisor
+    return spec_label(key, schemas.param_spec(benchmark, key) or {})
+
+
+def spec_label(key: str, spec: dict) -> tuple[str, float | None]:
+    """Header and display divisor of a parameter from its schema: title, and the x-unit sizes are
+    shown in."""
+    if key == NUM_TASKS:
+        return "Number of Processes", None
+    title = spec.get("title", key)
+    unit = spec.get("x-unit")
+    if unit:       # sizes are shown in their unit; any other unit (s, ops) as they are
+        return f"{title} ({unit})", float(UNIT_BYTES[unit]) if unit in UNIT_BYTES else None
+    return title, None
+
+
+def fmt_value(value, divisor: float | None = None) -> str:
+    if value is None:
+        return "-"  # not set for this case
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if divisor and isinstance(value, (int, float)):
+        value = value / divisor
+    if isinstance(value, float):
+        if value.is_integer():
+            return str(int(value))
+        return f"{value:.2f}" if abs(value) >= 0.01 else f"{value:.3g}"
+    if isinstance(value, tuple):        # values seen in effect across repetitions
+        return "/".join(fmt_value(v, divisor) for v in value)
+    if isinstance(value, list):
+        return " ".join(map(str, value)) or "-"
+    return str(value)
+
+
+@dataclass
+class Cell:
+    values: list[float]
+    reps: list = field(default_factory=list)    # the repetition of each value, when known
+    packed: bytes | None = field(default=None, repr=False, compare=False)   # its summary, kept
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @functools.cached_property
+    def summary(self) -> stats.Summary:
+        """Computed once, when the table is read (the values are complete by then)."""
+        if self.packed is not None:
+            return stats.unpack(self.values, self.packed)
+        return stats.summarize(self.values)
+
+    @property
+    def max(self) -> float | None:
+        return self.summary.max         # of the values the statistics take (stats.LIMIT)
+
+    def rep(self, index: int):
+        rep = self.reps[index] if index < len(self.reps) else None
+        return index + 1 if rep is None else rep
+
+    def kept_rep(self, index: int):
+        """The repetition of the summary's `index`th value (values set aside are not counted)."""
+        if self.summary.set_aside:
+            index = [i for i, v in enumerate(self.values) if stats.usable(float(v))][index]
+        return self.rep(index)
+
+
+@dataclass
+class Row:
+    part: str
+    benchmark: str
+    case_id: str
+    params: dict
+    key_values: list
+    ok: int = 0
+    failed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    aborted: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    cells: dict[str, Cell] = field(default_factory=dict)
+    # metric -> the benchmark's own maximum of it per repetition (IOR's bwMaxMIB for write_bw)
+    own_max: dict[str, Cell] = field(default_factory=dict)
+
+
+@dataclass
+class Table:
+    experiment: str
+    run_id: str
+    part: str
+    benchmark: str
+    keys: list[str]
+    metrics: list[str]
+    units: dict[str, str]
+    rows: list[Row]
+
+
+EFFECTIVE = "@effective"
+
+
+def _display_keys(varied: list[str], derived: list[str]) -> list[str]:
+    """Nodes and tasks per node fold into one 'Number of Processes' column, as in the studies;
+    each varied MPI-IO hint is followed by the value the MPI library actually used."""
+    keys = []
+    for k in varied:
+        if k.startswith("scale."):
+            continue
+        keys.append(k)
+        if k.startswith("mpiio."):
+            keys.append(k + EFFECTIVE)
+    if any(k.startswith("scale.") for k in varied):
+        keys.insert(0, NUM_TASKS)
+        if "scale.nodes" in varied and "scale.tasks_per_node" in varied:
+            keys.insert(1, "scale.nodes")
+    return keys + [f"derived.{d}" for d in derived]
+
+
+def file_size(params: dict, benchmark: str | None) -> int | None:
+    """Bytes in one file after one write phase (the benchmark's descriptor says how)."""
+    from .. import benchmarks
+
+    return benchmarks.get(benchmark).file_size(params) if benchmark else None
+
+
+def _param(params: dict, key: str, benchmark: str | None = None):
+    if key == "derived.file_size":
+        return file_size(params, benchmark)
+    if key == "derived.sqrt_rule_osts":
+        size = file_size(params, benchmark)
+        return None if size is None else max(1, math.ceil(math.sqrt(size / 1e9)))
+    return param_value(params, key)
+
+
+def build_tables(records: list[Record], metrics: list[str] | None = None,
+                 settings: reportspec.Report | None = None) -> list[Table]:
+    """One table per part (benchmark), rows in first-seen case order."""
+    return tables_from(digest.fold(records), metrics, settings)
+
+
+def tables_from(facts: digest.Digest, metrics: list[str] | None = None,
+                settings: reportspec.Report | None = None) -> list[Table]:
+    """build_tables from a run's records already folded by case (Run.digest)."""
+    settings = settings or reportspec.Report()
+    tables = []
+    for part, pf in facts.parts.items():
+        bench = pf.benchmark
+        keys = _display_keys(pf.varied, list(settings.derived))
+        wanted = metrics or list(settings.metrics) or default_metrics(bench)
+        chosen = metrics or [m for m in wanted if m in pf.present]
+        if not chosen:
+            chosen = sorted(pf.present)[:2]
+        units = {m: pf.units[m] for m in chosen if m in pf.units}
+        rows = []
+        effective = [(i, k.removesuffix(EFFECTIVE)) for i, k in enumerate(keys) if k.endswith(EFFECTIVE)]
+        # the rows share the digest's lists (nothing changes a table once built)
+        for case in pf.cases.values():
+            key_values = [_param(case.params, k, bench) for k in keys]
+            for i, key in effective:
+                seen = case.effective.get(key)
+                if not seen:
+                    continue
+                current = key_values[i]
+                values = [] if current is None else list(current) if isinstance(current, tuple) \
+                    else [current]
+                values += [v for v in seen if v not in values]
+                # one value keeps its type (and unit); several are a tuple, shown a/b
+                key_values[i] = values[0] if len(values) == 1 else tuple(values)
+            cv, cr = case.values, case.reps
+            packed = case.summaries or {}
+            cells = {m: Cell(cv.get(m, ()), cr.get(m, ()), packed.get(m)) for m in chosen}
+            rows.append(Row(part, bench, case.case_id, case.params, key_values, case.ok,
+                            case.failed, case.skipped, case.aborted, case.notes, cells,
+                            {m: Cell(case.own_max[m]) for m in chosen if m in case.own_max}
+                            if case.own_max else {}))
+        tables.append(Table(pf.experiment, pf.run_id, part, bench, keys, chosen, units, rows))
+    return tables
+
+
+REASON_CHARS = 100
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def short_reason(error) -> str:
+    """A record's error for a footnote: its first line, cut at a word near REASON_CHARS."""
+    lines = str(error or "").strip().splitlines()
+    first = " ".join(lines[0].split()) if lines else ""
+    if not first:
+        return "no reason recorded"
+    if len(first) <= REASON_CHARS:
+        return first
+    cut = first[:REASON_CHARS - 1]
+    if " " in cut[REASON_CHARS // 2:]:
+        cut = cut[:cut.rindex(" ")]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def reason_mark(index: int) -> str:
+    return str(index + 1).translate(_SUPERSCRIPT)
+
+
+def _status(row: Row, reasons: list[tuple[str, str]] | None = None) -> str:
+    """'1 failed', '2 skipped'... With `reasons` (Markdown) each count is followed by the marks of
+    its footnoted reasons (added to `reasons`); without (CSV), by the reasons in words."""
+    bits = []
+    for status, errors in (("failed", row.failed), ("skipped", row.skipped), ("aborted", row.aborted)):
+        if not errors:
+            continue
+        why = list(dict.fromkeys(short_reason(e) for e in errors))
+        if reasons is None:
+            bits.append(f"{len(errors)} {status}: {' / '.join(why)}")
+            continue
+        marks = []
+        for text in why:
+            if (status, text) not in reasons:
+                reasons.append((status, text))
+            marks.append(reason_mark(reasons.index((status, text))))
+        bits.append(f"{len(errors)} {status}{','.join(marks)}")
+    return "; ".join(bits)
+
+
+def fmt_measure(value) -> str:
+    """A measured value: two decimals, or three significant digits below 1 (times in seconds)."""
+    if value is None:
+        return "-"
+    value = float(value)
+    if value != 0 and abs(value) < 1:
+        return f"{value:.3g}"
+    return fmt_value(value)
+
+
+NOISY_MARK = "§"
+OUTLIER_MARK = "‡"
+N_TOO_SMALL = "n too small"
+LEGEND = (f"Mean ± half-width of the 95% confidence interval (Student t, n-1 degrees of freedom); "
+          f"{N_TOO_SMALL} below 2 repetitions. CV = standard deviation / mean. "
+          f"{NOISY_MARK} noisy: CV above {stats.NOISY_CV:.0%}. "
+          f"{OUTLIER_MARK} outlier: |modified z-score| above {stats.OUTLIER_Z} "
+          f"(0.6745 (x - median) / MAD), kept in the mean; see Notes.")
+
+
+def fmt_mean_ci(s: stats.Summary, marks: bool = True) -> str:
+    if s.n == 0:
+        return "-"
+    spread = f" ({N_TOO_SMALL})" if s.n_too_small else f" ± {fmt_measure(s.ci_half_width)}"
+    text = fmt_measure(s.mean) + spread
+    if marks:
+        text += " " * bool(s.noisy or s.outliers) + NOISY_MARK * s.noisy + OUTLIER_MARK * bool(s.outliers)
+    return text
+
+
+def _cv(s: stats.Summary) -> str:
+    return "-" if s.cv is None else f"{100 * s.cv:.1f}"
+
+
+def _outlier_notes(row: Row, metrics: list[str]) -> list[str]:
+    out = []
+    for m in metrics:
+        cell = row.cells[m]
+        for o in cell.summary.outliers:
+            out.append(f"{OUTLIER_MARK} {m} rep {cell.kept_rep(o.index)} = {fmt_measure(o.value)} "
+                       f"(z {o.modified_z:.1f})")
+    return out
+
+
+def set_aside_notes(row: Row, metrics: list[str]) -> list[str]:
+    """'write_bw: 1 value set aside (1e+308: above 1e+150)' for each cell with such values."""
+    return [f"{m}: {stats.set_aside_text(s.set_aside)}" for m in metrics
+            if (s := row.cells[m].summary).set_aside]
+
+
+def table_rows(table: Table, style: str = "md") -> tuple[list[str], list[list[str]], list[str]]:
+    """Header, body and footnotes as text, shared by the Markdown and CSV writers.
+
+    Markdown puts mean ± half-width and the marks in one cell; CSV keeps numbers in their own
+    columns and says in words, in Notes, which cells are noisy.
+    """
+    header = [param_label(k, table.benchmark)[0] for k in table.keys]
+    # "Max." is the benchmark's own maximum where it reports one (IOR's bwMaxMIB, over its
+    # iterations, as the studies quote it); otherwise the best repetition, and said so.
+    own = {m: any(m in row.own_max for row in table.rows) for m in table.metrics}
+    for m in table.metrics:
+        unit = table.units.get(m, "")
+        label, u = metric_label(m), f" ({unit})" if unit else ""
+        best = (f"{table.benchmark.upper()}'s Max. {label}{u}" if own[m] else f"Best Rep. {label}{u}")
+        if style == "md":
+            header += [f"Mean {label} ± 95% CI{u}", best, "CV (%)"]
+        else:
+            header += [f"Mean {label}{u}", f"95% CI ± {label}{u}", best, f"CV {label} (%)"]
+    header += ["n", "Notes"]
+    notes: list[str] = []
+    reasons: list[tuple[str, str]] = []        # (status, reason) of failed/skipped/aborted jobs
+    body = []
+    divisors = [param_label(k, table.benchmark)[1] for k in table.keys]
+    for row in table.rows:
+        line = [fmt_value(v, d) for d, v in zip(divisors, row.key_values)]
+        if not table.keys:
+            line = []
+        noisy = []
+        for m in table.metrics:
+            s = row.cells[m].summary
+            top = row.own_max[m].max if own[m] and m in row.own_max else (None if own[m] else s.max)
+            if style == "md":
+                line += [fmt_mean_ci(s), fmt_measure(top), _cv(s)]
+            else:
+                half = N_TOO_SMALL if s.n == 1 else fmt_measure(s.ci_half_width)
+                line += [fmt_measure(s.mean), half, fmt_measure(top), _cv(s)]
+            if s.noisy:
+                noisy.append(m)
+        marks = []
+        for note in row.notes:
+            if note not in notes:
+                notes.append(note)
+            marks.append("†" * (notes.index(note) + 1))
+        words = [" ".join(marks), _status(row, reasons if style == "md" else None)]
+        if style != "md" and noisy:
+            words.append("noisy: " + ", ".join(noisy))
+        words += _outlier_notes(row, table.metrics) + set_aside_notes(row, table.metrics)
+        line += [str(row.ok), "; ".join(filter(None, words))]
+        body.append(line)
+    footnotes = [f"{'†' * (i + 1)} {n}" for i, n in enumerate(notes)]
+    footnotes += [f"{reason_mark(i)} {status}: {text}" for i, (status, text) in enumerate(reasons)]
+    return header, body, footnotes
+
+
+def run_notes_markdown(notes: list[str]) -> str:
+    """Notes about the run as a whole (imported, incomplete, unreadable lines), above its tables."""
+    return "".join(f"**Note:** {n}\n\n" for n in notes)
+
+
+def to_markdown(table: Table) -> str:
+    header, body, footnotes = table_rows(table, "md")
+    if not table.keys:
+        header = ["Case"] + header
+        body = [[row.case_id] + line for row, line in zip(table.rows, body)]
+    out = [f"### {table.experiment} · {table.part} ({table.benchmark}) · run {table.run_id}", "",
+           "| " + " | ".join(header) + " |",
+           "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(line) + " |" for line in body]
+    out += ["", LEGEND]
+    if footnotes:
+        out += [""] + footnotes
+    return "\n".join(out) + "\n"
+
+
+def to_csv(tables: list[Table]) -> str:
+    """One CSV with one header, as CSV readers expect: the parts' columns in first-seen order
+    (a part's rows leave the others' columns empty)."""
+    parts = [(table, *table_rows(table, "csv")[:2]) for table in tables]
+    columns = list(dict.fromkeys(["part", "case_id"] + [c for _, header, _ in parts for c in header]))
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    for table, header, body in parts:
+        for row, line in zip(table.rows, body):
+            cells = dict(zip(["part", "case_id"] + header, [table.part, row.case_id] + line))
+            writer.writerow([cells.get(c, "") for c in columns])
+    return buf.getvalue()
+
+
+def summary_json(cell: Cell, unit: str | None) -> dict:
+    s = cell.summary
+    return {"unit": unit, "n": s.n, "mean": s.mean, "median": s.median, "min": s.min, "max": s.max,
+            "stddev": s.stddev, "cv": s.cv, "ci95_half_width": s.ci_half_width,
+            "ci95": list(s.ci) if s.ci else None, "noisy": s.noisy,
+            "outliers": [{"repetition": cell.kept_rep(o.index), "value": o.value,
+                          "modified_z": o.modified_z} for o in s.outliers],
+            "values": list(s.values),
+            **({"set_aside": [x if math.isfinite(x) else str(x) for x in s.set_aside],
+                "set_aside_reason": stats.set_aside_text(s.set_aside)} if s.set_aside else {})}
+
+
+def to_json(tables: list[Table], run: dict | None = None) -> str:
+    out = []
+    for table in tables:
+        for row in table.rows:
+            out.append({
+                "experiment": table.experiment, "run_id": table.run_id, "part": table.part,
+                "benchmark": table.benchmark, "case_id": row.case_id,
+                "params": {k: v for k, v in zip(table.keys, row.key_values)},
+                "n": row.ok, "failed": row.failed, "skipped": row.skipped, "aborted": row.aborted,
+                "notes": row.notes,
+                "metrics": {m: summary_json(c, table.units.get(m)) for m, c in row.cells.items()},
+                "rules": {"confidence": stats.CONFIDENCE, "noisy_cv": stats.NOISY_CV,
+                          "outlier_modified_z": stats.OUTLIER_Z},
+                **({"run": run} if run is not None else {}),
+            })
+    return json.dumps(out, indent=2, allow_nan=False) + "\n"
+
+
+def render(tables: list[Table], fmt: str, state=None) -> str:
+    """Markdown, CSV or JSON. With the run (run.Run): Markdown starts with its
+    notes and every JSON row gets a `run` field; CSV stays plain (callers print the notes)."""
+    if fmt == "csv":
+        return to_csv(tables)
+    if fmt == "json":
+        return to_json(tables, state.as_json() if state is not None else None)
+    notes = run_notes_markdown(state.notes()) if state is not None else ""
+    return notes + "\n".join(to_markdown(t) for t in tables)
+
+
+REPS_FORMULA = ("n = the smallest n >= 2 with t(0.975, n-1) * CV / sqrt(n) <= target, "
+                "CV = s / mean over every earlier repetition of the case (all runs pooled)")
+
+
+@dataclass
+class RepSuggestion:
+    part: str
+    case_id: str
+    metric: str
+    unit: str
+    runs: int                   # earlier runs with at least one value
+    summary: stats.Summary      # pooled over those runs
+    planned: int                # the experiment's repetitions
+    suggested: int | None       # None: fewer than 2 earlier values
+
+    @property
+    def planned_rel_half_width(self) -> float | None:
+        """What the planned repetitions would give at the observed CV."""
+        if self.summary.cv is None or self.planned < 2:
+            return None
+        return stats.t_quantile(self.planned - 1) * self.summary.cv / math.sqrt(self.planned)
+
+
+def suggest_reps(run_paths, cases, planned: int, target_pct: float,
+                 metrics: dict[str, list[str]] | None = None) -> list[RepSuggestion]:
+    """Per case and metric: repetitions for a 95% CI half-width of target_pct % of the mean,
+    from the values of earlier runs of the same case ids."""
+    from ..results.store import case_index, same_case
+    from ..results.run import Run
+
+    target = target_pct / 100
+    wanted = {c.case_id: c for c in cases}
+    index = case_index(wanted)          # earlier runs may have recorded 8-digit ids
+    values: dict[tuple[str, str], list[float]] = {}
+    units: dict[str, str] = {}
+    runs: dict[tuple[str, str], set] = {}
+    for path in run_paths:
+        for rec in Run.load(path).records:
+            case = wanted.get(same_case(rec.case_id, index) or "")
+            if case is None or not rec.ok:
+                continue
+            names = (metrics or {}).get(case.benchmark) or default_metrics(case.benchmark)
+            for m in rec.metrics:
+                if m.name in names:
+                    values.setdefault((case.case_id, m.name), []).append(m.value)
+                    runs.setdefault((case.case_id, m.name), set()).add(path.name)
+                    units[m.name] = m.unit
+    out = []
+    for case in cases:
+        names = (metrics or {}).get(case.benchmark) or default_metrics(case.benchmark)
+        for name in names:
+            vals = values.get((case.case_id, name), [])
+            if not vals and name not in units:
+                continue
+            out.append(RepSuggestion(case.part, case.case_id, name, units.get(name, ""),
+                                     len(runs.get((case.case_id, name), ())), stats.summarize(vals),
+                                     planned, stats.reps_needed(vals, target) if len(vals) >= 2 else None))
+    return out
+
+
+def render_rep_suggestions(rows: list[RepSuggestion], experiment: str, runs: int, target_pct: float,
+                           planned: int) -> str:
+    out = [f"repetitions for a 95% CI half-width of {target_pct:g}% of the mean, "
+           f"from {runs} earlier run(s) of {experiment}:", f"  {REPS_FORMULA}"]
+    if not rows:
+        out.append("  no earlier values for these cases: run them first (case ids depend on the profile)")
+        return "\n".join(out)
+    table = [["case", "metric", "runs", "n", "mean", "CV %", f"±% at {planned} reps", "suggested"]]
+    for r in rows:
+        s, now = r.summary, r.planned_rel_half_width
+        table.append([r.case_id, r.metric, str(r.runs), str(s.n),
+                      "-" if s.mean is None else f"{s.mean:.4g} {r.unit}".strip(),
+                      "-" if s.cv is None else f"{100 * s.cv:.1f}",
+                      "-" if now is None else f"{100 * now:.1f}",
+                      N_TOO_SMALL if r.suggested is None else str(r.suggested)])
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    out += ["  " + "  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in table]
+    out += [f"  {r.case_id} {r.metric}: {stats.set_aside_text(r.summary.set_aside)}, not in n"
+            for r in rows if r.summary.set_aside]
+    return "\n".join(out)

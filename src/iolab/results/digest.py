@@ -1,0 +1,149 @@
+"""A run's records folded once per case: what tables, comparisons and pages read of them.
+
+Tables group repetitions by case. At campaign scale (100,000 records) building a record object
+per line and walking them all was most of a table's time, so the walk is done once, here, into
+one `CaseFacts` per (part, case): its parameters, repetitions by status with their reasons, the
+notes of what was not applied, the MPI-IO values seen in effect, each metric's values with
+their repetitions, and the benchmark versions. The fold is a function of the records alone, so
+the record cache (recordcache.py) keeps it beside them, and a table of a large run is made
+without decoding a record; anything else a verb needs still comes from the records.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+
+from ..analysis import stats
+from .record import STATUSES, Record
+
+# A benchmark's own maximum of a metric (over its iterations) is reported as <metric>_max.
+OWN_MAX_SUFFIX = "_max"
+
+
+@dataclass
+class CaseFacts:
+    part: str
+    case_id: str
+    benchmark: str
+    params: dict                    # the case's first record's
+    ok: int = 0
+    failed: list[str] = field(default_factory=list)     # the reason of each failed repetition
+    skipped: list[str] = field(default_factory=list)
+    aborted: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)      # requested vs applied, each once
+    # mpiio.* key varied in the part -> the values in effect over its ok repetitions, each once
+    effective: dict[str, list] = field(default_factory=dict)
+    # metric -> its values over the ok repetitions (doubles: a record's values are floats), and
+    # their repetitions; metric -> the benchmark's own maxima (<metric>_max)
+    values: dict[str, array] = field(default_factory=dict)
+    reps: dict[str, list] = field(default_factory=dict)
+    own_max: dict[str, array] = field(default_factory=dict)
+    versions: frozenset = frozenset()       # benchmark versions its ok records name
+    summaries: dict[str, bytes] | None = None     # of values, packed once computed (summarize)
+
+
+@dataclass
+class PartFacts:
+    part: str
+    benchmark: str                  # as its first record says, like its experiment and run id
+    experiment: str
+    run_id: str
+    varied: list[str]
+    present: set[str] = field(default_factory=set)      # metric names of any record
+    units: dict[str, str] = field(default_factory=dict)  # metric -> unit (of the last ok record)
+    cases: dict[str, CaseFacts] = field(default_factory=dict)   # in first-seen order
+
+
+@dataclass
+class Digest:
+    parts: dict[str, PartFacts]
+    counts: dict[str, int]          # records by status
+    reps_of: dict[tuple, tuple]     # (part, case_id) -> the repetitions it has a record of
+    raw_errors: int                 # records whose raw outputs were not all stored
+    experiment: str                 # the first record's
+    varied: set[str]                # every record's varied keys
+
+    @property
+    def records(self) -> int:
+        return sum(self.counts.values())
+
+    def recorded(self, job: tuple) -> bool:
+        """Whether a (part, case_id, repetition) job has a record."""
+        return job[2] in self.reps_of.get(job[:2], ())
+
+    def summarize(self) -> None:
+        """Each case's summary of each metric, computed now (for a digest that is kept)."""
+        for part in self.parts.values():
+            for case in part.cases.values():
+                case.summaries = {m: stats.pack(stats.summarize(v)) for m, v in case.values.items()}
+
+    def case(self, part: str, case_id: str) -> CaseFacts | None:
+        facts = self.parts.get(part)
+        return None if facts is None else facts.cases.get(case_id)
+
+
+def fold(records: list[Record]) -> Digest:
+    parts: dict[str, PartFacts] = {}
+    counts = {s: 0 for s in STATUSES}
+    reps_of: dict[tuple, list] = {}
+    varied: set[str] = set()
+    raw_errors = 0
+    versions: dict[tuple, set] = {}
+    hints: dict[str, list[str]] = {}        # part -> its varied MPI-IO keys
+    for rec in records:
+        counts[rec.status] = counts.get(rec.status, 0) + 1
+        reps_of.setdefault((rec.part, rec.case_id), []).append(rec.repetition)
+        varied.update(rec.varied)
+        raw_errors += bool(rec.raw.get("errors"))
+        part = parts.get(rec.part)
+        if part is None:
+            part = parts[rec.part] = PartFacts(rec.part, rec.benchmark, rec.experiment, rec.run_id,
+                                               list(rec.varied))
+            hints[rec.part] = [k for k in part.varied if k.startswith("mpiio.")]
+        case = part.cases.get(rec.case_id)
+        if case is None:
+            case = part.cases[rec.case_id] = CaseFacts(rec.part, rec.case_id, part.benchmark, rec.params)
+            versions[(rec.part, rec.case_id)] = set()
+        for m in rec.metrics:
+            part.present.add(m.name)
+        if rec.ok:
+            case.ok += 1
+            versions[(rec.part, rec.case_id)].add(rec.provenance.binary_version)
+            for key in hints[rec.part]:
+                text = rec.observed.effective_text(key)
+                if text is None:
+                    continue
+                seen = rec.observed.effective(key)     # typed like the request (4, not "4")
+                seen = text if seen is None else seen  # unverified | absent
+                values = case.effective.setdefault(key, [])
+                if seen not in values:
+                    values.append(seen)
+            for m in rec.metrics:
+                case.values.setdefault(m.name, array("d")).append(m.value)
+                case.reps.setdefault(m.name, []).append(rec.repetition)
+                part.units[m.name] = m.unit
+                base = m.name.removesuffix(OWN_MAX_SUFFIX)
+                if base != m.name:
+                    case.own_max.setdefault(base, array("d")).append(m.value)
+        elif rec.status == "skipped":
+            case.skipped.append(rec.error or "skipped")
+        elif rec.status == "aborted":
+            case.aborted.append(rec.error or "aborted")
+        else:
+            case.failed.append(rec.error or "failed")
+        for note in rec.notes():
+            if note not in case.notes:
+                case.notes.append(note)
+    # equal lists once (most cases have the same repetitions, most lists are empty): a smaller
+    # cache entry that loads faster; nothing changes a digest once folded
+    same: dict[tuple, object] = {}
+    for part in parts.values():
+        for case in part.cases.values():
+            case.versions = frozenset(versions[(part.part, case.case_id)])
+            case.reps = {m: same.setdefault(tuple(r), r) for m, r in case.reps.items()}
+            for name in ("failed", "skipped", "aborted", "notes"):
+                if not getattr(case, name):
+                    setattr(case, name, same.setdefault((name,), []))
+    reps = {k: same.setdefault(("reps",) + tuple(v), tuple(v)) for k, v in reps_of.items()}
+    return Digest(parts, counts, reps, raw_errors, records[0].experiment if records else "", varied)

@@ -1,0 +1,375 @@
+"""The result format: one record per case and repetition, and a run's manifest, typed.
+
+`Record`, `Observed`, `Provenance` and `Manifest` are the only readers and writers of
+records.jsonl lines and manifest.json (results.py stores them durably). `from_json` reads every
+format written so far (see tests/data/runs/README.md): fields a version did not write get their
+defaults (an old record without `flags` gets them from its `observed` part), fields this version
+does not know are kept as they were (`extra`), and a record of this version round-trips exactly
+(`Record.from_json(d).to_json() == d`). Facts derived from a record (the number of
+processes, the value a hint had in effect, whether the striping was applied, the flags) are
+methods here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from ..parsers import Metric
+
+SCHEMA = 1
+# ok: measured; failed: ran (or tried to) and did not give a valid result, with a reason;
+# skipped: not run, with a reason; aborted: interrupted (SIGINT/SIGTERM) before it finished.
+STATUSES = ("ok", "failed", "skipped", "aborted")
+NUM_TASKS = "scale.num_tasks"
+# What the MPI library prints for an aggregator parameter (observed.mpiio_hints.effective).
+EFFECTIVE_HINT = {"mpiio.cb_nodes": "cb_nodes", "mpiio.aggregators": "cb_nodes",
+                  "mpiio.aggregators_per_node": "cb_config_list"}
+UNVERIFIED = "unverified"  # hints were requested, the MPI library printed none
+ABSENT = "absent"          # the MPI library printed hints, not this one
+
+
+# ------------------------------------------------------------------------------- parameters
+
+def num_tasks(params: dict) -> int:
+    """Processes of a case: nodes x tasks per node (1 each when not set)."""
+    return params.get("scale.nodes", 1) * params.get("scale.tasks_per_node", 1)
+
+
+def param_value(params: dict, key: str):
+    """A parameter of a case, `scale.num_tasks` included."""
+    if key == NUM_TASKS:
+        return num_tasks(params)
+    return params.get(key)
+
+
+def hint_value(key: str, text) -> Any:
+    """An effective hint as the MPI library printed it, typed like the parameter it answers:
+    numbers as int, `cb_config_list` `*:N` (aggregators per node) as N; anything else as text."""
+    hint = EFFECTIVE_HINT.get(key, key.removeprefix("mpiio."))
+    if hint == "cb_config_list":
+        m = re.search(r":(\d+)\s*$", str(text))
+        return int(m.group(1)) if m and key == "mpiio.aggregators_per_node" else text
+    if isinstance(text, str) and re.fullmatch(r"-?\d+", text.strip()):
+        return int(text)
+    return text
+
+
+# ------------------------------------------------------------------------------------ parts
+
+def _split(data: dict, names) -> tuple[dict, dict]:
+    known = {k: data[k] for k in names if k in data}
+    return known, {k: v for k, v in data.items() if k not in names}
+
+
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass
+class Observed:
+    """What the system did with the request: storage, Lustre layout, MPI-IO hints in effect,
+    Darshan's view, the benchmark's echo; `replayed` when a test stand-in replayed a recording."""
+
+    storage: dict | None = None
+    lustre: dict | None = None
+    mpiio_hints: dict | None = None
+    darshan: dict | None = None
+    benchmark: dict | None = None
+    replayed: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    _FIELDS = ("storage", "lustre", "mpiio_hints", "darshan", "benchmark", "replayed")
+
+    @classmethod
+    def from_json(cls, data) -> Observed:
+        known, extra = _split(_dict(data), cls._FIELDS)
+        return cls(**known, extra=extra)
+
+    def to_json(self) -> dict:
+        out = {k: getattr(self, k) for k in self._FIELDS if getattr(self, k) is not None}
+        return {**out, **self.extra}
+
+    # --- derived facts
+    def striping_not_applied(self) -> str | None:
+        lay = self.lustre or {}
+        if lay.get("requested") and lay.get("applied") is False:
+            return f"striping not applied: {lay.get('reason', 'unknown reason')}"
+        return None
+
+    def effective_text(self, key: str) -> str | None:
+        """The hint for parameter `key` (mpiio.*) as the MPI library printed it; UNVERIFIED when
+        it printed none, ABSENT when it printed others; None when no hint was requested."""
+        hints = self.mpiio_hints
+        if not hints:
+            return None
+        effective = hints.get("effective")
+        if effective is None:
+            return UNVERIFIED
+        return effective.get(key.removeprefix("mpiio."), ABSENT)
+
+    def effective(self, key: str):
+        """The value in effect for an MPI-IO parameter, typed as requested (cb_nodes 4 -> 4,
+        aggregators -> cb_nodes, aggregators_per_node -> N of cb_config_list *:N); None when
+        the MPI library did not say."""
+        effective = (self.mpiio_hints or {}).get("effective")
+        hint = EFFECTIVE_HINT.get(key, key.removeprefix("mpiio."))
+        if not isinstance(effective, dict) or hint not in effective:
+            return None
+        return hint_value(key, effective[hint])
+
+    @property
+    def darshan_summary(self) -> dict | None:
+        return (self.darshan or {}).get("summary")
+
+    def flags(self) -> list[str]:
+        """Every difference between what was requested and what was applied, in words."""
+        out = []
+        if self.replayed:
+            out.append(f"replayed by a test stand-in: not a measurement ({self.replayed})")
+        lay = self.lustre or {}
+        if lay.get("requested") and lay.get("applied") is False:
+            out.append(f"striping not applied: {lay.get('reason', 'unknown reason')}")
+        elif lay.get("requested") and lay.get("verified") is False:
+            out.append("striping unverified: " + ", ".join(
+                f"{u['key']}={u['requested']}" for u in lay.get("unverified", [])) if lay.get("unverified")
+                else "striping unverified")
+        hints = self.mpiio_hints or {}
+        dar = self.darshan or {}
+        for m in dar.get("lustre_witness") or []:
+            if m["status"] == "changed":
+                out.append(f"Darshan saw {m['key']} {m['observed']} on {m['path']} "
+                           f"(requested {m['requested']})")
+        if dar.get("status") in ("unreadable", "no log"):
+            out.append(f"Darshan log {dar['status']}: {dar.get('reason')}")
+        for c in hints.get("comparison", []):
+            if c["status"] == "changed":
+                out.append(f"hint {c['key']}: requested {c['requested']}, effective {c['effective']}")
+            elif c["status"] == "missing":
+                out.append(f"hint {c['key']}: requested {c['requested']}, not in effect (ignored)")
+            elif c["status"] == "not applied":
+                out.append(f"hint {c['key']} not applied: {c['reason']}")
+        if hints and hints.get("requested") and hints.get("effective") is None:
+            out.append(f"hints unverified under {hints['flavour']}")
+        return out
+
+
+@dataclass
+class Provenance:
+    """Where a record came from: the code (git), the system and job, the binary and stack, the
+    exact command and environment, and the timing of the benchmark and of iolab's own work."""
+
+    origin: str = "reframe"            # reframe | imported
+    system: str | None = None
+    extra: dict = field(default_factory=dict)    # git, reframe, environ, jobid, binary, stack...
+
+    @classmethod
+    def from_json(cls, data) -> Provenance:
+        data = _dict(data)
+        known, extra = _split(data, ("origin", "system"))
+        return cls(known.get("origin", "reframe"), known.get("system"), extra)
+
+    def to_json(self) -> dict:
+        out = {"origin": self.origin}
+        if self.system is not None:
+            out["system"] = self.system
+        return {**out, **self.extra}
+
+    def get(self, key: str, default=None):
+        return self.extra.get(key, default)
+
+    @property
+    def binary(self) -> dict:
+        return _dict(self.extra.get("binary"))
+
+    @property
+    def binary_version(self) -> str | None:
+        return self.binary.get("version")
+
+    @property
+    def binary_sha256(self) -> str | None:
+        return self.binary.get("sha256")
+
+    @property
+    def stack(self) -> dict:
+        return _dict(self.extra.get("stack"))
+
+    @property
+    def nodelist(self) -> list[str]:
+        nodes = self.extra.get("nodelist")
+        return list(nodes) if isinstance(nodes, list) else []
+
+
+_RECORD_FIELDS = ("schema", "experiment", "experiment_sha256", "profile", "run_id", "case_id",
+                  "part", "benchmark", "repetition", "params", "varied", "observed", "flags",
+                  "metrics", "status", "error", "raw", "recorded", "provenance")
+
+
+@dataclass
+class Record:
+    """One case and repetition: what was asked (params), what happened (status, error, metrics),
+    what was applied (observed, flags) and where it came from (provenance)."""
+
+    experiment: str
+    case_id: str
+    benchmark: str
+    status: str
+    part: str = "main"
+    repetition: int | None = None
+    params: dict = field(default_factory=dict)
+    varied: list[str] = field(default_factory=list)
+    metrics: list[Metric] = field(default_factory=list)
+    error: str | None = None
+    observed: Observed = field(default_factory=Observed)
+    flags: list[str] | None = None     # None: computed from observed (records that have none)
+    provenance: Provenance = field(default_factory=Provenance)
+    run_id: str = ""
+    experiment_sha256: str | None = None
+    profile: str | None = None
+    raw: dict = field(default_factory=dict)
+    recorded: str | None = None
+    schema: int | None = SCHEMA
+    extra: dict = field(default_factory=dict)    # fields of other versions, kept as written
+
+    def __post_init__(self):
+        if self.flags is None:
+            self.flags = self.observed.flags()
+
+    # --- the format
+    @classmethod
+    def from_json(cls, data: dict) -> Record:
+        """A record as any version wrote it (a dict from one records.jsonl line)."""
+        known, extra = _split(_dict(data), _RECORD_FIELDS)
+        observed = Observed.from_json(known.get("observed"))
+        flags = known.get("flags")
+        metrics = known.get("metrics")
+        return cls(
+            experiment=str(known.get("experiment", "")), case_id=str(known.get("case_id", "")),
+            benchmark=str(known.get("benchmark", "")),
+            status=known["status"] if isinstance(known.get("status"), str) else "unknown",
+            part=known.get("part") or "main", repetition=known.get("repetition"),
+            params=_dict(known.get("params")), varied=list(known.get("varied") or []),
+            metrics=[_metric(m) for m in metrics] if isinstance(metrics, list) else [],
+            error=known.get("error"), observed=observed,
+            # older records (no flags): what their observed part says was not applied
+            flags=list(flags) if isinstance(flags, list) else observed.flags(),
+            provenance=Provenance.from_json(known.get("provenance")),
+            run_id=str(known.get("run_id") or ""), experiment_sha256=known.get("experiment_sha256"),
+            profile=known.get("profile"), raw=_dict(known.get("raw")), recorded=known.get("recorded"),
+            schema=known.get("schema"),
+            extra={**extra, **{k: known[k] for k in ("flags", "metrics") if k in known
+                               and not isinstance(known[k], list)}},
+        )
+
+    def to_json(self) -> dict:
+        out = {"schema": self.schema, "experiment": self.experiment,
+               "experiment_sha256": self.experiment_sha256, "profile": self.profile,
+               "run_id": self.run_id, "case_id": self.case_id, "part": self.part,
+               "benchmark": self.benchmark, "repetition": self.repetition, "params": self.params,
+               "varied": self.varied, "observed": self.observed.to_json(), "flags": self.flags,
+               "metrics": [m.as_dict() for m in self.metrics], "status": self.status,
+               "error": self.error, "raw": self.raw, "recorded": self.recorded,
+               "provenance": self.provenance.to_json()}
+        if self.schema is None:
+            del out["schema"]
+        return {**out, **self.extra}
+
+    # --- derived facts
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def num_tasks(self) -> int:
+        return num_tasks(self.params)
+
+    def param(self, key: str):
+        return param_value(self.params, key)
+
+    @property
+    def nodes(self) -> int:
+        return self.params.get("scale.nodes", 1)
+
+    def metric(self, name: str) -> Metric | None:
+        return next((m for m in self.metrics if m.name == name), None)
+
+    def value(self, name: str) -> float | None:
+        m = self.metric(name)
+        return None if m is None else m.value
+
+    @property
+    def job(self) -> tuple:
+        """(part, case_id, repetition): one planned job."""
+        return (self.part, self.case_id, self.repetition)
+
+    def notes(self) -> list[str]:
+        """Requested-vs-applied differences, for table footnotes."""
+        return list(self.flags or [])
+
+
+def _metric(data) -> Metric:
+    data = _dict(data)
+    value = data.get("value")
+    return Metric(str(data.get("name", "")),
+                  float(value) if isinstance(value, (int, float)) and not isinstance(value, bool)
+                  else math.nan,
+                  str(data.get("unit") or ""), str(data.get("source") or ""))
+
+
+# --------------------------------------------------------------------------------- manifest
+
+_MANIFEST_FIELDS = ("schema", "experiment", "experiment_sha256", "experiment_yaml", "profile",
+                    "origin", "created", "created_unix", "iolab", "host", "system", "shim", "git",
+                    "dirty", "label", "planned", "finished")
+
+
+@dataclass
+class Manifest:
+    """A run's manifest: the experiment as run, where and by which code, the plan, the end."""
+
+    experiment: str = ""
+    origin: str = "reframe"
+    experiment_yaml: str | None = None
+    experiment_sha256: str | None = None
+    profile: str | None = None
+    system: str | None = None
+    created: str | None = None
+    created_unix: float | None = None
+    iolab: str | None = None
+    git: str | None = None
+    dirty: bool | None = None
+    host: dict = field(default_factory=dict)
+    label: str | None = None
+    shim: str | None = None
+    planned: list | None = None
+    finished: dict | None = None
+    schema: int | None = None
+    extra: dict = field(default_factory=dict)    # spack_lock, system_extras, imported_files...
+
+    @classmethod
+    def from_json(cls, data) -> Manifest:
+        known, extra = _split(_dict(data), _MANIFEST_FIELDS)
+        kw = {f.name: known[f.name] for f in fields(cls) if f.name in known}
+        for name in ("host",):
+            kw[name] = _dict(kw.get(name))
+        if not isinstance(kw.get("planned"), (list, type(None))):
+            extra["planned"] = kw.pop("planned")
+        if not isinstance(kw.get("finished"), (dict, type(None))):
+            extra["finished"] = kw.pop("finished")
+        if "origin" not in kw or not isinstance(kw["origin"], str):
+            kw["origin"] = "reframe"
+        return cls(**kw, extra=extra)
+
+    def to_json(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"
+               and (getattr(self, f.name) not in (None, {}) or f.name == "system")}
+        return {**out, **self.extra}
+
+    def get(self, key: str, default=None):
+        return self.extra.get(key, default)
+
+    @property
+    def system_extras(self) -> dict:
+        return _dict(self.extra.get("system_extras"))
