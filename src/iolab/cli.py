@@ -159,20 +159,20 @@ def _run_state(exp_id: str, run: str | None, include_imported: bool, set_aside: 
 
 
 def _tables(state, metrics, darshan_columns: str | None = None):
-    from .present.report import (DARSHAN, build_tables, default_metrics, tables_from,
-                                 with_darshan_columns)
+    from .present.report import build_tables, default_metrics, tables_from, with_layer_columns
 
     if darshan_columns:
-        from .layers.darshan import parse_columns
+        from .layers.registry import get
 
+        darshan = get("darshan")
         records = state.records
-        columns = parse_columns(darshan_columns)
-        records = with_darshan_columns(records, columns)
+        columns = darshan.parse_columns(darshan_columns)
+        records = with_layer_columns(records, darshan, columns)
         if metrics is None:
             metrics = list(state.report.metrics or default_metrics(records[0].benchmark))
             present = {m.name for r in records for m in r.metrics}
             metrics = [m for m in metrics if m in present]
-        metrics = metrics + [DARSHAN + c for c in columns]
+        metrics = metrics + [f"{darshan.name}.{c}" for c in columns]
         return build_tables(records, metrics, state.report)
     return tables_from(state.digest, metrics, state.report)
 
@@ -342,7 +342,7 @@ def cmd_darshan(args) -> int:
                 shown[-1]["html"] = str(darshan.html_report(target, out_dir))
     else:
         run = Run.load(find_run(results_root(_root()), target, args.run, args.include_imported))
-        recs = [r for r in run.records if r.observed.darshan
+        recs = [r for r in run.records if r.observed.get("darshan")
                 and (args.case is None or r.case_id.startswith(args.case)
                      or (len(r.case_id) == 8 and args.case.startswith(r.case_id)))]
         if not recs:
@@ -351,7 +351,7 @@ def cmd_darshan(args) -> int:
                              hint="enable it with darshan: {enabled: true} or IOLAB_DARSHAN=1")
         work = view.scratch_dir()
         for rec in recs:
-            dar = rec.observed.darshan
+            dar = rec.observed.get("darshan")
             item = {"case_id": rec.case_id, "repetition": rec.repetition,
                     "summary": dar.get("summary") or {"status": dar["status"], "reason": dar.get("reason")},
                     "findings": dar.get("findings", []), "aggregators": dar.get("aggregators")}

@@ -61,12 +61,12 @@ def run_job(p, stage: Path, env: dict) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("name", list(EXPERIMENTS))
 def test_the_benchmark_sees_the_path_mkdir_made(tmp_path, name):
     p, stage = planned(tmp_path, name)
-    assert p.storage.case_dir.startswith(BASE + "/")
+    assert p.case_dir.startswith(BASE + "/")
     bb = tmp_path / "job only"
     bb.mkdir()
     done = run_job(p, stage, {VAR: str(bb)})
     assert done.returncode == 0, done.stderr
-    case_dir = p.storage.case_dir.replace(f"${VAR}", str(bb))
+    case_dir = p.case_dir.replace(f"${VAR}", str(bb))
     assert (stage / "iolab-casedir.txt").read_text() == case_dir + "\n"
     argv = (stage / "argv.bin").read_text().split("\0")[:-1]
     assert not [a for a in argv if f"${VAR}" in a], argv
@@ -107,7 +107,7 @@ def test_fio_expands_the_job_file_the_job_exported(tmp_path):
                           env=clean, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert (stage / "iolab-exit-code.txt").read_text() == "0\n", done.stderr
-    case_dir = Path(p.storage.case_dir.replace(f"${VAR}", str(bb)))
+    case_dir = Path(p.case_dir.replace(f"${VAR}", str(bb)))
     assert [f.name for f in case_dir.iterdir()], "fio wrote its file into the expanded directory"
     assert not (stage / f"${VAR}").exists() and not (stage / f"${{{VAR}}}").exists()
 
@@ -124,7 +124,7 @@ def test_a_variable_the_job_lacks_stops_it_before_anything_is_made(tmp_path, nam
     done = run_job(p, stage, {})
     assert done.returncode == shell.JOB_ERROR_EXIT
     reason = (stage / shell.JOB_ERROR_FILE).read_text()
-    assert reason.startswith(f"the case directory {p.storage.case_dir} needs ${VAR}, which is not set "
+    assert reason.startswith(f"the case directory {p.case_dir} needs ${VAR}, which is not set "
                              "in the job")
     assert not (stage / "argv.bin").exists() and not (stage / "bb").exists()
 
@@ -136,7 +136,7 @@ def test_an_expanded_line_too_long_for_the_program_stops_the_job(tmp_path):
     done = run_job(p, stage, {VAR: str(long)})
     assert done.returncode == shell.JOB_ERROR_EXIT
     assert (stage / shell.JOB_ERROR_FILE).read_text().startswith(
-        f"hdf5_iotest.ini: a line is longer than 198 characters once {p.storage.case_dir} is expanded")
+        f"hdf5_iotest.ini: a line is longer than 198 characters once {p.case_dir} is expanded")
 
 
 def test_only_the_path_becomes_live(tmp_path):

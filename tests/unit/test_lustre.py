@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from iolab.layers.storage import base as fs_base
+from iolab.layers.storage import layer as storage
 from iolab.layers.storage import lustre
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "lustre"
@@ -29,16 +31,17 @@ def test_requested_and_setstripe_args():
 
 
 def test_prerun_and_observed(tmp_path):
-    assert len(lustre.prerun_lines("/scratch/x", {})) == 1
-    assert "-i 1" in lustre.prerun_lines("/scratch/x", {"stripe_offset": 1})[1]
-    assert lustre.observed(tmp_path, {"stripe_count": 2}) == {
+    assert len(storage.prerun_lines("/scratch/x", {})) == 1
+    assert "-i 1" in storage.prerun_lines("/scratch/x", {"lustre.stripe_offset": 1})[1]
+    assert storage.observed_layout(lustre.FILE_SYSTEM, tmp_path, {"stripe_count": 2}) == {
         "fs_type": "unknown", "requested": {"stripe_count": 2}, "applied": False,
         "reason": "unknown: no striping"}
     (tmp_path / lustre.FSTYPE_FILE).write_text("lustre\n")
-    assert lustre.observed(tmp_path, {}) == {"fs_type": "lustre"}
-    assert lustre.observed(tmp_path, {"stripe_count": 2})["reason"].endswith("no output")
+    assert storage.observed_layout(lustre.FILE_SYSTEM, tmp_path, {}) == {"fs_type": "lustre"}
+    seen = storage.observed_layout(lustre.FILE_SYSTEM, tmp_path, {"stripe_count": 2})
+    assert seen["reason"].endswith("no output")
     (tmp_path / lustre.SETSTRIPE_FILE).write_text("exit=0\n")
-    assert lustre.observed(tmp_path, {"stripe_count": 2})["applied"] is True
+    assert storage.observed_layout(lustre.FILE_SYSTEM, tmp_path, {"stripe_count": 2})["applied"] is True
 
 
 # --- parse_getstripe ------------------------------------------------------------------------
@@ -298,47 +301,47 @@ server:/my\\040data /mnt/my\\040data nfs rw 0 0
     ("/tmp", "overlay"),
 ])
 def test_fstype_from_mounts(path, fstype):
-    assert lustre.fstype_from_mounts(path, MOUNTS) == fstype
+    assert fs_base.fstype_from_mounts(path, MOUNTS) == fstype
 
 
 def test_fstype_from_mounts_no_match():
-    assert lustre.fstype_from_mounts("/x", "proc /proc proc rw 0 0\nbad line\n") is None
+    assert fs_base.fstype_from_mounts("/x", "proc /proc proc rw 0 0\nbad line\n") is None
 
 
 def test_statfs_magic_matches_stat(tmp_path):
-    magic = lustre._statfs_magic(str(tmp_path))
+    magic = fs_base._statfs_magic(str(tmp_path))
     assert isinstance(magic, int)
     if shutil.which("stat"):
         out = subprocess.run(["stat", "-f", "-c", "%t", str(tmp_path)], capture_output=True, text=True)
         assert int(out.stdout.strip(), 16) == magic
-    assert lustre._statfs_magic(str(tmp_path / "missing")) is None
+    assert fs_base._statfs_magic(str(tmp_path / "missing")) is None
 
 
 def test_detect_fstype_real(tmp_path):
-    found = lustre.detect_fstype(tmp_path)
-    magic = lustre._statfs_magic(str(tmp_path))
-    if magic in lustre.FS_MAGIC:
-        assert found == lustre.FS_MAGIC[magic]
+    found = fs_base.detect_fstype(tmp_path)
+    magic = fs_base._statfs_magic(str(tmp_path))
+    if magic in fs_base.FS_MAGIC:
+        assert found == fs_base.FS_MAGIC[magic]
     else:
-        assert found == (lustre.fstype_from_mounts(str(tmp_path.resolve()),
+        assert found == (fs_base.fstype_from_mounts(str(tmp_path.resolve()),
                                                    Path("/proc/mounts").read_text()) or "unknown")
 
 
 def test_detect_fstype_by_magic(monkeypatch, tmp_path):
-    monkeypatch.setattr(lustre, "_statfs_magic", lambda path: 0x0BD00BD0)
-    assert lustre.detect_fstype(tmp_path) == "lustre"
-    monkeypatch.setattr(lustre, "_statfs_magic", lambda path: 0x47504653)
-    assert lustre.detect_fstype(tmp_path) == "gpfs"
-    monkeypatch.setattr(lustre, "_statfs_magic", lambda path: 0xEF53)
-    assert lustre.detect_fstype(tmp_path) == "ext4"
+    monkeypatch.setattr(fs_base, "_statfs_magic", lambda path: 0x0BD00BD0)
+    assert fs_base.detect_fstype(tmp_path) == "lustre"
+    monkeypatch.setattr(fs_base, "_statfs_magic", lambda path: 0x47504653)
+    assert fs_base.detect_fstype(tmp_path) == "gpfs"
+    monkeypatch.setattr(fs_base, "_statfs_magic", lambda path: 0xEF53)
+    assert fs_base.detect_fstype(tmp_path) == "ext4"
 
 
 def test_detect_fstype_falls_back_to_mounts(monkeypatch, tmp_path):
     mounts = tmp_path / "mounts"
     mounts.write_text(f"srv:/x {tmp_path} nfs rw 0 0\n")
-    monkeypatch.setattr(lustre, "_statfs_magic", lambda path: None)
+    monkeypatch.setattr(fs_base, "_statfs_magic", lambda path: None)
     # The case directory does not exist yet: its nearest existing parent decides.
-    assert lustre.detect_fstype(tmp_path / "not" / "yet", mounts=str(mounts)) == "nfs"
-    monkeypatch.setattr(lustre, "_statfs_magic", lambda path: 0x12345678)
-    assert lustre.detect_fstype(tmp_path, mounts=str(mounts)) == "nfs"
-    assert lustre.detect_fstype(tmp_path, mounts=str(tmp_path / "none")) == "unknown"
+    assert fs_base.detect_fstype(tmp_path / "not" / "yet", mounts=str(mounts)) == "nfs"
+    monkeypatch.setattr(fs_base, "_statfs_magic", lambda path: 0x12345678)
+    assert fs_base.detect_fstype(tmp_path, mounts=str(mounts)) == "nfs"
+    assert fs_base.detect_fstype(tmp_path, mounts=str(tmp_path / "none")) == "unknown"

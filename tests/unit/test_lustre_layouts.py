@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from iolab.layers.storage import lustre
+from iolab.layers.storage.layer import observed_layout
 from iolab import shell
 from iolab.errors import IolabError
 from iolab.experiment.load import load_experiment
@@ -45,7 +46,7 @@ def shipped_requests() -> list[tuple[str, dict]]:
     out = {}
     for path in sorted((ROOT / "experiments").glob("*.yaml")):
         for case in expand(load_experiment(path)):
-            req = lustre.file_layout(case.striping)  # setdirstripe is not probed: see below
+            req = lustre.file_layout(lustre.requested(case.params))  # setdirstripe is not probed: see below
             if req:
                 out.setdefault(rendered(req), (f"{path.stem}:{case.case_id}", req))
     return list(out.values())
@@ -124,7 +125,8 @@ def test_an_ost_named_twice_overstripes_and_the_parser_agrees():
 # --- typing at load ----------------------------------------------------------------------------
 
 def test_the_demonstration_experiment_types_every_layout():
-    cases = {c.part: c.striping for c in expand(load_experiment(ROOT / "experiments" / "lustre-layouts.yaml"))}
+    cases = {c.part: lustre.requested(c.params)
+             for c in expand(load_experiment(ROOT / "experiments" / "lustre-layouts.yaml"))}
     assert cases["dom"]["components"][0] == {"end": MIB, "layout": "mdt"}
     assert cases["overstriped"] == {"overstripe_count": 8, "stripe_size": MIB}
     assert cases["ost-list"] == {"osts": [0, 1, 2, 3], "stripe_size": MIB}
@@ -191,7 +193,8 @@ def test_dom_component_must_show_pattern_mdt():
 
 # --- witnesses: lfs getstripe output printed by the real lfs 2.16.1 -------------------------------
 
-DEMO = {c.part: c.striping for c in expand(load_experiment(ROOT / "experiments" / "lustre-layouts.yaml"))}
+DEMO = {c.part: lustre.requested(c.params)
+        for c in expand(load_experiment(ROOT / "experiments" / "lustre-layouts.yaml"))}
 WITNESS = {"pfl": "pfl", "dom": "dom", "overstriped": "overstriped", "ost-list": "ost_list"}
 
 
@@ -275,7 +278,7 @@ parts:
 def striped_cases():
     out = []
     for path in sorted((ROOT / "experiments").glob("*.yaml")):
-        out += [c for c in expand(load_experiment(path)) if c.striping]
+        out += [c for c in expand(load_experiment(path)) if lustre.requested(c.params)]
     return out
 
 
@@ -284,10 +287,13 @@ def assert_only_the_case_directory_is_striped(case):
     from iolab.rfm import jobscript
 
     spec = get_benchmark(case.benchmark).run_spec(case, CASE_DIR)
-    pre, post = jobscript.lines(CASE_DIR, spec, Path("/stage"), case.striping,
-                                stop_on_layout_failure=True, remove_data=True)
+    from iolab.layers.storage.layer import prerun_lines
+
+    req = lustre.requested(case.params)
+    pre, post = jobscript.lines(CASE_DIR, spec, Path("/stage"), prerun_lines(CASE_DIR, case.params),
+                                lustre.postrun_lines(CASE_DIR, req) if req else [], remove_data=True)
     (setstripe,) = [line for line in pre + post if "setstripe" in line and "getstripe" not in line]
-    layout = lustre.file_layout(case.striping)
+    layout = lustre.file_layout(lustre.requested(case.params))
     assert f"{rendered(layout) if layout else ''} {CASE_DIR}" in setstripe
     for line in pre + post:
         for target in re.findall(r"(?<![0-9&])>>?\s*(\S+)", line):
@@ -378,7 +384,7 @@ def dir_stage(tmp_path, witness=True, df=True):
 def test_dir_striping_requested_against_applied(tmp_path, want, df, witness, applied, status):
     from iolab.results.record import Observed
 
-    obs = lustre.observed(dir_stage(tmp_path, witness, df), {"dir_stripe_count": want})
+    obs = observed_layout(lustre.FILE_SYSTEM, dir_stage(tmp_path, witness, df), {"dir_stripe_count": want})
     assert obs["applied"] is applied
     found = obs["mismatches"] + obs["unverified"]
     assert [f["status"] for f in found] == ([status] if status else [])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab.layers import mpiio
+from iolab.layers.mpiio import hints as mpiio
 from iolab.errors import IolabError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "romio"

@@ -12,11 +12,17 @@ from pathlib import Path
 import pytest
 
 from iolab.layers.storage import lustre
+from iolab.layers.storage.layer import observed_layout
 from iolab.results.record import Observed
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "lustre"
 YAML_FILE = (DATA / "getstripe_yaml.txt").read_text()      # count 2, size 1M, offset 3, pool flash
 DIR_POOL = (DATA / "getstripe_d_pool.txt").read_text()
+
+
+def observed(stage, req):
+    """What the storage layer records of a Lustre request."""
+    return observed_layout(lustre.FILE_SYSTEM, stage, req)
 
 
 def describe_flags(observed: dict) -> list[str]:
@@ -38,7 +44,7 @@ def stage_for(tmp_path, *, fstype="lustre", setstripe="exit=0", files=(YAML_FILE
 
 def test_applied_when_every_file_matches(tmp_path):
     req = {"stripe_count": 2, "stripe_size": 1048576, "pool": "flash"}
-    obs = lustre.observed(stage_for(tmp_path, files=[YAML_FILE, YAML_FILE]), req)
+    obs = observed(stage_for(tmp_path, files=[YAML_FILE, YAML_FILE]), req)
     assert obs["applied"] is True and obs["verified"] is True
     assert obs["ost_count"] == 8 and obs["mismatches"] == []
     assert [f["path"] for f in obs["files"]] == ["/lustre/scratch/case",
@@ -55,7 +61,7 @@ def test_applied_when_every_file_matches(tmp_path):
     ({"stripe_offset": 0}, "stripe_offset"),        # started on another OST
 ])
 def test_each_difference_is_a_mismatch(tmp_path, req, key):
-    obs = lustre.observed(stage_for(tmp_path), req)
+    obs = observed(stage_for(tmp_path), req)
     assert obs["applied"] is False and obs["verified"] is True
     assert [m["key"] for m in obs["mismatches"]] == [key]
     assert obs["reason"].startswith(f"{key} requested {req[key]}, got ")
@@ -64,30 +70,30 @@ def test_each_difference_is_a_mismatch(tmp_path, req, key):
 
 def test_all_osts_needs_the_ost_count(tmp_path):
     # -1 means every OST: 8 in lfs_df.txt, but the file has 2 stripes
-    obs = lustre.observed(stage_for(tmp_path), {"stripe_count": -1})
+    obs = observed(stage_for(tmp_path), {"stripe_count": -1})
     assert obs["applied"] is False and obs["mismatches"][0]["observed"] == 2
     # without lfs df there is nothing to compare -1 with: unverified, never "applied"
     nodf = tmp_path / "nodf"
     nodf.mkdir()
-    obs = lustre.observed(stage_for(nodf, df=False), {"stripe_count": -1})
+    obs = observed(stage_for(nodf, df=False), {"stripe_count": -1})
     assert obs["applied"] is True and obs["verified"] is False and obs["unverified"]
     assert describe_flags({"lustre": obs}) == ["striping unverified: stripe_count=-1"]
 
 
 def test_no_files_written_is_unverified(tmp_path):
-    obs = lustre.observed(stage_for(tmp_path, files=()), {"stripe_count": 2})
+    obs = observed(stage_for(tmp_path, files=()), {"stripe_count": 2})
     assert obs["verified"] is False and obs["unverified"][0]["key"] == "stripe_count"
 
 
 def test_setstripe_failure_is_not_applied(tmp_path):
     log = "lfs setstripe: setstripe error for '/lustre/x': stripe count 200 > max 8\nexit=22"
-    obs = lustre.observed(stage_for(tmp_path, setstripe=log), {"stripe_count": 200})
+    obs = observed(stage_for(tmp_path, setstripe=log), {"stripe_count": 200})
     assert obs["applied"] is False and "lfs setstripe failed" in obs["reason"]
     assert "exit=22" in obs["reason"]
 
 
 def test_not_lustre_is_not_applied(tmp_path):
-    obs = lustre.observed(stage_for(tmp_path, fstype="ext4", setstripe=None), {"stripe_count": 4})
+    obs = observed(stage_for(tmp_path, fstype="ext4", setstripe=None), {"stripe_count": 4})
     assert obs == {"fs_type": "ext4", "requested": {"stripe_count": 4}, "applied": False,
                    "reason": "ext4: no striping"}
     assert describe_flags({"lustre": obs}) == ["striping not applied: ext4: no striping"]

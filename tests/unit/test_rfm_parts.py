@@ -79,7 +79,7 @@ def test_case_directories_per_target(tmp_path):
     bb_case = dataclasses.replace(case, params={**case.params, "storage": "burst_buffer"})
     bb = storage.place(bb_case, site.load({}), "sys:part", experiment="e", run_id="r", repetition=1,
                        require_lustre=False, dry_run=False)
-    assert bb.base == "$DW_JOB_STRIPED" and bb.on_lustre
+    assert bb.base == "$DW_JOB_STRIPED" and bb.on("lustre")
     assert bb.unrunnable == ["storage 'burst_buffer': system sys:part declares no burst buffer "
                              "(extras['iolab']['burst_buffer'])"]
     strict = storage.place(case, site.load({"scratch": str(tmp_path)}), "sys:part", experiment="e", run_id="r",
@@ -96,8 +96,7 @@ def test_job_lines_around_a_benchmark(tmp_path):
     from iolab.benchmarks import RunSpec
 
     spec = RunSpec("sh", ["-c", "echo data > x"], workdir=str(case_dir))
-    pre, post = jobscript.lines(str(case_dir), spec, stage, {}, stop_on_layout_failure=True,
-                                remove_data=True)
+    pre, post = jobscript.lines(str(case_dir), spec, stage, [], [], remove_data=True)
     script = "\n".join([*pre, "sh -c 'echo data > x; exit 3'", *post])
     env = {**os.environ, "SLURM_JOB_NODELIST": "n[1-2]"}
     done = subprocess.run(["bash", "-c", script], cwd=stage, env=env, capture_output=True, text=True)
@@ -117,9 +116,9 @@ def test_plan_of_a_non_mpi_case_on_a_local_partition(tmp_path):
     exp, case = case_of(tmp_path, FIO)
     p = plan.plan(case, exp, repetition=1, run_id="r", stage=tmp_path, partition=partition(),
                   producer_dir=None, keep_data=False, consumed=False, dry_run=False)
-    assert p.local_launcher and p.launcher_options == [] and p.hints is None
+    assert p.local_launcher and p.launcher_options == [] and p.starts["mpiio"] is None
     assert p.executable == "fio" and p.args[-1] == "fio-job.fio" and "fio-job.fio" in p.files
-    assert p.storage.case_dir.startswith("/tmp/iolab-parts/parts-fio/r/") and p.failure is None
+    assert p.case_dir.startswith("/tmp/iolab-parts/parts-fio/r/") and p.failure is None
     assert any(line.startswith("rm -rf ") for line in p.postrun)
 
 
@@ -129,7 +128,8 @@ def test_plan_of_an_mpi_case_forwards_hints_and_refuses_what_the_partition_drops
     p = plan.plan(case, exp, repetition=1, run_id="r", stage=tmp_path,
                   partition=partition(mpi_flavour="openmpi-romio", cores_per_node=2),
                   producer_dir=None, keep_data=False, consumed=True, dry_run=False)
-    assert p.hints["requested"] == {"cb_nodes": "2"} and p.hints["verify"] == "romio-print"
+    hints = p.starts["mpiio"]
+    assert hints["requested"] == {"cb_nodes": "2"} and hints["verify"] == "romio-print"
     assert p.env_values["OMPI_MCA_io"] == "romio321" and "iolab-romio-hints.txt" in p.files
     assert p.launcher_options[:1] == ["--oversubscribe"]          # 4 tasks on 2 cores
     assert p.launcher_options[1:] == ["-x", "OMPI_MCA_io", "-x", "ROMIO_HINTS",
@@ -156,7 +156,7 @@ def test_plan_preloads_darshan_through_the_launcher(tmp_path):
                   partition=partition(stack={"provider": "prefix", "prefix": str(prefix)}),
                   producer_dir=None, keep_data=False, consumed=False, dry_run=True)
     lib = str(prefix / "lib" / "libdarshan.so")
-    assert p.darshan == {"status": "enabled", "lib": lib, "dxt": True, "env": {
+    assert p.starts["darshan"] == {"status": "enabled", "lib": lib, "dxt": True, "env": {
         "DARSHAN_LOGFILE": str(tmp_path / "darshan.log"), "DARSHAN_LOGHINTS": "cb_nodes=1",
         "DARSHAN_MOD_ENABLE": "DXT_POSIX,DXT_MPIIO"}}
     assert p.launcher_options[:2] == ["-x", f"LD_PRELOAD={lib}"]
@@ -181,7 +181,7 @@ def test_outcome_of_a_job_that_stopped_before_the_benchmark(tmp_path):
     stage = _stage(tmp_path)
     why = "cannot create the case directory /x: mkdir: Permission denied"
     (stage / "iolab-job-error.txt").write_text(why + "\n")
-    out = observe.outcome(stage, case, _bench(case), p.spec, exp.verify, None, None, p.own_files)
+    out = observe.outcome(stage, case, _bench(case), p, exp.verify)
     assert (out.status, out.error) == ("failed", why)
 
 
@@ -194,12 +194,12 @@ def test_outcome_of_a_failed_and_of_a_good_fio_run(tmp_path):
     (stage / jobscript.EXIT_FILE).write_text("1\n")
     (stage / "rfm_job.err").write_text("fio: pid=7, err=28/file:io_u.c:1845, func=io_u error, "
                                         "error=No space left on device\n")
-    out = observe.outcome(stage, case, _bench(case), p.spec, exp.verify, None, None, p.own_files)
+    out = observe.outcome(stage, case, _bench(case), p, exp.verify)
     assert out.status == "failed" and "no space left on the device (ENOSPC)" in out.error
     (stage / jobscript.EXIT_FILE).write_text("0\n")
     (stage / "rfm_job.err").write_text("")
     shutil.copy(DATA / "fio-recorded" / "fio_randwrite_4k_16m.json", stage / "fio.json")
-    out = observe.outcome(stage, case, _bench(case), p.spec, exp.verify, None, None, p.own_files)
+    out = observe.outcome(stage, case, _bench(case), p, exp.verify)
     assert out.status == "ok", out.error
     assert out.observed["benchmark"]["bs"] == 4096 and out.observed["lustre"]["fs_type"] == "unknown"
     metrics = {m.name for m in out.parsed.metrics}
@@ -208,7 +208,7 @@ def test_outcome_of_a_failed_and_of_a_good_fio_run(tmp_path):
     (tmp_path / "other").mkdir()
     exp8, case8 = case_of(tmp_path / "other", FIO.replace("size: 64KiB, bs: 4KiB, rw: write",
                                                            "size: 16MiB, bs: 8KiB, rw: randwrite"))
-    out = observe.outcome(stage, case8, _bench(case8), p.spec, exp8.verify, None, None, p.own_files)
+    out = observe.outcome(stage, case8, _bench(case8), p, exp8.verify)
     assert out.status == "failed" and out.error == "echo: bs 4096, requested 8192"
 
 
@@ -222,7 +222,7 @@ def test_a_replayed_output_is_flagged(tmp_path):
     exp, case = case_of(tmp_path, FIO)
     stage = _stage(tmp_path)
     (stage / "rfm_job.err").write_text("IOLAB-STANDIN: replaying tests/data/replay/fio/abc\n")
-    seen = observe.observed(stage, case, None, None, [])
+    seen = observe.observed(stage, case, {}, {}, [])
     assert seen["replayed"] == "tests/data/replay/fio/abc"
     assert json.dumps(seen)     # records are JSON
 

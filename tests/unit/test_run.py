@@ -10,7 +10,8 @@ import json
 from dataclasses import replace
 
 from iolab.results import integrity
-from iolab.results.record import Manifest, Observed, Record, hint_value, num_tasks
+from iolab.layers.mpiio.layer import hint_value
+from iolab.results.record import Manifest, Observed, Record, num_tasks
 from iolab.results.store import RunDir
 from iolab.results.run import Run
 from tests.golden.publish_data import REPO, experiment, make_run, records
@@ -48,14 +49,14 @@ def test_an_old_record_loads_with_defaults_and_keeps_what_it_had():
 
 def test_derived_facts_have_one_home():
     assert num_tasks({"scale.nodes": 2, "scale.tasks_per_node": 4}) == 8 and num_tasks({}) == 1
-    seen = Observed(mpiio_hints={"flavour": "openmpi-romio", "requested": {"cb_nodes": "4"},
+    seen = Observed.of(mpiio_hints={"flavour": "openmpi-romio", "requested": {"cb_nodes": "4"},
                                  "effective": {"cb_nodes": "1", "cb_config_list": "*:2"}})
     assert seen.effective("mpiio.cb_nodes") == 1 and seen.effective("mpiio.aggregators") == 1
     assert seen.effective("mpiio.aggregators_per_node") == 2
     assert seen.effective("mpiio.cb_config_list") == "*:2"     # the hint itself stays as written
-    assert seen.effective_text("mpiio.romio_cb_write") == "absent"
-    assert Observed(mpiio_hints={"flavour": "ompio", "requested": {"cb_nodes": "2"},
-                                 "effective": None}).effective_text("mpiio.cb_nodes") == "unverified"
+    assert seen.effective_shown("mpiio.romio_cb_write") == "absent"
+    assert Observed.of(mpiio_hints={"flavour": "ompio", "requested": {"cb_nodes": "2"},
+                                 "effective": None}).effective_shown("mpiio.cb_nodes") == "unverified"
     assert hint_value("mpiio.cb_buffer_size", " 16777216") == 16777216
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from iolab.layers.storage import layer as storage
 from iolab.layers.storage import lustre
 from iolab import shell
 from iolab.errors import IolabError
@@ -72,7 +73,7 @@ def test_lustre_and_job_lines_run_with_hostile_case_dirs(tmp_path):
         stage.mkdir()
         os.makedirs(case_dir, exist_ok=True)
         (Path(case_dir) / "data").write_text("x")
-        pre = lustre.prerun_lines(case_dir, {"stripe_count": 4, "pool": "p1"})
+        pre = storage.prerun_lines(case_dir, {"lustre.stripe_count": 4, "lustre.pool": "p1"})
         post = lustre.postrun_lines(case_dir)
         # the file system check ran for real; pretend it said Lustre so every lfs line runs too
         script = "\n".join([pre[0], f"echo lustre > {lustre.FSTYPE_FILE}", *pre[1:], *post])
@@ -92,7 +93,7 @@ def test_a_failed_setstripe_stops_the_job_with_its_reason(tmp_path):
     bin_dir.mkdir()
     (bin_dir / "lfs").write_text("#!/bin/sh\necho 'lfs setstripe: invalid stripe count 99' >&2\nexit 22\n")
     (bin_dir / "lfs").chmod(0o755)
-    pre = lustre.prerun_lines(str(tmp_path), {"stripe_count": 99})
+    pre = storage.prerun_lines(str(tmp_path), {"lustre.stripe_count": 99})
     script = "\n".join([f"echo lustre > {lustre.FSTYPE_FILE}", pre[1], "echo benchmark-ran > ran.txt"])
     out = bash(script, tmp_path, {"PATH": f"{bin_dir}:{os.environ['PATH']}"})
     assert out.returncode == shell.JOB_ERROR_EXIT
@@ -100,7 +101,7 @@ def test_a_failed_setstripe_stops_the_job_with_its_reason(tmp_path):
     assert (tmp_path / shell.JOB_ERROR_FILE).read_text() == \
         "lfs setstripe failed: lfs setstripe: invalid stripe count 99\n"
     # an experiment that only warns about layouts runs on, and the mismatch is recorded
-    warn = lustre.prerun_lines(str(tmp_path), {"stripe_count": 99}, stop_on_failure=False)
+    warn = storage.prerun_lines(str(tmp_path), {"lustre.stripe_count": 99}, stop_on_failure=False)
     out = bash("\n".join([f"echo lustre > {lustre.FSTYPE_FILE}", warn[1], "echo ran > ran.txt"]),
                tmp_path, {"PATH": f"{bin_dir}:{os.environ['PATH']}"})
     assert out.returncode == 0 and (tmp_path / "ran.txt").exists()

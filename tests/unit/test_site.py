@@ -78,7 +78,7 @@ def test_the_schema_documents_exactly_the_typed_fields():
             if spec.get("type") == "object" and "properties" in spec:
                 assert spec["additionalProperties"] is False, f"{where}{key} takes any key"
                 todo.append((f"{where}{key}.", spec))
-    from iolab.layers import mpiio
+    from iolab.layers.mpiio import hints as mpiio
     assert schema["properties"]["mpi_flavour"]["enum"] == list(mpiio.FLAVOURS)
 
 

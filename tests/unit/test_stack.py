@@ -17,12 +17,12 @@ SITE_MODULES = {"provider": "modules", "modules": {
 def test_modules_load_the_recipes_libraries_the_benchmark_and_darshan_when_on():
     stack = from_extras({"stack": SITE_MODULES})
     assert stack.modules_for("ior") == ["cray-hdf5-parallel", "cray-parallel-netcdf", "ior/4.0.0"]
-    assert stack.modules_for("h5bench", darshan=True) == [
+    assert stack.modules_for("h5bench", ["darshan"]) == [
         "cray-hdf5-parallel", "h5bench/1.6", "cray-parallel-netcdf", "darshan-runtime/3.4.7"]
     # fio links none of them, and btio's module is not listed: only what the site lists loads
     assert stack.modules_for("fio") == []
     assert stack.modules_for("btio") == ["cray-parallel-netcdf"]
-    assert stack.modules_for("fio", darshan=True) == [
+    assert stack.modules_for("fio", ["darshan"]) == [
         "cray-hdf5-parallel", "cray-parallel-netcdf", "darshan-runtime/3.4.7"]
     # with the darshan module loaded, its root variable names the library
     assert stack.darshan_preload()[0] == "${DARSHAN_RUNTIME_ROOT:-${DARSHAN_ROOT}}/lib/libdarshan.so"

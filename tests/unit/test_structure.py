@@ -136,3 +136,112 @@ def test_records_are_built_only_by_the_result_model():
     offenders = {m: lines for m, p in _modules().items() if m != "iolab.results.record"
                  for lines in [_hand_built_records(p.read_text())] if lines}
     assert offenders == {}
+
+
+# --- the layers of the I/O stack ------------------------------------------------------------
+
+import io  # noqa: E402
+import re  # noqa: E402
+import tokenize  # noqa: E402
+
+# Names that belong to one layer: its parameters, its hints, the counters of its witness.
+LAYER_NAMES = {
+    "storage": re.compile(r"\b(?:over|dir_)?stripe_(?:count|size|offset)\b"),
+    "mpiio": re.compile(r"\bcb_[a-z_]+\b|\bromio_[a-z_]+\b"),
+    "darshan": re.compile(r"\b(?:POSIX|MPIIO|STDIO|LUSTRE|H5F|H5D|PNETCDF_FILE|PNETCDF_VAR|DXT_POSIX"
+                          r"|DXT_MPIIO)_[A-Z0-9_]+\b"),
+}
+# Where each may be named: its layer, the parsers, and the other layers' modules that witness it,
+# each with why.
+LAYER_HOMES = {
+    "storage": ("iolab.layers.storage",),
+    "mpiio": ("iolab.layers.mpiio",),
+    "darshan": ("iolab.layers.darshan",),
+}
+WITNESSES = {
+    # Darshan's LUSTRE records are a second witness of the layout the storage layer asked for
+    ("storage", "iolab.layers.darshan.layouts"), ("storage", "iolab.layers.darshan.summary"),
+    ("storage", "iolab.layers.darshan.columns"),
+    # Darshan's view of the aggregators the MPI-IO layer asked for, and its own log's hints
+    ("mpiio", "iolab.layers.darshan.aggregators"), ("mpiio", "iolab.layers.darshan.findings"),
+    ("mpiio", "iolab.layers.darshan.view"), ("mpiio", "iolab.layers.darshan.preload"),
+}
+# Modules that act on every layer and must know none by name.
+LAYER_LOOPS = ("iolab.rfm.plan", "iolab.rfm.observe", "iolab.rfm.jobscript", "iolab.rfm.recording",
+               "iolab.results.record", "iolab.results.digest", "iolab.present.report",
+               "iolab.analysis.search", "iolab.present.plots", "iolab.experiment.matrix")
+LAYER_FACE = {"iolab.layers.base", "iolab.layers.registry", "iolab.layers.software"}
+
+
+def _code_words(text: str) -> list[tuple[int, str]]:
+    """(line, word) of the names and of the one-word strings (keys, not prose) of a module;
+    comments, docstrings and messages do not count."""
+    out = []
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.NAME:
+            out.append((tok.start[0], tok.string))
+        elif tok.type == tokenize.STRING and not re.search(r"\s", tok.string):
+            out.append((tok.start[0], tok.string))
+    return out
+
+
+def _misplaced(module: str, text: str) -> list[str]:
+    out = []
+    for layer, pattern in LAYER_NAMES.items():
+        if module.startswith(LAYER_HOMES[layer]) or module.startswith("iolab.parsers") \
+                or (layer, module) in WITNESSES:
+            continue
+        out += [f"{module}:{line}: {word} ({layer})" for line, word in _code_words(text)
+                if pattern.search(word)]
+    return out
+
+
+def test_each_layer_s_names_stay_in_the_layer():
+    """stripe_*, cb_*/romio_* and Darshan's counters are named (as code or as keys) only in
+    their layer, the parsers, and the witnesses listed above."""
+    assert _misplaced("iolab.present.plots", 'x = p["lustre.stripe_count"]\n') == [
+        "iolab.present.plots:1: \"lustre.stripe_count\" (storage)"]
+    assert _misplaced("iolab.present.plots", '"""cb_nodes in prose"""\nmsg = "e.g. cb_nodes=4"\n') == []
+    offenders = [m for module, path in _modules().items() for m in _misplaced(module, path.read_text())]
+    assert offenders == []
+
+
+def test_the_modules_that_loop_over_the_layers_import_none_of_them():
+    for module in LAYER_LOOPS:
+        inside = {f"{m}.{n}" if m == "iolab.layers" else m for m, n in _imports(module)
+                  if m.startswith("iolab.layers")}
+        assert inside <= LAYER_FACE, (module, inside - LAYER_FACE)
+
+
+def test_a_file_system_is_one_module(tmp_path, monkeypatch):
+    """A toy file system, written as one new module of layers/storage, is found, planned and
+    observed with no other change: its request reaches the job's lines and the record."""
+    from iolab.layers.storage import base as fs_base
+    from iolab.layers.storage import layer as storage_layer
+
+    package = PACKAGE / "layers" / "storage"
+    module = package / "toyfs.py"
+    assert not module.exists()
+    module.write_text(
+        "from .base import FileSystem\n\n\n"
+        "class Toy(FileSystem):\n"
+        "    name = 'toyfs'\n    prefix = 'toyfs.'\n    observed_key = 'toyfs'\n\n"
+        "    def prerun(self, case_dir, req, stop_on_failure):\n"
+        "        return [f\"toy-layout {req['width']} {case_dir}\"]\n\n"
+        "    def observe(self, stage, req, out):\n"
+        "        return {**out, 'applied': True}\n\n\n"
+        "FILE_SYSTEM = Toy()\n")
+    try:
+        fs_base.file_systems.cache_clear()
+        names = [fs.name for fs in fs_base.file_systems()]
+        assert names == ["lustre", "toyfs"]
+        lines = storage_layer.prerun_lines("/s/case", {"toyfs.width": 3})
+        assert lines[1] == "toy-layout 3 /s/case"
+        (tmp_path / fs_base.FSTYPE_FILE).write_text("toyfs\n")
+        toy = fs_base.file_systems()[1]
+        assert storage_layer.observed_layout(toy, tmp_path, {"width": 3})["applied"] is True
+        (tmp_path / fs_base.FSTYPE_FILE).write_text("ext4\n")
+        assert storage_layer.observed_layout(toy, tmp_path, {"width": 3})["reason"] == "ext4: no striping"
+    finally:
+        module.unlink()
+        fs_base.file_systems.cache_clear()

@@ -114,16 +114,16 @@ def _value(case: Case, key: str):
 def effective_setting(record: Record, axes: list[str]) -> tuple[dict, list[str]]:
     """The axes' values in effect for a record, and in words what differs from the request."""
     setting, notes = {}, []
-    striping = record.observed.striping_not_applied()
     for k in axes:
         asked = record.part if k == PART else record.params.get(k)
         value = asked
-        if k.startswith("lustre.") and striping and asked is not None:
-            value = NOT_APPLIED
-            notes.append(f"{k}={asked}: {striping}")
-        elif k.startswith("mpiio.") and asked is not None:
-            got = record.observed.effective(k)
-            if got is not None and got != asked:
+        if k != PART and asked is not None:
+            not_applied = record.observed.not_applied(k)
+            got = None if not_applied else record.observed.effective(k)
+            if not_applied:
+                value = NOT_APPLIED
+                notes.append(f"{k}={asked}: {not_applied}")
+            elif got is not None and got != asked:
                 value = got
                 notes.append(f"{k}: requested {asked}, effective {got}")
         setting[k] = value

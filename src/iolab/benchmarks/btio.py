@@ -22,16 +22,14 @@ METHODS = ("mpi_collective", "mpi_independent", "pnetcdf_blocking", "pnetcdf_non
 MIN_CELL = 3        # make_set.f90: 'Cell size too small. Min size is 3', then MPI_Abort
 _PATH_MAX = 512 - len("/btio.mpi")   # character(len=512) dir_path // '/btio.mpi'
 
-# Parameters that decide where a file lives and how it is laid out when it is created: a read
-# must name the same ones as its write, or it would measure another write's file.
-_LAYOUT_HINTS = ("mpiio.striping_factor", "mpiio.striping_unit", "mpiio.start_iodevice",
-                 "mpiio.romio_lustre_start_iodevice")
-
-
 def layout_key(case) -> str:
-    """':storage=scratch:lustre.stripe_count=4...': the file-placement part of a data key."""
-    keys = ["storage", *sorted(k for k in case.params if k.startswith("lustre.")),
-            *(k for k in _LAYOUT_HINTS if k in case.params)]
+    """':storage=scratch:lustre.stripe_count=4...': the file-placement part of a data key. The
+    layers name the parameters that decide where a file lives and how it is laid out when it is
+    created: a read must name the same ones as its write, or it would measure another write's
+    file."""
+    from ..layers.registry import registry
+
+    keys = [k for layer in registry() for k in layer.placement_keys(case.params)]
     return "".join(f":{k}={case.params[k]}" for k in keys if k in case.params)
 
 

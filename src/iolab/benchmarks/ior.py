@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..parsers import ior_json, ior_text
-from ..layers.mpiio import ior_hints_file
+from ..layers.mpiio.hints import ior_hints_file
 from ..shell import JobPath
 from ..experiment.units import ior_size_arg
 from .base import Benchmark, MetricSpec, RunSpec, extra_arg_problem, job_streams, read_output

@@ -15,11 +15,9 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
-from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
-from ..layers.storage import lustre
 from . import schema as schemas
 from ..errors import IolabError
 from .load import Experiment, Job, Part
@@ -50,11 +48,6 @@ class Case:
 
     def get(self, key, default=None):
         return self.params.get(key, default)
-
-    @cached_property
-    def striping(self) -> dict:
-        """The Lustre layout asked for (lustre.* without the prefix), computed once."""
-        return lustre.requested(self.params)
 
 
 def defaults(benchmark: str) -> dict[str, Any]:
@@ -246,21 +239,16 @@ def producers(cases: list[Case]) -> dict[str, str]:
     return out
 
 
-def hints_of(case: Case) -> dict[str, str]:
-    """The case's MPI-IO hints, expanded (aggregators -> cb_nodes...) and checked."""
-    from ..layers.mpiio import expand_hints
-
-    raw = {k.removeprefix("mpiio."): v for k, v in case.params.items() if k.startswith("mpiio.")}
-    return expand_hints(raw, case.nodes, case.tasks_per_node)
-
-
 def common_check(case: Case) -> str | None:
-    """Checks every benchmark shares: hints against the job shape, stripe requests."""
-    try:
-        hints_of(case)
-    except IolabError as exc:
-        return str(exc)
-    return lustre.check_request(case.striping, None)
+    """Checks every benchmark shares: each layer's request against the job shape and the rules
+    of what it drives (hints, stripe requests)."""
+    from ..layers.registry import registry
+
+    for layer in registry():
+        problem = layer.check(case)
+        if problem:
+            return problem
+    return None
 
 
 def varied_keys_of(exp: Experiment, part: Part | None = None) -> list[str]:

@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass, field
 from importlib import resources
 
-from ..layers import mpiio
+from ..layers.mpiio import hints as mpiio
 from ..errors import IolabError, IolabErrors
 from .load import Darshan
 from .schema import _Validator
@@ -56,6 +56,11 @@ class SiteConfig:
     darshan: Darshan = field(default_factory=Darshan)
     same_machine_as: tuple[str, ...] = ()
     raw: dict = field(default_factory=dict, compare=False)   # as written: the manifest records it
+
+    @property
+    def mpi_runtime(self) -> str:
+        """Which MPI runtime launches the ranks (how its mpirun passes variables)."""
+        return mpiio.flavour(self.mpi_flavour).runtime
 
     def root(self, target: str) -> str | None:
         """The root of a storage target's case directories: scratch, burst_buffer, node_local."""

@@ -62,14 +62,15 @@ class Stack:
                 "LD_LIBRARY_PATH": shell.word(f"{self.prefix}/lib", "stack prefix")
                 + '"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"'}
 
-    def modules_for(self, benchmark: str, darshan: bool = False) -> list[str]:
+    def modules_for(self, benchmark: str, packages=()) -> list[str]:
         """Modules to load for a case: the libraries the benchmark's recipe links (where the site
-        lists them), the benchmark's own, and Darshan's runtime when Darshan is on."""
+        lists them), the benchmark's own, then those of the packages a layer needs (Darshan's
+        runtime when Darshan is on) with the libraries they link."""
         if self.provider != "modules":
             return []
         names = [*_links(benchmark), benchmark]
-        if darshan:
-            names = [*names, *[d for d in _links("darshan") if d not in names], "darshan"]
+        for package in packages:
+            names = [*names, *[d for d in _links(package) if d not in names], package]
         return list(dict.fromkeys(m for name in names for m in self.modules.get(name, [])))
 
     def available(self, executable: str, benchmark: str | None = None) -> bool | None:
@@ -190,9 +191,9 @@ def summarize(records) -> list[str]:
         if name and (binary.get("path") or version):
             benchmarks.setdefault(f"{name} {binary.get('name') or ''}".strip(), (
                 binary.get("path"), version, stack.get("supplied_by"), binary.get("sha256")))
-        dar = rec.observed.darshan_summary or {}
+        dar = rec.observed.get("darshan", {}).get("summary") or {}
         ver = dar.get("darshan_version") or (stack.get("versions") or {}).get("darshan-runtime")
-        if ver and rec.observed.darshan:
+        if ver and rec.observed.get("darshan"):
             darshan.add(ver)
     for label, (path, version, supplied_by, sha) in sorted(benchmarks.items()):
         lines.append(f"  {label}: {version or 'version not printed'}, {path or 'path unknown'}"

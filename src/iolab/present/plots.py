@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..analysis import stats
-from ..layers.storage.lustre import all_osts
+from ..layers import registry as layers
+from ..results.digest import shows_effective
 from ..results.record import NUM_TASKS, param_value
 from .report import Table, fmt_measure, fmt_value, metric_label, param_label, tables_from
 from ..experiment.reportspec import PlotRequest
@@ -46,9 +47,10 @@ RULES = (
     "combination of the others.",
 )
 SCALE_KEYS = ("scale.nodes", "scale.tasks_per_node")
-AGGREGATOR_KEYS = ("mpiio.cb_nodes", "mpiio.aggregators", "mpiio.aggregators_per_node")
+# Parameters whose value the system may lower (an MPI library's aggregators): drawn against.
+AGGREGATOR_KEYS = layers.axes("effective_axes")
 # Of parameters that vary one to one (a zip group), these name the group in legends first.
-PREFERRED = ("file_per_process", "io_method", "api", "collective", "lustre.stripe_count")
+PREFERRED = ("file_per_process", "io_method", "api", "collective", *layers.axes("preferred_axes"))
 FORMATS = ("png", "svg")
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
           "#bcbd22", "#17becf")
@@ -105,7 +107,7 @@ def _order(key: str, value):
     if isinstance(value, bool):
         return (1, float(value), "")
     if _is_number(value):
-        if all_osts(key, value):
+        if layers.special_value(key, value):
             return (3, 0.0, "")
         return (2, float(value), "")
     return (4, 0.0, _hashable(value))
@@ -114,8 +116,9 @@ def _order(key: str, value):
 def value_label(key: str, value, benchmark: str) -> str:
     if value is None:
         return "not set"
-    if all_osts(key, value):
-        return "all (-1)"
+    special = layers.special_value(key, value)
+    if special:
+        return special
     return fmt_value(value, param_label(key, benchmark)[1])
 
 
@@ -156,8 +159,9 @@ class Axis:
     def title(self, benchmark: str) -> str:
         if len(self.shown) <= 2:
             return " / ".join(param_label(k, benchmark)[0] for k in self.shown)
-        if all(k.startswith("mpiio.") for k in self.shown):
-            return "MPI-IO hint set"
+        owners = {layers.owner(k) for k in self.shown}
+        if len(owners) == 1 and None not in owners and owners.copy().pop().settings_title:
+            return owners.pop().settings_title      # one layer's settings: its word for them
         return "Setting (" + ", ".join(short_name(k) for k in self.shown) + ")"
 
     def label(self, value: tuple, benchmark: str, sep: str = ", ") -> str:
@@ -414,8 +418,9 @@ def choose(run, metrics: list[str] | None = None,
 # ---------------------------------------------------------------------------------- drawing
 
 def points(table: Table, metric: str, run, keys=()) -> list[Point]:
-    """One point per case with values of `metric`; for mpiio.* keys, the values in effect."""
-    hints = [k for k in keys if k and k.startswith("mpiio.")]
+    """One point per case with values of `metric`; for keys whose layer reports it (mpiio.*),
+    the values in effect."""
+    hints = [k for k in keys if k and shows_effective(k)]
     out = []
     for row in table.rows:
         cell = row.cells.get(metric)

@@ -182,7 +182,7 @@ def darshan_by_case(records: list[Record]) -> list[dict]:
     """observed.darshan of each case: findings (with their repetitions) and logs without any."""
     cases: dict[tuple, dict] = {}
     for rec in records:
-        dar = rec.observed.darshan
+        dar = rec.observed.get("darshan")
         if not isinstance(dar, dict):
             continue
         key = (rec.part, rec.case_id)

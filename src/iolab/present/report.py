@@ -13,7 +13,9 @@ import json
 import math
 from dataclasses import dataclass, field
 
+from ..layers import registry as layers
 from ..results import digest
+from ..results.digest import shows_effective
 from ..experiment import reportspec
 from ..analysis import stats
 from ..experiment import schema as schemas
@@ -32,28 +34,22 @@ def default_metrics(benchmark: str) -> list[str]:
 _WORDS = {"bw": "Bandwidth", "iops": "IOPS", "ops": "OPs", "clat": "Latency", "io": "I/O"}
 
 
-DARSHAN = "darshan."
-
-
 def metric_label(name: str) -> str:
-    if name.startswith(DARSHAN):
-        return f"Darshan {name.removeprefix(DARSHAN)}"
+    head, _, rest = name.partition(".")
+    layer = layers.find(head) if rest else None
+    if layer is not None and layer.title:    # a layer's column: "Darshan small_write_pct"
+        return f"{layer.title} {rest}"
     return " ".join(_WORDS.get(w, w.capitalize()) for w in name.split("_"))
 
 
-def with_darshan_columns(records: list[Record], columns: list[str]) -> list[Record]:
-    """Records with the requested Darshan summary values added as metrics `darshan.<column>`,
-    so tables treat them like any measured value (mean, interval, n). Missing stays missing."""
-    from ..layers.darshan import COLUMNS, column
-
+def with_layer_columns(records: list[Record], layer, columns: list[str]) -> list[Record]:
+    """Records with the asked columns of a layer (Darshan's summary values) added as metrics
+    `<layer>.<column>`, so tables treat them like any measured value (mean, interval, n).
+    Missing stays missing."""
     out = []
     for rec in records:
-        summary = rec.observed.darshan_summary
-        extra = []
-        for name in columns:
-            value = column(summary, name) if summary else None
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                extra.append(Metric(DARSHAN + name, float(value), COLUMNS[name].unit, "darshan"))
+        extra = [Metric(f"{layer.name}.{name}", value, unit, layer.name)
+                 for name, value, unit in layer.column_values(rec.observed, columns)]
         out.append(dataclasses.replace(rec, metrics=rec.metrics + extra) if extra else rec)
     return out
 
@@ -173,13 +169,14 @@ EFFECTIVE = "@effective"
 
 def _display_keys(varied: list[str], derived: list[str]) -> list[str]:
     """Nodes and tasks per node fold into one 'Number of Processes' column, as in the studies;
-    each varied MPI-IO hint is followed by the value the MPI library actually used."""
+    each varied parameter whose layer reports it (an MPI-IO hint) is followed by the value the
+    system actually used."""
     keys = []
     for k in varied:
         if k.startswith("scale."):
             continue
         keys.append(k)
-        if k.startswith("mpiio."):
+        if shows_effective(k):
             keys.append(k + EFFECTIVE)
     if any(k.startswith("scale.") for k in varied):
         keys.insert(0, NUM_TASKS)

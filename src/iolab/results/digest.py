@@ -15,10 +15,17 @@ from array import array
 from dataclasses import dataclass, field
 
 from ..analysis import stats
+from ..layers.registry import owner
 from .record import STATUSES, Record
 
 # A benchmark's own maximum of a metric (over its iterations) is reported as <metric>_max.
 OWN_MAX_SUFFIX = "_max"
+
+
+def shows_effective(key: str) -> bool:
+    """Whether the layer that owns a parameter reports the value the system used for it."""
+    layer = owner(key)
+    return bool(layer and layer.reports_effective(key))
 
 
 @dataclass
@@ -32,7 +39,8 @@ class CaseFacts:
     skipped: list[str] = field(default_factory=list)
     aborted: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)      # requested vs applied, each once
-    # mpiio.* key varied in the part -> the values in effect over its ok repetitions, each once
+    # a varied key whose layer reports its value in effect (mpiio.*) -> the values in effect
+    # over its ok repetitions, each once
     effective: dict[str, list] = field(default_factory=dict)
     # metric -> its values over the ok repetitions (doubles: a record's values are floats), and
     # their repetitions; metric -> the benchmark's own maxima (<metric>_max)
@@ -90,7 +98,7 @@ def fold(records: list[Record]) -> Digest:
     varied: set[str] = set()
     raw_errors = 0
     versions: dict[tuple, set] = {}
-    hints: dict[str, list[str]] = {}        # part -> its varied MPI-IO keys
+    hints: dict[str, list[str]] = {}        # part -> its varied keys with a value in effect
     for rec in records:
         counts[rec.status] = counts.get(rec.status, 0) + 1
         reps_of.setdefault((rec.part, rec.case_id), []).append(rec.repetition)
@@ -100,7 +108,7 @@ def fold(records: list[Record]) -> Digest:
         if part is None:
             part = parts[rec.part] = PartFacts(rec.part, rec.benchmark, rec.experiment, rec.run_id,
                                                list(rec.varied))
-            hints[rec.part] = [k for k in part.varied if k.startswith("mpiio.")]
+            hints[rec.part] = [k for k in part.varied if shows_effective(k)]
         case = part.cases.get(rec.case_id)
         if case is None:
             case = part.cases[rec.case_id] = CaseFacts(rec.part, rec.case_id, part.benchmark, rec.params)
@@ -111,11 +119,9 @@ def fold(records: list[Record]) -> Digest:
             case.ok += 1
             versions[(rec.part, rec.case_id)].add(rec.provenance.binary_version)
             for key in hints[rec.part]:
-                text = rec.observed.effective_text(key)
-                if text is None:
+                seen = rec.observed.effective_shown(key)   # typed like the request (4, not "4")
+                if seen is None:
                     continue
-                seen = rec.observed.effective(key)     # typed like the request (4, not "4")
-                seen = text if seen is None else seen  # unverified | absent
                 values = case.effective.setdefault(key, [])
                 if seen not in values:
                     values.append(seen)

@@ -13,10 +13,9 @@ methods here and nowhere else.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field, fields
-from typing import Any
 
+from ..layers.registry import observed_keys, owner, registry
 from ..parsers import Metric
 
 SCHEMA = 1
@@ -24,11 +23,6 @@ SCHEMA = 1
 # skipped: not run, with a reason; aborted: interrupted (SIGINT/SIGTERM) before it finished.
 STATUSES = ("ok", "failed", "skipped", "aborted")
 NUM_TASKS = "scale.num_tasks"
-# What the MPI library prints for an aggregator parameter (observed.mpiio_hints.effective).
-EFFECTIVE_HINT = {"mpiio.cb_nodes": "cb_nodes", "mpiio.aggregators": "cb_nodes",
-                  "mpiio.aggregators_per_node": "cb_config_list"}
-UNVERIFIED = "unverified"  # hints were requested, the MPI library printed none
-ABSENT = "absent"          # the MPI library printed hints, not this one
 
 
 # ------------------------------------------------------------------------------- parameters
@@ -45,18 +39,6 @@ def param_value(params: dict, key: str):
     return params.get(key)
 
 
-def hint_value(key: str, text) -> Any:
-    """An effective hint as the MPI library printed it, typed like the parameter it answers:
-    numbers as int, `cb_config_list` `*:N` (aggregators per node) as N; anything else as text."""
-    hint = EFFECTIVE_HINT.get(key, key.removeprefix("mpiio."))
-    if hint == "cb_config_list":
-        m = re.search(r":(\d+)\s*$", str(text))
-        return int(m.group(1)) if m and key == "mpiio.aggregators_per_node" else text
-    if isinstance(text, str) and re.fullmatch(r"-?\d+", text.strip()):
-        return int(text)
-    return text
-
-
 # ------------------------------------------------------------------------------------ parts
 
 def _split(data: dict, names) -> tuple[dict, dict]:
@@ -70,89 +52,66 @@ def _dict(value) -> dict:
 
 @dataclass
 class Observed:
-    """What the system did with the request: storage, Lustre layout, MPI-IO hints in effect,
-    Darshan's view, the benchmark's echo; `replayed` when a test stand-in replayed a recording."""
+    """What the system did with the request: one part per layer of the stack (storage, the
+    Lustre layout, the MPI-IO hints in effect, Darshan's view: layers/registry.observed_keys),
+    the benchmark's echo; `replayed` when a test stand-in replayed a recording."""
 
-    storage: dict | None = None
-    lustre: dict | None = None
-    mpiio_hints: dict | None = None
-    darshan: dict | None = None
+    parts: dict = field(default_factory=dict)
     benchmark: dict | None = None
     replayed: str | None = None
     extra: dict = field(default_factory=dict)
 
-    _FIELDS = ("storage", "lustre", "mpiio_hints", "darshan", "benchmark", "replayed")
+    _OWN = ("benchmark", "replayed")
+
+    @classmethod
+    def of(cls, **parts) -> Observed:
+        """An Observed of these parts (by their names in a record)."""
+        return cls.from_json(parts)
 
     @classmethod
     def from_json(cls, data) -> Observed:
-        known, extra = _split(_dict(data), cls._FIELDS)
-        return cls(**known, extra=extra)
+        data = _dict(data)
+        keys = observed_keys()
+        parts = {k: data[k] for k in keys if k in data}
+        own, extra = _split({k: v for k, v in data.items() if k not in parts}, cls._OWN)
+        return cls(parts, **own, extra=extra)
 
     def to_json(self) -> dict:
-        out = {k: getattr(self, k) for k in self._FIELDS if getattr(self, k) is not None}
+        out = {k: self.parts[k] for k in observed_keys() if self.parts.get(k) is not None}
+        out.update({k: getattr(self, k) for k in self._OWN if getattr(self, k) is not None})
         return {**out, **self.extra}
 
-    # --- derived facts
-    def striping_not_applied(self) -> str | None:
-        lay = self.lustre or {}
-        if lay.get("requested") and lay.get("applied") is False:
-            return f"striping not applied: {lay.get('reason', 'unknown reason')}"
-        return None
+    def get(self, key: str, default=None):
+        """A part by its name in the record (what the layers read)."""
+        value = self.parts.get(key)
+        if value is None:
+            value = getattr(self, key) if key in self._OWN else self.extra.get(key)
+        return default if value is None else value
 
-    def effective_text(self, key: str) -> str | None:
-        """The hint for parameter `key` (mpiio.*) as the MPI library printed it; UNVERIFIED when
-        it printed none, ABSENT when it printed others; None when no hint was requested."""
-        hints = self.mpiio_hints
-        if not hints:
-            return None
-        effective = hints.get("effective")
-        if effective is None:
-            return UNVERIFIED
-        return effective.get(key.removeprefix("mpiio."), ABSENT)
-
+    # --- derived facts: the layer that owns a parameter or a part says them
     def effective(self, key: str):
-        """The value in effect for an MPI-IO parameter, typed as requested (cb_nodes 4 -> 4,
-        aggregators -> cb_nodes, aggregators_per_node -> N of cb_config_list *:N); None when
-        the MPI library did not say."""
-        effective = (self.mpiio_hints or {}).get("effective")
-        hint = EFFECTIVE_HINT.get(key, key.removeprefix("mpiio."))
-        if not isinstance(effective, dict) or hint not in effective:
-            return None
-        return hint_value(key, effective[hint])
+        """The value in effect of a layer's parameter, typed as requested; None when the system
+        did not say (or no layer reports one for it)."""
+        layer = owner(key)
+        return layer.effective(self, key) if layer else None
 
-    @property
-    def darshan_summary(self) -> dict | None:
-        return (self.darshan or {}).get("summary")
+    def effective_shown(self, key: str):
+        """What a table shows beside the request of `key` (layers/base.py)."""
+        layer = owner(key)
+        return layer.effective_shown(self, key) if layer else None
+
+    def not_applied(self, key: str) -> str | None:
+        """Why a layer's parameter was not applied at all (None: it was, or nothing says)."""
+        layer = owner(key)
+        return layer.not_applied(self, key) if layer else None
 
     def flags(self) -> list[str]:
         """Every difference between what was requested and what was applied, in words."""
         out = []
         if self.replayed:
             out.append(f"replayed by a test stand-in: not a measurement ({self.replayed})")
-        lay = self.lustre or {}
-        if lay.get("requested") and lay.get("applied") is False:
-            out.append(f"striping not applied: {lay.get('reason', 'unknown reason')}")
-        elif lay.get("requested") and lay.get("verified") is False:
-            out.append("striping unverified: " + ", ".join(
-                f"{u['key']}={u['requested']}" for u in lay.get("unverified", [])) if lay.get("unverified")
-                else "striping unverified")
-        hints = self.mpiio_hints or {}
-        dar = self.darshan or {}
-        for m in dar.get("lustre_witness") or []:
-            if m["status"] == "changed":
-                out.append(f"Darshan saw {m['key']} {m['observed']} on {m['path']} "
-                           f"(requested {m['requested']})")
-        if dar.get("status") in ("unreadable", "no log"):
-            out.append(f"Darshan log {dar['status']}: {dar.get('reason')}")
-        for c in hints.get("comparison", []):
-            if c["status"] == "changed":
-                out.append(f"hint {c['key']}: requested {c['requested']}, effective {c['effective']}")
-            elif c["status"] == "missing":
-                out.append(f"hint {c['key']}: requested {c['requested']}, not in effect (ignored)")
-            elif c["status"] == "not applied":
-                out.append(f"hint {c['key']} not applied: {c['reason']}")
-        if hints and hints.get("requested") and hints.get("effective") is None:
-            out.append(f"hints unverified under {hints['flavour']}")
+        for layer in registry():
+            out += layer.flags(self)
         return out
 
 

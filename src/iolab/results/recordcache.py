@@ -215,7 +215,7 @@ _SHAREABLE = (tuple(f.name for f in fields(Record)) == (
     "metrics", "error", "observed", "flags", "provenance", "run_id", "experiment_sha256", "profile",
     "raw", "recorded", "schema", "extra")
     and tuple(f.name for f in fields(Observed)) == (
-        "storage", "lustre", "mpiio_hints", "darshan", "benchmark", "replayed", "extra")
+        "parts", "benchmark", "replayed", "extra")
     and tuple(f.name for f in fields(Provenance)) == ("origin", "system", "extra")
     and tuple(f.name for f in fields(Metric)) == ("name", "value", "unit", "source"))
 
@@ -255,8 +255,7 @@ class _Shared:
             varied=v(rec.varied),
             metrics=[Metric(v(m.name), m.value, v(m.unit), v(m.source)) for m in rec.metrics],
             error=v(rec.error),
-            observed=Observed(v(obs.storage), v(obs.lustre), v(obs.mpiio_hints), v(obs.darshan),
-                              v(obs.benchmark), v(obs.replayed), v(obs.extra)),
+            observed=Observed(v(obs.parts), v(obs.benchmark), v(obs.replayed), v(obs.extra)),
             flags=v(rec.flags), provenance=Provenance(v(prov.origin), v(prov.system), v(prov.extra)),
             run_id=v(rec.run_id), experiment_sha256=v(rec.experiment_sha256), profile=v(rec.profile),
             raw=v(rec.raw), recorded=v(rec.recorded), schema=rec.schema, extra=v(rec.extra))

@@ -68,7 +68,7 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
 
     @property
     def iolab_case_dir(self) -> str | None:
-        return self._iolab_plan.storage.case_dir if self._iolab_plan else None
+        return self._iolab_plan.case_dir if self._iolab_plan else None
 
     def iolab_keep_data(self) -> bool:
         return self._iolab_exp.keep_data or os.environ.get("IOLAB_KEEP_DATA") == "1"
@@ -134,8 +134,8 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
             self._iolab_post_start = time.time()
             p = self._iolab_plan
             out = self._iolab_outcome = observe.outcome(
-                Path(self.stagedir), self._iolab_case, benchmarks.get(self._iolab_case.benchmark), p.spec,
-                self._iolab_exp.verify, p.hints, p.darshan, p.own_files)
+                Path(self.stagedir), self._iolab_case, benchmarks.get(self._iolab_case.benchmark), p,
+                self._iolab_exp.verify)
             self._iolab_record(status=out.status, error=out.error, parsed=out.parsed,
                                observed=out.observed, flags=out.flags)
         return result

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..layers.storage import lustre
 from .. import shell
 
 EXIT_FILE = "iolab-exit-code.txt"
@@ -18,11 +17,11 @@ NODES_FILE = "iolab-nodes.txt"
 _NOW = '"${EPOCHREALTIME:-$(date +%s.%N)}"'
 
 
-def lines(case_dir: str, spec, stage: Path, req: dict, *, stop_on_layout_failure: bool,
+def lines(case_dir: str, spec, stage: Path, layer_pre: list[str], layer_post: list[str], *,
           remove_data: bool) -> tuple[list[str], list[str]]:
-    """(prerun, postrun): make and check the case directory, stripe it, note the binary, the
-    nodes and the benchmark's start; then its exit status first, its end, the layout read-back,
-    and the data's removal (unless reads of it come later)."""
+    """(prerun, postrun): make and check the case directory, the layers' lines (its layout),
+    note the binary, the nodes and the benchmark's start; then its exit status first, its end,
+    the layers' read-back, and the data's removal (unless reads of it come later)."""
     d = shell.path_word(case_dir, "case directory")
     exe = shell.word(spec.executable)
     times = shell.word(str(stage / TIMES_FILE))
@@ -42,7 +41,7 @@ def lines(case_dir: str, spec, stage: Path, req: dict, *, stop_on_layout_failure
         # input files naming a job-time location are written here, the path as mkdir's
         *(shell.write_file(name, spec.files[name], path, max_line)
           for name, (path, max_line) in spec.job_files.items()),
-        *lustre.prerun_lines(case_dir, req, stop_on_failure=stop_on_layout_failure),
+        *layer_pre,
         # which binary ran, and its checksum: versions are not always printed
         f"{{ command -v {exe} && sha256sum \"$(command -v {exe})\"; }} > {BINARY_FILE}",
         # the nodes the scheduler gave the job, as the job sees them (Slurm)
@@ -56,8 +55,7 @@ def lines(case_dir: str, spec, stage: Path, req: dict, *, stop_on_layout_failure
         post = [f"iolab_rc=$?; cd - >/dev/null; echo $iolab_rc > {EXIT_FILE}"]
     pre.append(f"printf '%s\\n' {_NOW} > {times}")
     post.append(f"printf '%s\\n' {_NOW} >> {times}")
-    if req:
-        post += lustre.postrun_lines(case_dir, req)
+    post += layer_post
     if remove_data:
         post.append(f"rm -rf {d}")
     return pre, post

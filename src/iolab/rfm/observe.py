@@ -8,18 +8,16 @@ needs ReFrame: a stage directory and the case's plan are enough.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..parsers import echo
-from . import failure
-from ..layers.storage import lustre
-from ..layers import mpiio
 from .. import shell
 from ..errors import IolabError
+from ..layers.base import JobView
+from ..layers.registry import registry
+from ..parsers import echo
 from ..results.record import Observed
-from ..layers.darshan import preload as darshan
-from . import jobscript
+from . import failure, jobscript
 
 
 @dataclass
@@ -38,49 +36,43 @@ def read(path: Path) -> str | None:
         return None
 
 
-def observed(stage: Path, case, hints: dict | None, darshan_info: dict | None,
-             own_files: list[str]) -> dict:
-    """What the job saw: storage, layout, hints in effect, Darshan; a replay said as such."""
-    out = {"storage": {"target": case.get("storage", "scratch"),
-                       "path": read(stage / jobscript.CASEDIR_FILE)}}
-    out["lustre"] = lustre.observed(stage, case.striping)
+def observed(stage: Path, case, starts: dict, env: dict, own_files: list[str]) -> dict:
+    """What the job saw, layer by layer (each reads what the ones before it saw); a replay said
+    as such."""
     stdout, stderr = read(stage / "rfm_job.out"), read(stage / "rfm_job.err")
+    job = JobView(stage, stdout, stderr, env, own_files, read(stage / jobscript.CASEDIR_FILE))
+    out: dict = {}
+    for layer in registry():
+        out.update(layer.observe(case, starts.get(layer.name), job, out))
+        job = replace(job, fs_type=job.fs_type or layer.file_system(out))
     replay = echo.replayed(stderr, stdout)
     if replay:
         out["replayed"] = replay       # a test stand-in's replay: never a measurement
-    if hints:
-        text = (stdout or "") + "\n" + (stderr or "")
-        log_hints = ((darshan_info or {}).get("env") or {}).get("DARSHAN_LOGHINTS")
-        effective = mpiio.effective_hints(text, hints["flavour"], log_hints)
-        out["mpiio_hints"] = {
-            "flavour": hints["flavour"], "verify": hints["verify"], "requested": hints["requested"],
-            "effective": effective,
-            "comparison": mpiio.compare_hints(hints["requested"], effective, mpiio.not_applicable(
-                hints["requested"], out["lustre"].get("fs_type"))),
-            "echo": mpiio.parse_ior_showhints(text), "notes": hints["notes"]}
-    if darshan_info is not None:
-        out["darshan"] = darshan.observe(darshan_info, stage, own_files, case, out)
+    return out
+
+
+def observed_files(stage: Path, case) -> dict:
+    """What the layers can tell from the stage directory alone (a job that gave no outcome)."""
+    out: dict = {}
+    for layer in registry():
+        out.update(layer.observe_files(case, stage))
     return out
 
 
 def failing(observed: dict, verify) -> str | None:
     """A difference that the experiment's `verify` says must fail the case."""
-    lay = observed.get("lustre", {})
-    if verify.layout == "fail" and lay.get("mismatches"):
-        return f"Lustre layout not as requested: {lay['reason']}"
-    hints = observed.get("mpiio_hints") or {}
-    changed = [c for c in hints.get("comparison", []) if c["status"] in ("changed", "missing")]
-    if verify.hints == "fail" and changed:
-        return "MPI-IO hints not applied: " + "; ".join(
-            f"{c['key']} requested {c['requested']}, effective {c['effective']}" for c in changed)
+    for layer in registry():
+        problem = layer.failing(observed, verify)
+        if problem:
+            return problem
     return None
 
 
-def outcome(stage: Path, case, bench, spec, verify, hints: dict | None, darshan_info: dict | None,
-            own_files: list[str]) -> Outcome:
+def outcome(stage: Path, case, bench, plan, verify) -> Outcome:
     """The case's result: ok with its metrics, or failed with the reason in the benchmark's own
     words where it gave any."""
-    seen = observed(stage, case, hints, darshan_info, own_files)
+    spec = plan.spec
+    seen = observed(stage, case, plan.starts, plan.env_values, plan.own_files)
     allowed = bench.guarded_in(case.params)
     if allowed:     # options the experiment's allow: let through (they run programs, name paths)
         seen["allowed"] = allowed

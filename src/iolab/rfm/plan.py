@@ -1,10 +1,10 @@
 """Everything a case's job is, decided on the login node before it is written: a JobPlan.
 
-It composes the parts: where the case's directory is (storage), how the MPI flavour takes the
-hints (mpiio), where the binaries come from (stack), how the launcher passes the environment and
-Darshan to the ranks (launch), the lines around the benchmark (jobscript), and what the
-scheduler can take of the experiment's job section (jobshape). IolabTest only applies the plan
-to ReFrame; nothing here needs ReFrame.
+It composes the parts: what each layer of the I/O stack adds (layers/: where the case's directory
+is and its layout, the MPI-IO hints, Darshan), where the binaries come from (software), how the
+launcher passes the environment to the ranks (launch), the lines around the benchmark
+(jobscript), and what the scheduler can take of the experiment's job section (jobshape).
+IolabTest only applies the plan to ReFrame; nothing here needs ReFrame.
 """
 
 from __future__ import annotations
@@ -13,15 +13,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import benchmarks, shell
-from ..layers import mpiio
 from ..benchmarks import RunSpec
-from ..errors import IolabError
-from ..experiment.matrix import hints_of
 from ..experiment.site import SiteConfig
+from ..layers.base import Contribution, PlanContext
+from ..layers.registry import registry
 from ..layers.software import Stack, spack_packages
-from ..layers.darshan import preload as darshan
 from . import jobscript, jobshape, launch
-from ..layers.storage import place as storage
 
 
 @dataclass(frozen=True)
@@ -37,17 +34,17 @@ class Partition:
 
 @dataclass
 class JobPlan:
-    storage: storage.Storage
+    case_dir: str                     # the case's fresh directory (job-time variables left)
     spec: RunSpec
     stack: Stack | None
-    hints: dict | None = None         # flavour, requested, verify, notes, files
-    darshan: dict | None = None       # observed.darshan's start
+    starts: dict = field(default_factory=dict)  # layer name -> what its observation starts from
     input: dict | None = None         # the write case whose data a read uses
     executable: str = ""              # shell text
     args: list[str] = field(default_factory=list)          # shell words
     env: dict[str, str] = field(default_factory=dict)      # name -> shell text, for the script
     env_values: dict[str, str] = field(default_factory=dict)  # name -> value, for the record
     files: dict[str, str] = field(default_factory=dict)    # stage-relative name -> content
+    layer_files: list[str] = field(default_factory=list)   # of those, the layers' own
     prerun: list[str] = field(default_factory=list)
     postrun: list[str] = field(default_factory=list)
     launcher_options: list[str] = field(default_factory=list)
@@ -67,7 +64,7 @@ class JobPlan:
     @property
     def own_files(self) -> list[str]:
         """iolab's files in the stage directory (inputs, hints, the outputs it asked for)."""
-        return [*self.spec.files, *self.spec.outputs, *(self.hints or {}).get("files", {})]
+        return [*self.spec.files, *self.spec.outputs, *self.layer_files]
 
 
 def plan(case, exp, *, repetition: int, run_id: str, stage: Path, partition: Partition,
@@ -77,45 +74,48 @@ def plan(case, exp, *, repetition: int, run_id: str, stage: Path, partition: Par
     so that its record shows the exact command it would have run (see `unrunnable`)."""
     site = partition.site
     bench = benchmarks.get(case.benchmark)
-    place = storage.place(case, site, partition.name, experiment=exp.id, run_id=run_id,
-                          repetition=repetition, require_lustre=exp.require_lustre, dry_run=dry_run)
-    flavour = mpiio.flavour(site.mpi_flavour)
-    policy = launch.policy(flavour.runtime, partition.launcher)
-    hints, plan_hints = None, mpiio.HintPlan()
-    unrunnable = list(place.unrunnable)
-    if bench.uses_mpiio(case):
-        requested = hints_of(case)
-        try:
-            plan_hints = flavour.translate(requested)
-        except IolabError as exc:
-            unrunnable.append(f"MPI flavour {flavour.name}: {exc}")
-        hints = {"flavour": flavour.name, "requested": requested, "verify": plan_hints.verify,
-                 "notes": plan_hints.notes, "files": plan_hints.files}
-    req = case.striping
-    spec = bench.run_spec(case, place.case_dir, hints=hints["requested"] if hints else {},
-                          show_hints=bool(hints and hints["verify"] != "unverified"),
-                          keep_files=bool(req) and place.on_lustre, input_dir=producer_dir)
-    out = JobPlan(place, spec, None, hints=hints, unrunnable=unrunnable, failure=place.failure,
-                  files={**spec.files, **plan_hints.files}, local_launcher=not spec.mpi)
+    policy = launch.policy(site.mpi_runtime, partition.launcher)
+    ctx = PlanContext(exp, site, partition.name, run_id, repetition, stage, dry_run, bench, policy)
+    # Before the benchmark's command: where its directory is, what the command must be told.
+    asked: dict[str, Contribution] = {}
+    for layer in registry():
+        asked[layer.name] = part = layer.request(case, ctx)
+        if part.case_dir:
+            ctx = replace(ctx, case_dir=part.case_dir)
+    options = {"hints": {}, "show_hints": False, "keep_files": False}
+    for part in asked.values():
+        options.update(part.spec_options)
+    spec = bench.run_spec(case, ctx.case_dir, input_dir=producer_dir, **options)
+    out = JobPlan(ctx.case_dir, spec, None, local_launcher=not spec.mpi,
+                  unrunnable=[r for part in asked.values() for r in part.unrunnable],
+                  failure=next((p.failure for p in asked.values() if p.failure), None),
+                  files=dict(spec.files), starts={n: p.start for n, p in asked.items()})
+    for part in asked.values():
+        out.files.update(part.files)
+        out.layer_files += list(part.files)
     out.executable = shell.word(spec.executable, "executable")
     out.args = shell.words(spec.args, "benchmark argument")
     out.export(spec.env)
-    out.export(plan_hints.env)
+    for part in asked.values():
+        out.export(part.env)
 
-    conf = exp.darshan or site.darshan
     out.stack = stack = site.stack if spack_env is None else replace(site.stack, spack_env=spack_env)
     if spack_env is not None:
         out.spack_spec = spack_packages()[case.benchmark]
     out.export(stack.env(), shell_ready=True)
-    out.modules = stack.modules_for(case.benchmark, darshan=conf.enabled)
+    out.modules = stack.modules_for(case.benchmark, [p for part in asked.values() for p in part.packages])
     if not dry_run and stack.available(spec.executable, case.benchmark) is False:
         where = {"prefix": f"in {stack.prefix}/bin or on PATH", "path": "on PATH",
                  "modules": "on PATH, and no module is configured for it"}[stack.provider]
         out.unrunnable.append(f"benchmark binary {spec.executable!r} not found {where}; provide it "
                               f"with Spack (spack.yaml), a module, or a prefix (see README)")
 
+    # Around it: each layer's lines, environment and launcher options, in the layers' order.
+    ctx = replace(ctx, stack=stack)
+    around = {layer.name: layer.wrap(case, ctx, spec, asked[layer.name].start) for layer in registry()}
     out.prerun, out.postrun = jobscript.lines(
-        place.case_dir, spec, stage, req, stop_on_layout_failure=exp.verify.layout == "fail",
+        ctx.case_dir, spec, stage, [line for part in around.values() for line in part.prerun],
+        [line for part in around.values() for line in part.postrun],
         remove_data=not keep_data and not consumed)
     if spec.mpi:
         out.launcher_options += list(site.launcher_options)
@@ -127,13 +127,13 @@ def plan(case, exp, *, repetition: int, run_id: str, stage: Path, partition: Par
         jobshape.check_directives(partition.scheduler, partition.name, case.job.extra_directives)
         or jobshape.check_resources(partition.name, partition.resources, case.job.resources))
 
-    preload = darshan.preload(conf, stack, spec, stage, policy)
-    if preload is not None:
-        out.darshan = preload.info
-        out.export(preload.env)
-        out.launcher_options += preload.launcher_options
-        if preload.prefix:
-            out.executable = f"{preload.prefix} {out.executable}"
+    for name, part in around.items():
+        if part.start is not None:
+            out.starts[name] = part.start
+        out.export(part.env)
+        out.launcher_options += part.launcher_options
+        if part.prefix:
+            out.executable = f"{part.prefix} {out.executable}"
     if spec.mpi:
         out.launcher_options += policy.forward_options(n for n in out.env_values
                                                         if n not in ("PATH", "LD_LIBRARY_PATH"))

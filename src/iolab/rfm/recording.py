@@ -15,15 +15,14 @@ from reframe.core.logging import getlogger
 from ..experiment import site
 from ..errors import IolabError
 from ..experiment.load import Experiment
-from ..layers.storage.lustre import observed as lustre_observed
 from ..results.record import Observed, Provenance, Record
 from ..results.run import progress_text
 from .shims import shim_path
 from ..results.store import (RunDir, base_manifest, git_state, new_run_id, results_root,
                              sha256_file, utcnow)
 from ..layers.software import spack_packages
-from . import continuation, internals, jobscript
-from ..layers.darshan import preload as darshan
+from ..layers.registry import registry
+from . import continuation, internals, jobscript, observe
 
 
 class _Run:
@@ -116,10 +115,10 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
     raw = {}
     if stage is not None and stage.is_dir():
         names = ["rfm_job.sh", "rfm_job.out", "rfm_job.err", *(spec.outputs if spec else []),
-                 darshan.LOG,
+                 *(name for layer in registry() for name in layer.raw_files),
                  *sorted(p.name for p in stage.glob("iolab-*.txt"))]
         raw = rundir.store_raw(case.case_id, test.repetition, [stage / n for n in dict.fromkeys(names)],
-                               compress={darshan.LOG})
+                               compress={n for layer in registry() for n in layer.compress})
         for problem in raw.get("errors", []):
             getlogger().warning(f"iolab: {case.case_id} rep {test.repetition}: raw output not stored: "
                                 f"{problem}")
@@ -130,7 +129,7 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
     if observed is None:
         observed = {}
         if stage is not None and status != "skipped":
-            observed["lustre"] = lustre_observed(stage, case.striping)
+            observed = observe.observed_files(stage, case)
     rec = Record(
         experiment=exp.id, experiment_sha256=exp.sha256, profile=exp.profile, run_id=run.run_id,
         case_id=case.case_id, part=case.part, benchmark=case.benchmark, repetition=test.repetition,

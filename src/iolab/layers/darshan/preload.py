@@ -51,6 +51,7 @@ def observe(info: dict, stage: Path, own_files: list[str], case, observed: dict)
     """Summary, findings and observed aggregators from the case's log; its Lustre records are a
     second witness of the layout, next to lfs getstripe."""
     from .. import darshan
+    from ..mpiio.layer import MpiioLayer
 
     info = dict(info)
     if info["status"] != "enabled":
@@ -65,18 +66,13 @@ def observe(info: dict, stage: Path, own_files: list[str], case, observed: dict)
         return {**info, "status": "unreadable", "reason": str(exc)}
     if summary["status"] != "ok":
         return {**info, "status": "unreadable", "reason": summary.get("reason")}
-    hints = observed.get("mpiio_hints") or {}
-    cb_nodes, effective = (_count((hints.get(k) or {}).get("cb_nodes")) for k in ("requested", "effective"))
+    cb_nodes, effective = MpiioLayer().aggregators(observed)
     requested = {"collective": case.get("collective"), "cb_nodes": cb_nodes, "api": case.get("api")}
     out = {**info, "status": "ok", "summary": summary, "findings": darshan.findings(summary, requested),
            "aggregators": darshan.observed_aggregators(summary, cb_nodes, effective)}
-    req = case.striping
+    req = lustre.requested(case.params)
     layouts = darshan.lustre_layouts(summary)
     if req and layouts:
-        osts = observed.get("lustre", {}).get("ost_count")
+        osts = observed.get(lustre.FILE_SYSTEM.observed_key, {}).get("ost_count")
         out["lustre_witness"] = lustre.compare_layout(req, layouts, osts)
     return out
-
-
-def _count(value) -> int | None:
-    return int(value) if str(value or "").isdigit() else None

@@ -6,16 +6,13 @@ A layout counts as applied only when `lfs getstripe` on the written files shows 
 
 from __future__ import annotations
 
-import ctypes
-import os
 import re
-import sys
 from pathlib import Path
 
 from ... import shell
 from ...experiment.units import parse_size, size_arg
+from .base import FSTYPE_FILE, FileSystem
 
-FSTYPE_FILE = "iolab-fstype.txt"
 SETSTRIPE_FILE = "iolab-setstripe.txt"
 GETSTRIPE_FILE = "iolab-getstripe.txt"
 GETDIRSTRIPE_FILE = "iolab-getdirstripe.txt"
@@ -86,13 +83,13 @@ def _lfs_size(nbytes: int) -> str:
 
 
 def prerun_lines(case_dir: str, req: dict, stop_on_failure: bool = True) -> list[str]:
-    """Shell lines run in the job, on the compute node, after the case directory exists.
+    """Shell lines run in the job, on the compute node, once the case directory exists and its
+    file-system type is noted (base.detect_line): on Lustre, lay it out as asked.
 
     A failed `lfs setstripe` stops the job before the benchmark (its reason in SETSTRIPE_FILE),
     unless the experiment only warns about layouts (stop_on_failure False)."""
     d = shell.path_word(case_dir, "case directory")
-    # findmnt names ext4 as such; stat -f (statfs magic) is the fallback and knows lustre.
-    lines = [f"{{ findmnt -n -o FSTYPE -T {d} 2>/dev/null || stat -f -c %T {d}; }} > {FSTYPE_FILE}"]
+    lines = []
     if req:
         cmd = ""
         if file_layout(req):
@@ -149,19 +146,8 @@ def parse_sections(text: str) -> list[dict]:
     return out
 
 
-def observed(stage: Path, req: dict) -> dict:
-    """What the job saw: the file-system type, and whether the requested striping was applied."""
-    try:
-        fstype = (stage / FSTYPE_FILE).read_text().strip() or "unknown"
-    except OSError:
-        fstype = "unknown"
-    out: dict = {"fs_type": fstype}
-    if not req:
-        return out
-    out["requested"] = req
-    if fstype != "lustre":
-        out.update(applied=False, reason=f"{fstype}: no striping")
-        return out
+def observe(stage: Path, req: dict, out: dict) -> dict:
+    """On Lustre: whether `lfs setstripe` ran, then the layout `lfs getstripe` shows."""
     try:
         log = (stage / SETSTRIPE_FILE).read_text()
     except OSError:
@@ -619,60 +605,39 @@ def compare_layout(req: dict, files: list[dict], ost_count: int | None) -> list[
     return out
 
 
-# --- File-system type, before submission (`iolab plan`) ---
+class Lustre(FileSystem):
+    name = "lustre"
+    prefix = "lustre."
+    observed_key = "lustre"
 
-# statfs f_type values (linux/magic.h; LL_SUPER_MAGIC from lustre_user.h, GPFS from its headers).
-FS_MAGIC = {
-    0x0BD00BD0: "lustre", 0xEF53: "ext4", 0x01021994: "tmpfs", 0x58465342: "xfs", 0x6969: "nfs",
-    0x47504653: "gpfs", 0x794C7630: "overlay", 0x9123683E: "btrfs", 0x2FC12FC1: "zfs",
-    0x19830326: "beegfs", 0x00C36400: "ceph", 0x65735546: "fuse", 0xAAD7AAEA: "panfs",
-    0x858458F6: "ramfs", 0x73717368: "squashfs",
-}
+    def check(self, req: dict) -> str | None:
+        return check_request(req, None)
 
+    def check_at(self, req: dict, base: str) -> str | None:
+        """A stripe count above the OST count, found with `lfs df` where lfs is installed."""
+        import shutil
+        import subprocess
 
-def _statfs_magic(path: str) -> int | None:
-    """statfs(2) f_type: os.statvfs has no f_type, so ask libc directly."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
-    # struct statfs is 120 bytes on 64-bit Linux, with f_type (a native word) first.
-    buf = ctypes.create_string_buffer(256)
-    if libc.statfs(os.fsencode(path), buf) != 0:
-        return None
-    return ctypes.c_long.from_buffer(buf).value & 0xFFFFFFFF
+        if not shutil.which("lfs"):
+            return None
+        df = subprocess.run(["lfs", "df", base], capture_output=True, text=True, timeout=60)
+        try:
+            osts = parse_lfs_df(df.stdout)
+        except ValueError:
+            return None
+        return check_request(req, osts)
 
+    def prerun(self, case_dir: str, req: dict, stop_on_failure: bool) -> list[str]:
+        return prerun_lines(case_dir, req, stop_on_failure)
 
-def _unescape(field: str) -> str:
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+    def postrun(self, case_dir: str, req: dict) -> list[str]:
+        return postrun_lines(case_dir, req)
 
+    def observe(self, stage: Path, req: dict, out: dict) -> dict:
+        return observe(stage, req, out)
 
-def fstype_from_mounts(path: str, mounts: str) -> str | None:
-    """The type of the longest mount point containing `path`, from /proc/mounts text."""
-    best, found = -1, None
-    for line in mounts.splitlines():
-        fields = line.split()
-        if len(fields) < 3:
-            continue
-        point = _unescape(fields[1])
-        # >=: a later mount on the same point hides the earlier one.
-        if (path == point or path.startswith(point.rstrip("/") + "/")) and len(point) >= best:
-            best, found = len(point), fields[2]
-    return found
+    def special_value(self, key: str, value) -> str | None:
+        return "all (-1)" if all_osts(key, value) else None
 
 
-def detect_fstype(path, mounts: str = "/proc/mounts") -> str:
-    """"lustre", "ext4", "nfs", ... for `path` (or its nearest existing parent); "unknown" if unsure."""
-    target = Path(path).resolve()
-    while not target.exists() and target != target.parent:
-        target = target.parent
-    magic = _statfs_magic(str(target))
-    if magic in FS_MAGIC:
-        return FS_MAGIC[magic]
-    try:
-        table = Path(mounts).read_text()
-    except OSError:
-        table = ""
-    return fstype_from_mounts(str(target), table) or "unknown"
+FILE_SYSTEM = Lustre()

@@ -1,18 +1,16 @@
 """Where a case's fresh directory is, and what its file system allows, decided before submission.
 
 Site facts come from the partition's SiteConfig (scratch, burst_buffer, node_local); the
-Lustre checks that can be made from the login node are made here (require_lustre, a stripe
-count above the OST count), the rest in the job (lustre.prerun_lines).
+checks a file system lets the login node make are made here (require_lustre, a stripe count
+above Lustre's OST count), the rest in the job (layer.prerun_lines).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 
-from . import lustre
+from . import base as fs_base
 
 # What a job-time location looks like where a system has none to show (a dry run's preview).
 BURST_BUFFER_PREVIEW = "$DW_JOB_STRIPED"
@@ -23,9 +21,14 @@ class Storage:
     target: str                     # scratch | burst_buffer | node_local
     base: str                       # its root, with job-time variables left for the job
     case_dir: str
-    on_lustre: bool = False         # (probably) on Lustre: job-time paths count as yes
+    fs_type: str | None = None      # as the login node sees it (None: not asked)
+    job_time: bool = False          # a job-time location: taken to be the file system asked for
     unrunnable: list[str] = field(default_factory=list)    # reasons the case cannot run here
     failure: str | None = None      # a request the file system refuses (stripes > OSTs)
+
+    def on(self, fs_type: str) -> bool:
+        """Whether the case directory is (probably) on this file system."""
+        return self.job_time or self.fs_type == fs_type
 
 
 def place(case, site, system: str, *, experiment: str, run_id: str, repetition: int,
@@ -42,21 +45,16 @@ def place(case, site, system: str, *, experiment: str, run_id: str, repetition: 
     base = os.path.expandvars(base)
     out = Storage(target, base, f"{base}/{experiment}/{run_id}/{case.case_id}-r{repetition}",
                   unrunnable=unrunnable)
-    req = case.striping
+    asked = fs_base.requests(case.params)
     if "$" in base:
-        out.on_lustre = True
+        out.job_time = True
         return out
-    if not (req or require_lustre):
+    if not (asked or require_lustre):
         return out
-    fstype = lustre.detect_fstype(base)
-    out.on_lustre = fstype == "lustre"
+    out.fs_type = fstype = fs_base.detect_fstype(base)
     if require_lustre and fstype != "lustre":
         out.unrunnable.append(f"require_lustre: {target} ({base}) is {fstype}, not Lustre")
-    if req and out.on_lustre and shutil.which("lfs"):
-        df = subprocess.run(["lfs", "df", base], capture_output=True, text=True, timeout=60)
-        try:
-            osts = lustre.parse_lfs_df(df.stdout)
-        except ValueError:
-            return out
-        out.failure = lustre.check_request(req, osts)
+    for fs, req in asked:
+        if out.on(fs.name):
+            out.failure = out.failure or fs.check_at(req, base)
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..errors import IolabError
+from ...errors import IolabError
 
 AGGREGATOR_KEYS = ("aggregators", "aggregators_per_node")
 ROMIO_HINTS_FILE = "iolab-romio-hints.txt"
@@ -130,14 +130,14 @@ def _checked(hints: dict[str, str]) -> dict[str, str]:
 
 def romio_hints_file(hints: dict[str, str]) -> str:
     """Content of a ROMIO_HINTS file: one `key value` line per hint."""
-    from ..render import render_template
+    from ...render import render_template
 
     return render_template(ROMIO_TEMPLATE, hints=_checked(hints))
 
 
 def ior_hints_file(hints: dict[str, str]) -> str:
     """Content of an IOR --mpiio.hintsFileName file: `IOR_HINT__MPI__key=value` lines."""
-    from ..render import render_template
+    from ...render import render_template
 
     return render_template(IOR_TEMPLATE, hints=_checked(hints))
 

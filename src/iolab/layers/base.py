@@ -1,0 +1,163 @@
+"""A layer of the I/O stack, as the rest of iolab sees it: what it adds to a case's job, and what
+it reads back of what the system applied.
+
+Planning, observing, records, tables, searches and plots loop over the registered layers
+(layers/registry.py) and know none by name. A layer owns its parameters (the keys that start with
+one of its `prefixes`, or are one of its `keys`), its parts of a record's `observed`, and every
+word about them: the job lines that apply them, the reading of their witnesses, the flags that
+say what was not applied, and the value in effect where it differs from the request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Contribution:
+    """What a layer adds to one case's job. Lines and `prefix` are shell text; `env` holds values
+    (made shell words where they are exported)."""
+
+    start: Any = None                   # what its observation starts from (kept with the plan)
+    case_dir: str | None = None         # where the case's directory is (the storage layer's)
+    spec_options: dict = field(default_factory=dict)    # for the benchmark's run_spec
+    files: dict[str, str] = field(default_factory=dict)  # stage-relative name -> content
+    env: dict[str, str] = field(default_factory=dict)
+    packages: list[str] = field(default_factory=list)   # more the stack must load (modules)
+    prerun: list[str] = field(default_factory=list)     # once the case directory exists
+    postrun: list[str] = field(default_factory=list)    # after the benchmark's end is noted
+    launcher_options: list[str] = field(default_factory=list)
+    prefix: str | None = None           # before the executable, where the launcher cannot
+    unrunnable: list[str] = field(default_factory=list)
+    failure: str | None = None
+
+
+@dataclass(frozen=True)
+class PlanContext:
+    """What a layer may know of the case's job when it contributes."""
+
+    exp: Any
+    site: Any                           # the partition's SiteConfig
+    partition: str                      # its full name
+    run_id: str
+    repetition: int
+    stage: Path
+    dry_run: bool
+    bench: Any = None                   # the benchmark's descriptor
+    policy: Any = None                  # the launcher's policy (rfm/launch.py)
+    stack: Any = None                   # where the binaries come from (layers/software.py)
+    case_dir: str = ""                  # where the storage layer put the case
+
+
+@dataclass(frozen=True)
+class JobView:
+    """What a finished job left for the layers to read."""
+
+    stage: Path
+    stdout: str | None
+    stderr: str | None
+    env: dict[str, str]                 # the values the job exported
+    own_files: list[str]                # iolab's files in the stage directory
+    case_dir: str | None = None         # as the job wrote it down
+    fs_type: str | None = None          # of the case directory, once the storage layer read it
+
+    @property
+    def text(self) -> str:
+        return (self.stdout or "") + "\n" + (self.stderr or "")
+
+
+class Layer:
+    name = ""
+    prefixes: tuple[str, ...] = ()      # parameter keys it owns: those that start so...
+    keys: tuple[str, ...] = ()          # ...and these
+    observed_keys: tuple[str, ...] = ()  # its parts of a record's `observed`
+    raw_files: tuple[str, ...] = ()     # stage files kept with the record
+    compress: tuple[str, ...] = ()      # of those, the ones stored gzipped when large
+    preferred_axes: tuple[str, ...] = ()  # its parameters a plot groups by first
+    effective_axes: tuple[str, ...] = ()  # its parameters whose value in effect a plot draws
+    settings_title: str | None = None   # a plot's word for a set of its parameters
+
+    def owns(self, key: str) -> bool:
+        return key in self.keys or key.startswith(self.prefixes)
+
+    def requested(self, params: dict) -> dict:
+        """Its parameters of a case, as given (prefix kept)."""
+        return {k: v for k, v in params.items() if self.owns(k)}
+
+    # --- before the job
+    def check(self, case) -> str | None:
+        """Why the case's request cannot be made anywhere (None: it can)."""
+        return None
+
+    def request(self, case, ctx: PlanContext) -> Contribution:
+        """Before the benchmark's command is built: what the command needs to know."""
+        return Contribution()
+
+    def wrap(self, case, ctx: PlanContext, spec, start) -> Contribution:
+        """Around the benchmark's command: job lines, environment, launcher options."""
+        return Contribution()
+
+    def placement_keys(self, params: dict) -> list[str]:
+        """Its parameters of a case that decide where a file lives and how it is laid out when
+        it is created: a read must name the same as its write."""
+        return []
+
+    # --- after the job
+    def observe(self, case, start, job: JobView, seen: dict) -> dict:
+        """Its parts of `observed`, read from what the job left (seen: the parts of the layers
+        before it)."""
+        return {}
+
+    def observe_files(self, case, stage: Path) -> dict:
+        """What it can tell from the stage directory alone, for a job that gave no outcome."""
+        return {}
+
+    def file_system(self, observed) -> str | None:
+        """The case directory's file-system type, where this layer read it."""
+        return None
+
+    def failing(self, observed: dict, verify) -> str | None:
+        """A difference that the experiment's `verify` says must fail the case."""
+        return None
+
+    def flags(self, observed: dict) -> list[str]:
+        """Every difference between its request and what was applied, in words."""
+        return []
+
+    def effective(self, observed: dict, key: str):
+        """The value in effect of its parameter `key`, typed as requested; None when the system
+        did not say."""
+        return None
+
+    def not_applied(self, observed: dict, key: str) -> str | None:
+        """Why its parameter `key` was not applied at all (None: it was, or nothing says)."""
+        return None
+
+    def effective_shown(self, observed, key: str):
+        """What a table shows beside the request of `key`: the value in effect, or a word for
+        why there is none to show; None when nothing was asked of the system."""
+        return None
+
+    def special_value(self, key: str, value) -> str | None:
+        """How a value of its parameter reads where it means something other than its number
+        (a stripe count of -1: "all (-1)"); such values sort after the numbers."""
+        return None
+
+    # --- table columns a user may ask for (`iolab table --darshan small_write_pct`)
+    title = ""                          # how tables name its columns ("Darshan")
+
+    def parse_columns(self, text: str) -> list[str]:
+        """Column names from a comma-separated list; an unknown one is an error naming the
+        known ones."""
+        return []
+
+    def column_values(self, observed, names: list[str]) -> list[tuple[str, float, str]]:
+        """(name, value, unit) of each asked column that the record has a number for; a value
+        it cannot give is left out, never 0."""
+        return []
+
+    def reports_effective(self, key: str) -> bool:
+        """Whether tables show, beside this parameter, the value the system used."""
+        return False

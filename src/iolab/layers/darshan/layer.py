@@ -1,0 +1,66 @@
+"""The Darshan layer: the runtime preloaded into the benchmark alone where the experiment or the
+system asks for it (preload.py), and its log read back: a summary, findings, the aggregators it
+saw and a second witness of the layout."""
+
+from __future__ import annotations
+
+from ..base import Contribution, JobView, Layer
+from . import preload
+
+OBSERVED = "darshan"
+
+
+def conf_of(case, ctx):
+    """The experiment's `darshan:` section, else the system's."""
+    return ctx.exp.darshan or ctx.site.darshan
+
+
+class DarshanLayer(Layer):
+    name = "darshan"
+    observed_keys = (OBSERVED,)
+    title = "Darshan"
+    raw_files = (preload.LOG,)
+    compress = (preload.LOG,)
+
+    def request(self, case, ctx) -> Contribution:
+        # Darshan's runtime comes from the stack like a benchmark (its modules, its Spack package)
+        return Contribution(packages=["darshan"] if conf_of(case, ctx).enabled else [])
+
+    def wrap(self, case, ctx, spec, start) -> Contribution:
+        found = preload.preload(conf_of(case, ctx), ctx.stack, spec, ctx.stage, ctx.policy)
+        if found is None:
+            return Contribution()
+        return Contribution(start=found.info, env=found.env, launcher_options=found.launcher_options,
+                            prefix=found.prefix)
+
+    def observe(self, case, start, job: JobView, seen: dict) -> dict:
+        if start is None:
+            return {}
+        return {OBSERVED: preload.observe(start, job.stage, job.own_files, case, seen)}
+
+    def flags(self, observed) -> list[str]:
+        dar = observed.get(OBSERVED) or {}
+        out = []
+        for m in dar.get("lustre_witness") or []:
+            if m["status"] == "changed":
+                out.append(f"Darshan saw {m['key']} {m['observed']} on {m['path']} "
+                           f"(requested {m['requested']})")
+        if dar.get("status") in ("unreadable", "no log"):
+            out.append(f"Darshan log {dar['status']}: {dar.get('reason')}")
+        return out
+
+    def parse_columns(self, text: str) -> list[str]:
+        from .columns import parse_columns
+
+        return parse_columns(text)
+
+    def column_values(self, observed, names: list[str]) -> list[tuple[str, float, str]]:
+        from .columns import COLUMNS, column
+
+        summary = (observed.get(OBSERVED) or {}).get("summary")
+        out = []
+        for name in names:
+            value = column(summary, name) if summary else None
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                out.append((name, float(value), COLUMNS[name].unit))
+        return out

@@ -1,0 +1,157 @@
+"""What every file system module of the storage layer is, and how the job and the login node
+tell which file system a case directory is on.
+
+A file system module (lustre.py; one module per file system) defines FILE_SYSTEM, a FileSystem
+that owns the parameters under its prefix (`lustre.*`): how a request is checked, the job lines
+that apply it where the case directory is of its type, and how its witnesses are read back. On
+any other file system the request is recorded as not applied, with the reason (layer.py).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import os
+import pkgutil
+import re
+import sys
+from functools import cache
+from pathlib import Path
+
+from ... import shell
+
+FSTYPE_FILE = "iolab-fstype.txt"
+NOT_FILE_SYSTEMS = ("base", "layer", "place")  # the modules of this package that are none
+
+
+def detect_line(case_dir: str) -> str:
+    """The job's line that notes the case directory's file-system type in FSTYPE_FILE."""
+    d = shell.path_word(case_dir, "case directory")
+    # findmnt names ext4 as such; stat -f (statfs magic) is the fallback and knows lustre.
+    return f"{{ findmnt -n -o FSTYPE -T {d} 2>/dev/null || stat -f -c %T {d}; }} > {FSTYPE_FILE}"
+
+
+def read_fstype(stage: Path) -> str:
+    try:
+        return (stage / FSTYPE_FILE).read_text().strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+class FileSystem:
+    """A file system that can lay out a case directory as asked."""
+
+    name = ""                   # as the job's detection names it ("lustre")
+    prefix = ""                 # its parameters ("lustre.")
+    observed_key = ""           # its part of a record's `observed`
+
+    def requested(self, params: dict) -> dict:
+        """Its parameters of a case, without the prefix."""
+        return {k.removeprefix(self.prefix): v for k, v in params.items() if k.startswith(self.prefix)}
+
+    def check(self, req: dict) -> str | None:
+        """Why the request cannot be made on any such file system."""
+        return None
+
+    def check_at(self, req: dict, base: str) -> str | None:
+        """Why the request cannot be made at `base`, asked from the login node (None: it can,
+        or this node cannot tell)."""
+        return None
+
+    def prerun(self, case_dir: str, req: dict, stop_on_failure: bool) -> list[str]:
+        return []
+
+    def postrun(self, case_dir: str, req: dict) -> list[str]:
+        return []
+
+    def observe(self, stage: Path, req: dict, out: dict) -> dict:
+        """`out` (fs_type, requested) completed from the job's witnesses: applied, verified,
+        reason, what the layout was."""
+        return out
+
+    def special_value(self, key: str, value) -> str | None:
+        """How a value of its parameter `key` (without the prefix) reads where it is no count."""
+        return None
+
+    def keeps_files(self, req: dict) -> bool:
+        """Whether the benchmark must leave its files for the witnesses to read."""
+        return bool(req)
+
+
+@cache
+def file_systems() -> tuple[FileSystem, ...]:
+    """Every module of this package that defines FILE_SYSTEM, by name."""
+    out = []
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]),
+                       key=lambda m: m.name):
+        if info.name in NOT_FILE_SYSTEMS:
+            continue
+        module = importlib.import_module(f"{__package__}.{info.name}")
+        if isinstance(getattr(module, "FILE_SYSTEM", None), FileSystem):
+            out.append(module.FILE_SYSTEM)
+    return tuple(out)
+
+
+def requests(params: dict) -> list[tuple[FileSystem, dict]]:
+    """The layouts a case asks for, one per file system whose parameters it names."""
+    return [(fs, req) for fs in file_systems() if (req := fs.requested(params))]
+
+
+
+# --- File-system type, before submission (`iolab plan`) ---
+
+# statfs f_type values (linux/magic.h; LL_SUPER_MAGIC from lustre_user.h, GPFS from its headers).
+FS_MAGIC = {
+    0x0BD00BD0: "lustre", 0xEF53: "ext4", 0x01021994: "tmpfs", 0x58465342: "xfs", 0x6969: "nfs",
+    0x47504653: "gpfs", 0x794C7630: "overlay", 0x9123683E: "btrfs", 0x2FC12FC1: "zfs",
+    0x19830326: "beegfs", 0x00C36400: "ceph", 0x65735546: "fuse", 0xAAD7AAEA: "panfs",
+    0x858458F6: "ramfs", 0x73717368: "squashfs",
+}
+
+
+def _statfs_magic(path: str) -> int | None:
+    """statfs(2) f_type: os.statvfs has no f_type, so ask libc directly."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    # struct statfs is 120 bytes on 64-bit Linux, with f_type (a native word) first.
+    buf = ctypes.create_string_buffer(256)
+    if libc.statfs(os.fsencode(path), buf) != 0:
+        return None
+    return ctypes.c_long.from_buffer(buf).value & 0xFFFFFFFF
+
+
+def _unescape(field: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def fstype_from_mounts(path: str, mounts: str) -> str | None:
+    """The type of the longest mount point containing `path`, from /proc/mounts text."""
+    best, found = -1, None
+    for line in mounts.splitlines():
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = _unescape(fields[1])
+        # >=: a later mount on the same point hides the earlier one.
+        if (path == point or path.startswith(point.rstrip("/") + "/")) and len(point) >= best:
+            best, found = len(point), fields[2]
+    return found
+
+
+def detect_fstype(path, mounts: str = "/proc/mounts") -> str:
+    """"lustre", "ext4", "nfs", ... for `path` (or its nearest existing parent); "unknown" if unsure."""
+    target = Path(path).resolve()
+    while not target.exists() and target != target.parent:
+        target = target.parent
+    magic = _statfs_magic(str(target))
+    if magic in FS_MAGIC:
+        return FS_MAGIC[magic]
+    try:
+        table = Path(mounts).read_text()
+    except OSError:
+        table = ""
+    return fstype_from_mounts(str(target), table) or "unknown"

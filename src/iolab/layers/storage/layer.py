@@ -1,0 +1,123 @@
+"""The storage layer: where a case's fresh directory is (`storage`: scratch, burst_buffer,
+node_local) and how its file system lays it out (one module per file system, base.FileSystem).
+
+Only the case directory is laid out, so only the data files the benchmark writes in it inherit
+the layout: iolab's own files and the benchmark's result files stay in the stage directory. A
+request for a file system the case directory is not on is recorded as not applied, with why.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..base import Contribution, JobView, Layer
+from . import base, place
+from .base import file_systems, requests
+
+STORAGE = "storage"
+
+
+def prerun_lines(case_dir: str, params: dict, stop_on_failure: bool = True) -> list[str]:
+    """After the case directory exists: note its file-system type, then lay it out where it is of
+    the type asked for."""
+    lines = [base.detect_line(case_dir)]
+    for fs, req in requests(params):
+        lines += fs.prerun(case_dir, req, stop_on_failure)
+    return lines
+
+
+def observed_layout(fs: base.FileSystem, stage: Path, req: dict) -> dict:
+    """What the job saw of one file system's request: applied, or not and why."""
+    fstype = base.read_fstype(stage)
+    out: dict = {"fs_type": fstype}
+    if not req:
+        return out
+    out["requested"] = req
+    if fstype != fs.name:
+        out.update(applied=False, reason=f"{fstype}: no striping")
+        return out
+    return fs.observe(stage, req, out)
+
+
+class StorageLayer(Layer):
+    name = STORAGE
+    keys = (STORAGE,)
+    observed_keys = (STORAGE,)
+
+    def __init__(self):
+        self.prefixes = tuple(fs.prefix for fs in file_systems())
+        self.observed_keys = (STORAGE, *(fs.observed_key for fs in file_systems()))
+        self.preferred_axes = tuple(f"{fs.prefix}stripe_count" for fs in file_systems())
+
+    def check(self, case) -> str | None:
+        for fs, req in requests(case.params):
+            problem = fs.check(req)
+            if problem:
+                return problem
+        return None
+
+    def request(self, case, ctx) -> Contribution:
+        where = place.place(case, ctx.site, ctx.partition, experiment=ctx.exp.id, run_id=ctx.run_id,
+                            repetition=ctx.repetition, require_lustre=ctx.exp.require_lustre,
+                            dry_run=ctx.dry_run)
+        keep = any(fs.keeps_files(req) and where.on(fs.name) for fs, req in requests(case.params))
+        return Contribution(start=where, case_dir=where.case_dir, spec_options={"keep_files": keep},
+                            unrunnable=list(where.unrunnable), failure=where.failure)
+
+    def wrap(self, case, ctx, spec, start) -> Contribution:
+        stop = ctx.exp.verify.layout == "fail"
+        post = [line for fs, req in requests(case.params) for line in fs.postrun(start.case_dir, req)]
+        return Contribution(prerun=prerun_lines(start.case_dir, case.params, stop), postrun=post)
+
+    def placement_keys(self, params: dict) -> list[str]:
+        return [STORAGE, *sorted(k for k in params if k.startswith(self.prefixes))]
+
+    def observe(self, case, start, job: JobView, seen: dict) -> dict:
+        out = {STORAGE: {"target": case.get(STORAGE, "scratch"), "path": job.case_dir}}
+        return {**out, **self.observe_files(case, job.stage)}
+
+    def observe_files(self, case, stage: Path) -> dict:
+        asked = dict(requests(case.params))
+        return {fs.observed_key: observed_layout(fs, stage, asked.get(fs, {})) for fs in file_systems()}
+
+    def file_system(self, observed) -> str | None:
+        for fs in file_systems():
+            fstype = (observed.get(fs.observed_key) or {}).get("fs_type")
+            if fstype:
+                return fstype
+        return None
+
+    def failing(self, observed, verify) -> str | None:
+        for fs in file_systems():
+            lay = observed.get(fs.observed_key) or {}
+            if verify.layout == "fail" and lay.get("mismatches"):
+                return f"{fs.name.capitalize()} layout not as requested: {lay['reason']}"
+        return None
+
+    def flags(self, observed) -> list[str]:
+        out = []
+        for fs in file_systems():
+            lay = observed.get(fs.observed_key) or {}
+            if lay.get("requested") and lay.get("applied") is False:
+                out.append(f"striping not applied: {lay.get('reason', 'unknown reason')}")
+            elif lay.get("requested") and lay.get("verified") is False:
+                unverified = lay.get("unverified")
+                out.append("striping unverified: " + ", ".join(
+                    f"{u['key']}={u['requested']}" for u in unverified) if unverified
+                    else "striping unverified")
+        return out
+
+    def special_value(self, key: str, value) -> str | None:
+        for fs in file_systems():
+            if key.startswith(fs.prefix):
+                return fs.special_value(key.removeprefix(fs.prefix), value)
+        return None
+
+    def not_applied(self, observed, key: str) -> str | None:
+        for fs in file_systems():
+            if not key.startswith(fs.prefix):
+                continue
+            lay = observed.get(fs.observed_key) or {}
+            if lay.get("requested") and lay.get("applied") is False:
+                return f"striping not applied: {lay.get('reason', 'unknown reason')}"
+        return None
