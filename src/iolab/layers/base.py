@@ -10,7 +10,9 @@ say what was not applied, and the value in effect where it differs from the requ
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +80,18 @@ class Layer:
     preferred_axes: tuple[str, ...] = ()  # its parameters a plot groups by first
     effective_axes: tuple[str, ...] = ()  # its parameters whose value in effect a plot draws
     settings_title: str | None = None   # a plot's word for a set of its parameters
+
+    schema_files: tuple[tuple[str, str], ...] = ()   # (package, file): its schema fragments
+
+    def schema(self) -> dict:
+        """Its part of the experiment schema: the parameters it owns ("properties",
+        "patternProperties" of $defs.params.common) and the $defs they use."""
+        out: dict = {"properties": {}, "patternProperties": {}, "$defs": {}}
+        for package, name in self.schema_files:
+            fragment = json.loads(resources.files(package).joinpath(name).read_text())
+            for key in out:
+                out[key].update(fragment.get(key, {}))
+        return out
 
     def owns(self, key: str) -> bool:
         return key in self.keys or key.startswith(self.prefixes)

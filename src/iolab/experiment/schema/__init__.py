@@ -89,11 +89,20 @@ _Validator = jsonschema.validators.extend(
 
 @functools.cache
 def experiment_schema() -> dict:
-    """experiment.v1.json with each benchmark's parameters ($defs.params.<name>) and the list of
-    benchmarks ($defs.benchmark) taken from the benchmark descriptors (iolab.benchmarks)."""
+    """experiment.v1.json with the parameters every benchmark takes from the stack layers'
+    fragments ($defs.params.common, and the $defs they add), each benchmark's parameters
+    ($defs.params.<name>) and the list of benchmarks ($defs.benchmark) taken from the benchmark
+    descriptors (iolab.benchmarks)."""
     from ... import benchmarks
+    from ...layers.registry import registry
 
     schema = json.loads(resources.files(__package__).joinpath("experiment.v1.json").read_text())
+    common = schema["$defs"]["params"]["common"]
+    for layer in registry():
+        fragment = layer.schema()
+        common["properties"].update(fragment.get("properties", {}))
+        common["patternProperties"].update(fragment.get("patternProperties", {}))
+        schema["$defs"].update(fragment.get("$defs", {}))
     for name, bench in benchmarks.registry().items():
         schema["$defs"]["params"][name] = bench.params_schema
     schema["$defs"]["benchmark"]["enum"] = list(benchmarks.registry())

@@ -19,6 +19,7 @@ class DarshanLayer(Layer):
     name = "darshan"
     observed_keys = (OBSERVED,)
     title = "Darshan"
+    schema_files = ((__package__, "darshan.json"),)
     raw_files = (preload.LOG,)
     compress = (preload.LOG,)
 

@@ -45,6 +45,7 @@ class MpiioLayer(Layer):
     prefixes = (PREFIX,)
     observed_keys = (OBSERVED,)
     settings_title = "MPI-IO hint set"
+    schema_files = ((__package__, "hints.json"),)
     # parameters whose value the MPI library may lower: plots draw the value in effect
     effective_axes = ("mpiio.cb_nodes", "mpiio.aggregators", "mpiio.aggregators_per_node")
     # hints that decide a file's layout when it is created (ROMIO's striping on Lustre)

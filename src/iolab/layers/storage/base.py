@@ -44,6 +44,7 @@ class FileSystem:
     name = ""                   # as the job's detection names it ("lustre")
     prefix = ""                 # its parameters ("lustre.")
     observed_key = ""           # its part of a record's `observed`
+    schema_file = ""            # its parameters' schema, next to its module ("lustre.json")
 
     def requested(self, params: dict) -> dict:
         """Its parameters of a case, without the prefix."""

@@ -45,6 +45,9 @@ class StorageLayer(Layer):
     observed_keys = (STORAGE,)
 
     def __init__(self):
+        package = base.__package__
+        self.schema_files = (*((package, fs.schema_file) for fs in file_systems() if fs.schema_file),
+                             (package, "storage.json"))
         self.prefixes = tuple(fs.prefix for fs in file_systems())
         self.observed_keys = (STORAGE, *(fs.observed_key for fs in file_systems()))
         self.preferred_axes = tuple(f"{fs.prefix}stripe_count" for fs in file_systems())

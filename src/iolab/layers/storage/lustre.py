@@ -609,6 +609,7 @@ class Lustre(FileSystem):
     name = "lustre"
     prefix = "lustre."
     observed_key = "lustre"
+    schema_file = "lustre.json"
 
     def check(self, req: dict) -> str | None:
         return check_request(req, None)
