@@ -253,8 +253,8 @@ def cmd_table(args) -> int:
 
 def cmd_compare(args) -> int:
     from .analysis.compare import Side, compare_by_param, compare_runs, render_comparison
-    from .analysis.published import PREFIX, load_study
-    from .analysis.studies import compare_study, render_study
+    from .analysis.published.study import PREFIX, load_study
+    from .analysis.published.studies import compare_study, render_study
 
     runs = list(args.runs)
 
