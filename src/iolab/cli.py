@@ -91,7 +91,8 @@ def cmd_plan(args) -> int:
     _plan_cost(args, exp, cases, keys)
     if args.suggest_reps:
         from .present.report import render_rep_suggestions, suggest_reps
-        from .results.store import list_runs, results_root
+        from .results.lookup import list_runs
+        from .results.store import results_root
 
         runs = list_runs(results_root(_root()), exp.id)
         chosen = list(exp.report.metrics)
@@ -110,7 +111,8 @@ def cmd_plan(args) -> int:
 def _plan_cost(args, exp, cases, keys) -> None:
     """Node-hours, core-hours, an estimate from earlier runs, peak scratch; --budget refuses."""
     from .analysis import cost
-    from .results.store import list_runs, results_root
+    from .results.lookup import list_runs
+    from .results.store import results_root
 
     try:
         runs = list_runs(results_root(_root()), exp.id)
@@ -146,7 +148,8 @@ def _run_state(exp_id: str, run: str | None, include_imported: bool, set_aside: 
     """The chosen run's state (manifest, records, completeness); a run without a readable
     record is an error, and so is one whose records fail the checks (integrity.py) unless
     `set_aside`."""
-    from .results.store import find_run, results_root
+    from .results.lookup import find_run
+    from .results.store import results_root
     from .results.run import Run
 
     state = Run.load_chain(find_run(results_root(_root()), exp_id, run, include_imported), _root())
@@ -181,7 +184,8 @@ def _pooled(exp_id: str, runs: list[str] | None, since: str | None, include_impo
             set_aside: bool = False):
     """Several runs (each with its continuations) pooled: named ones, or every run since a date
     (YYYY-MM-DD or a UTC time) or a run id."""
-    from .results.store import find_run, list_runs, results_root
+    from .results.lookup import find_run, list_runs
+    from .results.store import results_root
     from .results.run import Run, chain_paths
 
     res = results_root(_root())
@@ -321,7 +325,9 @@ def cmd_import(args) -> int:
 def cmd_darshan(args) -> int:
     from .layers import darshan
     from .layers.darshan import view
-    from .results.store import find_run, is_experiment_id, results_root
+    from .results.lookup import find_run
+    from .results.runfiles import is_experiment_id
+    from .results.store import results_root
     from .results.run import Run
 
     out_dir = Path(args.html) if args.html else None
@@ -372,7 +378,8 @@ def cmd_darshan(args) -> int:
 
 
 def cmd_runs(args) -> int:
-    from .results.store import list_runs, no_runs_error, results_root
+    from .results.lookup import list_runs, no_runs_error
+    from .results.store import results_root
     from .results.run import Run, chain_paths
 
     root = results_root(_root())
@@ -443,7 +450,8 @@ def _integrity_text(run) -> str:
 
 def cmd_verify(args) -> int:
     """Check a run's records (and its continuations'): the digest chain and every record."""
-    from .results.store import RECORDS, find_run, results_root
+    from .results.lookup import find_run
+    from .results.store import RECORDS, results_root
     from .results.run import Run
 
     path = find_run(results_root(_root()), args.experiment, args.run, True)
@@ -468,7 +476,8 @@ def cmd_status(args) -> int:
     """How far a run (with its continuations) is; --watch repeats until it ends."""
     import time
 
-    from .results.store import find_run, results_root
+    from .results.lookup import find_run
+    from .results.store import results_root
     from .results.run import Run
 
     watch = _seconds("--watch", args.watch) if args.watch is not None else None
@@ -544,7 +553,8 @@ def cmd_reproduce(args) -> int:
 
     from .analysis import campaign
     from .analysis.compare import Side, compare_runs, render_comparison
-    from .results.store import find_run, results_root
+    from .results.lookup import find_run
+    from .results.store import results_root
     from .results.run import Run
 
     root = _root()
@@ -604,7 +614,8 @@ def cmd_resume(args) -> int:
     """Run the jobs of a run's chain that have no ok record, as a continuation of it."""
 
     from .analysis import campaign
-    from .results.store import find_run, results_root
+    from .results.lookup import find_run
+    from .results.store import results_root
     from .results.run import Run
 
     root = _root()
@@ -651,7 +662,8 @@ def cmd_search(args) -> int:
     """Rounds of a search through ReFrame, then its answer."""
     from .analysis import campaign
     from .experiment.load import load_experiment
-    from .results.store import find_run, results_root
+    from .results.lookup import find_run
+    from .results.store import results_root
     from .results.run import Run
     from .analysis.search import report_run, run_search, search_chain
 
@@ -680,7 +692,8 @@ def cmd_search(args) -> int:
 
 def cmd_search_report(args) -> int:
     """A search's answer: the best setting found with its interval, the runner-up, the model."""
-    from .results.store import find_run, results_root
+    from .results.lookup import find_run
+    from .results.store import results_root
     from .results.run import Run
     from .analysis.search import report_run
 

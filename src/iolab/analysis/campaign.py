@@ -72,7 +72,8 @@ def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None
     import sys
     import tempfile
 
-    from ..results.store import holding, list_runs, results_root
+    from ..results.lookup import list_runs
+    from ..results.store import holding, results_root
     from ..rfm.shims import class_name
 
     res = results_root(root)
@@ -259,7 +260,7 @@ def reproduction_project(run: Run, checkout: Path, into: Path) -> Path:
 
 def reproduce_differences(run: Run, checkout: Path) -> list[str]:
     """What a re-run here cannot keep as it was: the code, the host, a binary."""
-    from ..results.store import git_state, host_info
+    from ..results.provenance import git_state, host_info
 
     out = []
     then, now = run.manifest.git, git_state(checkout).get("git")

@@ -22,7 +22,7 @@ from ..errors import IolabError
 from .published.study import coerce_param
 from ..results.record import Manifest, Record
 from ..present.report import fmt_mean_ci, fmt_value, metric_label, param_label, tables_from
-from ..results.store import case_index, same_case
+from ..results.upgrade import current_ids
 from ..results.run import Run
 
 TIME_UNITS = ("s", "ms", "us", "ns")
@@ -221,15 +221,15 @@ def compare_runs(a: Side, b: Side, metrics: list[str] | None = None) -> Comparis
         tb = tables_b.get(ta.part)
         rows_b = {r.case_id: r for r in tb.rows} if tb else {}
         # runs recorded with 8-digit case ids pair with the same cases' 16-digit ids
-        index_b = case_index(rows_b)
-        matched_b = {same_case(r.case_id, index_b) for r in ta.rows}
+        in_b = current_ids(rows_b)
+        matched_b = {in_b(r.case_id) for r in ta.rows}
         only_b = [cid for cid in rows_b if cid not in matched_b]
         if only_b:
             context.append(f"{ta.part}: {len(only_b)} case(s) only in {b.label}: {', '.join(only_b)}")
         for m in ta.metrics:
             pairs = []
             for ra in ta.rows:
-                rb = rows_b.get(same_case(ra.case_id, index_b) or "")
+                rb = rows_b.get(in_b(ra.case_id) or "")
                 sa = ra.cells[m].summary
                 sb = rb.cells[m].summary if rb is not None and m in rb.cells else stats.summarize([])
                 notes = list(run_notes) + flag_notes(a.label, ra)

@@ -705,7 +705,8 @@ def space_bench(space: Space, p: Point) -> str:
 def search_chain(root, exp_id: str):
     """The latest search of `exp_id` (its first run and continuations), or None."""
     from ..results.record import Manifest
-    from ..results.store import list_runs, read_manifest, results_root
+    from ..results.lookup import list_runs
+    from ..results.store import read_manifest, results_root
     from ..results.run import Run
 
     for path in reversed(list_runs(results_root(root), exp_id)):

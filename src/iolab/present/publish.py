@@ -49,7 +49,8 @@ from ..experiment.reportspec import StudyLink
 from ..results.run import Run
 from ..analysis.published.studies import compare_study, study_blocks
 from .report import LEGEND, NOISY_MARK, OUTLIER_MARK, render, table_rows, tables_from
-from ..results.store import find_run, write_all
+from ..results.lookup import find_run
+from ..results.store import write_all
 
 MARKER = ".iolab-publish.json"
 PLOTS_DIR = "plots"

@@ -498,18 +498,18 @@ def suggest_reps(run_paths, cases, planned: int, target_pct: float,
                  metrics: dict[str, list[str]] | None = None) -> list[RepSuggestion]:
     """Per case and metric: repetitions for a 95% CI half-width of target_pct % of the mean,
     from the values of earlier runs of the same case ids."""
-    from ..results.store import case_index, same_case
+    from ..results.upgrade import current_ids
     from ..results.run import Run
 
     target = target_pct / 100
     wanted = {c.case_id: c for c in cases}
-    index = case_index(wanted)          # earlier runs may have recorded 8-digit ids
+    current = current_ids(wanted)       # earlier runs may have recorded 8-digit ids
     values: dict[tuple[str, str], list[float]] = {}
     units: dict[str, str] = {}
     runs: dict[tuple[str, str], set] = {}
     for path in run_paths:
         for rec in Run.load(path).records:
-            case = wanted.get(same_case(rec.case_id, index) or "")
+            case = wanted.get(current(rec.case_id) or "")
             if case is None or not rec.ok:
                 continue
             names = (metrics or {}).get(case.benchmark) or default_metrics(case.benchmark)
