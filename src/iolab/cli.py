@@ -13,7 +13,7 @@ from .errors import IolabError
 
 
 def _root() -> Path:
-    from .render import project_root
+    from .project import project_root
 
     return project_root()
 

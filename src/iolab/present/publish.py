@@ -605,7 +605,7 @@ def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, for
             include_imported: bool = False, set_aside: bool = False) -> Published:
     """Write the static report of an experiment's run(s) into `out` (see the module docstring).
     `results` defaults to results.results_root (IOLAB_RESULTS, else <project>/results)."""
-    from ..render import project_root as default_root
+    from ..project import project_root as default_root
     from ..results.store import results_root
 
     root = project_root or default_root()

@@ -11,7 +11,7 @@ from ..errors import IolabError
 from ..experiment.load import type_param_text
 from ..experiment.matrix import case_id, defaults
 from .record import SCHEMA, Manifest, Observed, Provenance, Record
-from ..render import project_root
+from ..project import project_root
 from .provenance import host_info, sha256_file, utcnow
 from .runfiles import check_experiment_id, new_run_id
 from .store import MAX_IMPORT_BYTES, RunDir, readable_file, results_root

@@ -50,7 +50,7 @@ def no_runs_error(root: Path, experiment_id: str) -> IolabError:
     if (Path(root) / experiment_id).is_dir():
         return IolabError(f"no results for experiment {experiment_id!r} under {root}: its directory "
                           "holds no runs", hint="run it with reframe first, or `iolab import`")
-    from ..render import project_root
+    from ..project import project_root
 
     defined = sorted(p.stem for p in (project_root() / "experiments").glob("*.yaml"))
     near = [n for n in difflib.get_close_matches(experiment_id, known or defined, n=2)
