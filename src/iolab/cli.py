@@ -90,7 +90,7 @@ def cmd_plan(args) -> int:
               "the whole grid's, which `reframe -r` runs")
     _plan_cost(args, exp, cases, keys)
     if args.suggest_reps:
-        from .present.report import render_rep_suggestions, suggest_reps
+        from .analysis.repetitions import render_rep_suggestions, suggest_reps
         from .results.lookup import list_runs
         from .results.store import results_root
 
