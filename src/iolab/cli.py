@@ -45,10 +45,11 @@ def cmd_validate(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from .benchmarks import get as get_benchmark
+    from .analysis import planning
     from .experiment.load import load_experiment
-    from .experiment.matrix import describe, expand, varied_keys
-    from .experiment.units import format_bytes_human
+    from .experiment.matrix import expand, varied_keys
+    from .results.lookup import list_runs
+    from .results.store import results_root
 
     if not 0 < args.target_ci <= 100:            # false for nan too
         raise IolabError(f"--target-ci {args.target_ci:g}: give a percentage above 0, at most 100")
@@ -56,77 +57,24 @@ def cmd_plan(args) -> int:
         raise IolabError(f"--budget {args.budget:g}: give a positive number of node-hours")
     exp = load_experiment(_experiment_path(args.experiment), args.profile)
     cases = expand(exp)
-    print(f"{exp.id}: {exp.description.strip()}")
-    if exp.source:
-        print(f"source: {exp.source}")
-    print(f"profile: {exp.profile or '(base)'}  repetitions: {exp.repetitions}")
-    print()
-    rows = []
-    total = 0
-    parts = list(dict.fromkeys(c.part for c in cases))
     # Keys that vary anywhere in the experiment (storage between parts, say): two cases of two
     # parts never look the same.
     keys = varied_keys(cases)
-    for c in cases:
-        nbytes = get_benchmark(c.benchmark).bytes_written(c)
-        total += nbytes * exp.repetitions
-        rows.append([c.case_id, *([c.part] if len(parts) > 1 else []), c.benchmark, str(c.num_tasks),
-                     format_bytes_human(nbytes), describe(c, keys) or "-"])
-    header = ["case", *(["part"] if len(parts) > 1 else []), "bench", "tasks", "writes/case", "parameters"]
-    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
     # One write for the table: a print per case costs a system call each where stdout is unbuffered.
-    sys.stdout.write("".join("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() + "\n"
-                             for r in [header] + rows))
-    print()
-    print(f"cases: {len(cases)}  jobs: {len(cases) * exp.repetitions}  "
-          f"bytes written: {format_bytes_human(total)} ({total} B)")
-    if exp.search is not None:
-        s = exp.search
-        jobs = s.budget * s.repetitions
-        grid = len(cases) * s.repetitions
-        print(f"search: {s.strategy}, {s.direction} {s.objective}: at most {min(jobs, grid)} jobs "
-              f"({s.budget} cases' worth x {s.repetitions} repetitions) of the grid's "
-              f"{grid} with `iolab search {exp.id}`; the figures above are "
-              "the whole grid's, which `reframe -r` runs")
-    _plan_cost(args, exp, cases, keys)
-    if args.suggest_reps:
-        from .analysis.repetitions import render_rep_suggestions, suggest_reps
-        from .results.lookup import list_runs
-        from .results.store import results_root
-
-        runs = list_runs(results_root(_root()), exp.id)
-        chosen = list(exp.report.metrics)
-        rows = suggest_reps(runs, cases, exp.repetitions, args.target_ci,
-                            {b: chosen for b in exp.benchmarks} if chosen else None)
-        print()
-        print(render_rep_suggestions(rows, exp.id, len(runs), args.target_ci, exp.repetitions))
-        if any(r.suggested is not None for r in rows):
-            from .analysis.cost import suggestion_node_hours
-
-            hours = suggestion_node_hours(rows, {c.case_id: c for c in cases})
-            print(f"  the suggested repetitions cost {hours:.2f} node-hours at the time limits")
-    return 0
-
-
-def _plan_cost(args, exp, cases, keys) -> None:
-    """Node-hours, core-hours, an estimate from earlier runs, peak scratch; --budget refuses."""
-    from .analysis import cost
-    from .results.lookup import list_runs
-    from .results.store import results_root
-
+    sys.stdout.write(planning.overview(exp, cases, keys))
     try:
         runs = list_runs(results_root(_root()), exp.id)
     except IolabError:
         runs = []
-    spent = cost.plan_cost(cases, exp.repetitions, cost.durations(runs, cases) if runs else None)
+    spent = planning.plan_cost(exp, cases, runs)
     for line in spent.lines(len(cases)):
         print(line)
-    if args.budget is not None and spent.node_hours > args.budget:
-        trims = cost.trim_suggestions(cases, spent, keys, exp.repetitions)
-        raise IolabError(f"the plan needs {spent.node_hours:.2f} node-hours at its time limits, over the "
-                         f"budget of {args.budget:g}",
-                         hint="trim an axis (largest saving first): " + "; ".join(trims[:3])
-                              if trims else "shorten job.time_limit")
+    planning.check_budget(exp, cases, keys, spent, args.budget)
+    if args.suggest_reps:
+        runs = list_runs(results_root(_root()), exp.id)
+        print()
+        print(planning.suggestions(exp, cases, runs, args.target_ci))
+    return 0
 
 
 def cmd_render(args) -> int:
