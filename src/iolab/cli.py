@@ -271,57 +271,27 @@ def cmd_import(args) -> int:
 
 
 def cmd_darshan(args) -> int:
-    from .layers import darshan
-    from .layers.darshan import view
+    from .present import darshan
     from .results.lookup import find_run
     from .results.runfiles import is_experiment_id
     from .results.store import results_root
     from .results.run import Run
 
     out_dir = Path(args.html) if args.html else None
-    shown = []
     status = 0
     target = args.targets[0]
     if len(args.targets) > 1 or Path(target).exists() or not is_experiment_id(target):
         # Any Darshan logs, e.g. from production jobs. Every log is shown; one that cannot be
         # read makes the exit status 1.
-        for target in args.targets:
-            summary = darshan.summarize(target)
-            found = darshan.findings(summary, {}) if summary["status"] == "ok" else []
-            shown.append({"log": target, "summary": summary, "findings": found})
-            if summary["status"] != "ok":
-                print(f"iolab: {target}: {summary['status']}: {summary.get('reason')}", file=sys.stderr)
-                status = 1
-            elif out_dir:
-                shown[-1]["html"] = str(darshan.html_report(target, out_dir))
+        shown, status = darshan.of_logs(args.targets, out_dir, lambda line: print(line, file=sys.stderr))
     else:
         run = Run.load(find_run(results_root(_root()), target, args.run, args.include_imported))
-        recs = [r for r in run.records if r.observed.darshan
-                and (args.case is None or r.case_id.startswith(args.case)
-                     or (len(r.case_id) == 8 and args.case.startswith(r.case_id)))]
-        if not recs:
-            raise IolabError(f"run {run.run_id} has no Darshan data"
-                             + (f" for case {args.case}" if args.case else ""),
-                             hint="enable it with darshan: {enabled: true} or IOLAB_DARSHAN=1")
-        work = view.scratch_dir()
-        for rec in recs:
-            dar = rec.observed.darshan
-            item = {"case_id": rec.case_id, "repetition": rec.repetition,
-                    "summary": dar.get("summary") or {"status": dar["status"], "reason": dar.get("reason")},
-                    "findings": dar.get("findings", []), "aggregators": dar.get("aggregators")}
-            log = view.stored_log(run.path, rec) if out_dir else None     # read only for a page
-            if log is not None and dar.get("status") == "ok":
-                item["html"] = str(darshan.html_report(view.readable_copy(log, work),
-                                                       out_dir / f"{rec.case_id}-rep{rec.repetition}"))
-            shown.append(item)
+        shown = darshan.of_run(run, args.case, out_dir)
     if args.json:
         print(json.dumps(shown, indent=2, default=str))
         return status
-    for item in shown:
-        title = item.get("log") or f"case {item['case_id']} rep {item['repetition']}"
-        print(view.render(title, item["summary"], item["findings"], item.get("aggregators")))
-        if item.get("html"):
-            print(f"   job summary: {item['html']}")
+    for text in darshan.render(shown):
+        print(text)
     return status
 
 

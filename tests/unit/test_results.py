@@ -397,6 +397,15 @@ def test_old_eight_digit_case_ids_name_the_same_cases_as_new_ones():
     assert old("abcdefab00000000") is None
 
 
+def test_a_case_given_by_hand_names_old_and_new_ids():
+    from iolab.results.upgrade import names_case
+
+    assert names_case("1234", "12345678aaaaaaaa") and names_case("1234", "12345678")
+    assert names_case("12345678aaaaaaaa", "12345678"), "an old run's id is the new id's prefix"
+    assert not names_case("1234567800", "12345678aaaaaaaa")
+    assert not names_case("12345678aaaaaaaa", "12345678bbbbbbbb")
+
+
 def test_an_untracked_experiment_makes_the_tree_dirty(tmp_path):
     """git status --untracked-files=no would say clean: the run's own YAML is not in git."""
     import subprocess

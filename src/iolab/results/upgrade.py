@@ -42,3 +42,9 @@ def current_ids(case_ids: Iterable[str]) -> Callable[[str], str | None]:
     16-digit one), or None."""
     index = _case_index(case_ids)
     return lambda case_id: _same_case(case_id, index)
+
+
+def names_case(given: str, recorded: str) -> bool:
+    """A case id given by hand (a case id or its prefix) names the recorded case: the recorded
+    id starts with it, or, in a run recorded with old 8-digit ids, it starts with the old id."""
+    return recorded.startswith(given) or (len(recorded) == OLD_CASE_ID_DIGITS and given.startswith(recorded))
