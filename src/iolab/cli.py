@@ -467,10 +467,8 @@ def _record_arg(spec: str) -> dict:
 
 def cmd_reproduce(args) -> int:
     """Re-run one recorded case from what its run stored, then set the new result against it."""
-    import tempfile
-
     from .analysis import campaign
-    from .analysis.compare import Side, compare_runs, render_comparison
+    from .analysis.compare import render_comparison
     from .results.lookup import find_run
     from .results.store import results_root
     from .results.run import Run
@@ -487,44 +485,23 @@ def cmd_reproduce(args) -> int:
     else:
         if not (args.experiment and args.run and args.case):
             raise IolabError("give ID RUN CASE (and --rep N), or --record FILE|- with a record line")
-        exp_id, run_id, case_id, reps = args.experiment, args.run, args.case, None
+        exp_id, run_id, case_id = args.experiment, args.run, args.case
+        reps = [args.rep] if args.rep is not None else None
     run = Run.load(find_run(res, exp_id, run_id, True), root)
     run.vouch()     # the original is what the reproduction is set against: its records must hold
-    recs = [r for r in run.records if r.case_id == case_id or r.case_id.startswith(case_id)]
-    if not {r.case_id for r in recs}:
-        raise IolabError(f"run {run.run_id} has no case {case_id!r}",
-                         hint="cases: " + ", ".join(sorted({r.case_id for r in run.records}))[:300])
-    if len({r.case_id for r in recs}) > 1:
-        raise IolabError(f"case {case_id!r} is ambiguous in run {run.run_id}: give more digits")
-    part, case_id = recs[0].part, recs[0].case_id
-    # recorded, or planned without a record yet
-    has = sorted({r.repetition for r in recs}
-                 | {rep for _p, cid, rep in run.missing if cid == case_id and type(rep) is int})
-    reps = reps or ([args.rep] if args.rep is not None else has)
-    for rep in reps:
-        if rep not in has:
-            raise IolabError(f"{'the record' if args.record else '--rep'}: repetition {rep} is not one "
-                             f"of run {run.run_id}'s for case {case_id} (it has "
-                             f"{', '.join(map(str, has))})")
+    job = campaign.Reproduction.of(run, case_id, reps, "the record" if args.record else "--rep")
     differ = campaign.reproduce_differences(run, root)
     for line in differ:
         print(f"iolab: warning: {line}", file=sys.stderr)
     config, system = (Path(args.config), None) if args.config else campaign.config_for(run, root)
-    cont = campaign.Continuation(exp_id, run.run_id, run.run_id, run.manifest.profile,
-                                 [[part, case_id, r] for r in reps], differ, kind="reproduce")
-    print(f"reproducing {exp_id} run {run.run_id} case {case_id} rep {', '.join(map(str, reps))} "
+    cont = job.continuation(differ)
+    print(f"reproducing {exp_id} run {run.run_id} case {job.case_id} rep {', '.join(map(str, job.reps))} "
           f"on {system or config.stem}, profile {run.manifest.profile or '(base)'}")
-    with tempfile.TemporaryDirectory(prefix="iolab-reproduce-") as tmp:
-        project = campaign.reproduction_project(run, root, Path(tmp) / "project")
-        status, new = campaign.run_reframe(root, cont, config, None if args.config else system,
-                                           cwd=project, env_changes={"IOLAB_RESULTS": str(res),
-                                                                     "IOLAB_ROOT": None})
+    status, new = job.rerun(root, res, cont, config, system)
     if new is None:
         print(f"iolab: error: reframe made no run (exit status {status})", file=sys.stderr)
         return status or 1
-    again = Run.load(new, root)
-    print(render_comparison(compare_runs(Side("original", run.with_records(recs)),
-                                         Side("reproduced", again))))
+    print(render_comparison(job.compared(Run.load(new, root))))
     return status
 
 
