@@ -13,7 +13,7 @@ from .errors import IolabError
 
 
 def _root() -> Path:
-    from .render import project_root
+    from .project import project_root
 
     return project_root()
 
@@ -45,10 +45,11 @@ def cmd_validate(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from .benchmarks import get as get_benchmark
+    from .analysis import planning
     from .experiment.load import load_experiment
-    from .experiment.matrix import describe, expand, varied_keys
-    from .experiment.units import format_bytes_human
+    from .experiment.matrix import expand, varied_keys
+    from .results.lookup import list_runs
+    from .results.store import results_root
 
     if not 0 < args.target_ci <= 100:            # false for nan too
         raise IolabError(f"--target-ci {args.target_ci:g}: give a percentage above 0, at most 100")
@@ -56,75 +57,24 @@ def cmd_plan(args) -> int:
         raise IolabError(f"--budget {args.budget:g}: give a positive number of node-hours")
     exp = load_experiment(_experiment_path(args.experiment), args.profile)
     cases = expand(exp)
-    print(f"{exp.id}: {exp.description.strip()}")
-    if exp.source:
-        print(f"source: {exp.source}")
-    print(f"profile: {exp.profile or '(base)'}  repetitions: {exp.repetitions}")
-    print()
-    rows = []
-    total = 0
-    parts = list(dict.fromkeys(c.part for c in cases))
     # Keys that vary anywhere in the experiment (storage between parts, say): two cases of two
     # parts never look the same.
     keys = varied_keys(cases)
-    for c in cases:
-        nbytes = get_benchmark(c.benchmark).bytes_written(c)
-        total += nbytes * exp.repetitions
-        rows.append([c.case_id, *([c.part] if len(parts) > 1 else []), c.benchmark, str(c.num_tasks),
-                     format_bytes_human(nbytes), describe(c, keys) or "-"])
-    header = ["case", *(["part"] if len(parts) > 1 else []), "bench", "tasks", "writes/case", "parameters"]
-    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
     # One write for the table: a print per case costs a system call each where stdout is unbuffered.
-    sys.stdout.write("".join("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() + "\n"
-                             for r in [header] + rows))
-    print()
-    print(f"cases: {len(cases)}  jobs: {len(cases) * exp.repetitions}  "
-          f"bytes written: {format_bytes_human(total)} ({total} B)")
-    if exp.search is not None:
-        s = exp.search
-        jobs = s.budget * s.repetitions
-        grid = len(cases) * s.repetitions
-        print(f"search: {s.strategy}, {s.direction} {s.objective}: at most {min(jobs, grid)} jobs "
-              f"({s.budget} cases' worth x {s.repetitions} repetitions) of the grid's "
-              f"{grid} with `iolab search {exp.id}`; the figures above are "
-              "the whole grid's, which `reframe -r` runs")
-    _plan_cost(args, exp, cases, keys)
-    if args.suggest_reps:
-        from .present.report import render_rep_suggestions, suggest_reps
-        from .results.store import list_runs, results_root
-
-        runs = list_runs(results_root(_root()), exp.id)
-        chosen = list(exp.report.metrics)
-        rows = suggest_reps(runs, cases, exp.repetitions, args.target_ci,
-                            {b: chosen for b in exp.benchmarks} if chosen else None)
-        print()
-        print(render_rep_suggestions(rows, exp.id, len(runs), args.target_ci, exp.repetitions))
-        if any(r.suggested is not None for r in rows):
-            from .analysis.cost import suggestion_node_hours
-
-            hours = suggestion_node_hours(rows, {c.case_id: c for c in cases})
-            print(f"  the suggested repetitions cost {hours:.2f} node-hours at the time limits")
-    return 0
-
-
-def _plan_cost(args, exp, cases, keys) -> None:
-    """Node-hours, core-hours, an estimate from earlier runs, peak scratch; --budget refuses."""
-    from .analysis import cost
-    from .results.store import list_runs, results_root
-
+    sys.stdout.write(planning.overview(exp, cases, keys))
     try:
         runs = list_runs(results_root(_root()), exp.id)
     except IolabError:
         runs = []
-    spent = cost.plan_cost(cases, exp.repetitions, cost.durations(runs, cases) if runs else None)
+    spent = planning.plan_cost(exp, cases, runs)
     for line in spent.lines(len(cases)):
         print(line)
-    if args.budget is not None and spent.node_hours > args.budget:
-        trims = cost.trim_suggestions(cases, spent, keys, exp.repetitions)
-        raise IolabError(f"the plan needs {spent.node_hours:.2f} node-hours at its time limits, over the "
-                         f"budget of {args.budget:g}",
-                         hint="trim an axis (largest saving first): " + "; ".join(trims[:3])
-                              if trims else "shorten job.time_limit")
+    planning.check_budget(exp, cases, keys, spent, args.budget)
+    if args.suggest_reps:
+        runs = list_runs(results_root(_root()), exp.id)
+        print()
+        print(planning.suggestions(exp, cases, runs, args.target_ci))
+    return 0
 
 
 def cmd_render(args) -> int:
@@ -146,7 +96,8 @@ def _run_state(exp_id: str, run: str | None, include_imported: bool, set_aside: 
     """The chosen run's state (manifest, records, completeness); a run without a readable
     record is an error, and so is one whose records fail the checks (integrity.py) unless
     `set_aside`."""
-    from .results.store import find_run, results_root
+    from .results.lookup import find_run
+    from .results.store import results_root
     from .results.run import Run
 
     state = Run.load_chain(find_run(results_root(_root()), exp_id, run, include_imported), _root())
@@ -181,7 +132,8 @@ def _pooled(exp_id: str, runs: list[str] | None, since: str | None, include_impo
             set_aside: bool = False):
     """Several runs (each with its continuations) pooled: named ones, or every run since a date
     (YYYY-MM-DD or a UTC time) or a run id."""
-    from .results.store import find_run, list_runs, results_root
+    from .results.lookup import find_run, list_runs
+    from .results.store import results_root
     from .results.run import Run, chain_paths
 
     res = results_root(_root())
@@ -253,8 +205,8 @@ def cmd_table(args) -> int:
 
 def cmd_compare(args) -> int:
     from .analysis.compare import Side, compare_by_param, compare_runs, render_comparison
-    from .analysis.published import PREFIX, load_study
-    from .analysis.studies import compare_study, render_study
+    from .analysis.published.study import PREFIX, load_study
+    from .analysis.published.studies import compare_study, render_study
 
     runs = list(args.runs)
 
@@ -319,60 +271,33 @@ def cmd_import(args) -> int:
 
 
 def cmd_darshan(args) -> int:
-    from .layers import darshan
-    from .layers.darshan import view
-    from .results.store import find_run, is_experiment_id, results_root
+    from .present import darshan
+    from .results.lookup import find_run
+    from .results.runfiles import is_experiment_id
+    from .results.store import results_root
     from .results.run import Run
 
     out_dir = Path(args.html) if args.html else None
-    shown = []
     status = 0
     target = args.targets[0]
     if len(args.targets) > 1 or Path(target).exists() or not is_experiment_id(target):
         # Any Darshan logs, e.g. from production jobs. Every log is shown; one that cannot be
         # read makes the exit status 1.
-        for target in args.targets:
-            summary = darshan.summarize(target)
-            found = darshan.findings(summary, {}) if summary["status"] == "ok" else []
-            shown.append({"log": target, "summary": summary, "findings": found})
-            if summary["status"] != "ok":
-                print(f"iolab: {target}: {summary['status']}: {summary.get('reason')}", file=sys.stderr)
-                status = 1
-            elif out_dir:
-                shown[-1]["html"] = str(darshan.html_report(target, out_dir))
+        shown, status = darshan.of_logs(args.targets, out_dir, lambda line: print(line, file=sys.stderr))
     else:
         run = Run.load(find_run(results_root(_root()), target, args.run, args.include_imported))
-        recs = [r for r in run.records if r.observed.get("darshan")
-                and (args.case is None or r.case_id.startswith(args.case)
-                     or (len(r.case_id) == 8 and args.case.startswith(r.case_id)))]
-        if not recs:
-            raise IolabError(f"run {run.run_id} has no Darshan data"
-                             + (f" for case {args.case}" if args.case else ""),
-                             hint="enable it with darshan: {enabled: true} or IOLAB_DARSHAN=1")
-        work = view.scratch_dir()
-        for rec in recs:
-            dar = rec.observed.get("darshan")
-            item = {"case_id": rec.case_id, "repetition": rec.repetition,
-                    "summary": dar.get("summary") or {"status": dar["status"], "reason": dar.get("reason")},
-                    "findings": dar.get("findings", []), "aggregators": dar.get("aggregators")}
-            log = view.stored_log(run.path, rec) if out_dir else None     # read only for a page
-            if log is not None and dar.get("status") == "ok":
-                item["html"] = str(darshan.html_report(view.readable_copy(log, work),
-                                                       out_dir / f"{rec.case_id}-rep{rec.repetition}"))
-            shown.append(item)
+        shown = darshan.of_run(run, args.case, out_dir)
     if args.json:
         print(json.dumps(shown, indent=2, default=str))
         return status
-    for item in shown:
-        title = item.get("log") or f"case {item['case_id']} rep {item['repetition']}"
-        print(view.render(title, item["summary"], item["findings"], item.get("aggregators")))
-        if item.get("html"):
-            print(f"   job summary: {item['html']}")
+    for text in darshan.render(shown):
+        print(text)
     return status
 
 
 def cmd_runs(args) -> int:
-    from .results.store import list_runs, no_runs_error, results_root
+    from .results.lookup import list_runs, no_runs_error
+    from .results.store import results_root
     from .results.run import Run, chain_paths
 
     root = results_root(_root())
@@ -443,7 +368,8 @@ def _integrity_text(run) -> str:
 
 def cmd_verify(args) -> int:
     """Check a run's records (and its continuations'): the digest chain and every record."""
-    from .results.store import RECORDS, find_run, results_root
+    from .results.lookup import find_run
+    from .results.store import RECORDS, results_root
     from .results.run import Run
 
     path = find_run(results_root(_root()), args.experiment, args.run, True)
@@ -468,7 +394,8 @@ def cmd_status(args) -> int:
     """How far a run (with its continuations) is; --watch repeats until it ends."""
     import time
 
-    from .results.store import find_run, results_root
+    from .results.lookup import find_run
+    from .results.store import results_root
     from .results.run import Run
 
     watch = _seconds("--watch", args.watch) if args.watch is not None else None
@@ -540,11 +467,10 @@ def _record_arg(spec: str) -> dict:
 
 def cmd_reproduce(args) -> int:
     """Re-run one recorded case from what its run stored, then set the new result against it."""
-    import tempfile
-
     from .analysis import campaign
-    from .analysis.compare import Side, compare_runs, render_comparison
-    from .results.store import find_run, results_root
+    from .analysis.compare import render_comparison
+    from .results.lookup import find_run
+    from .results.store import results_root
     from .results.run import Run
 
     root = _root()
@@ -559,44 +485,23 @@ def cmd_reproduce(args) -> int:
     else:
         if not (args.experiment and args.run and args.case):
             raise IolabError("give ID RUN CASE (and --rep N), or --record FILE|- with a record line")
-        exp_id, run_id, case_id, reps = args.experiment, args.run, args.case, None
+        exp_id, run_id, case_id = args.experiment, args.run, args.case
+        reps = [args.rep] if args.rep is not None else None
     run = Run.load(find_run(res, exp_id, run_id, True), root)
     run.vouch()     # the original is what the reproduction is set against: its records must hold
-    recs = [r for r in run.records if r.case_id == case_id or r.case_id.startswith(case_id)]
-    if not {r.case_id for r in recs}:
-        raise IolabError(f"run {run.run_id} has no case {case_id!r}",
-                         hint="cases: " + ", ".join(sorted({r.case_id for r in run.records}))[:300])
-    if len({r.case_id for r in recs}) > 1:
-        raise IolabError(f"case {case_id!r} is ambiguous in run {run.run_id}: give more digits")
-    part, case_id = recs[0].part, recs[0].case_id
-    # recorded, or planned without a record yet
-    has = sorted({r.repetition for r in recs}
-                 | {rep for _p, cid, rep in run.missing if cid == case_id and type(rep) is int})
-    reps = reps or ([args.rep] if args.rep is not None else has)
-    for rep in reps:
-        if rep not in has:
-            raise IolabError(f"{'the record' if args.record else '--rep'}: repetition {rep} is not one "
-                             f"of run {run.run_id}'s for case {case_id} (it has "
-                             f"{', '.join(map(str, has))})")
+    job = campaign.Reproduction.of(run, case_id, reps, "the record" if args.record else "--rep")
     differ = campaign.reproduce_differences(run, root)
     for line in differ:
         print(f"iolab: warning: {line}", file=sys.stderr)
     config, system = (Path(args.config), None) if args.config else campaign.config_for(run, root)
-    cont = campaign.Continuation(exp_id, run.run_id, run.run_id, run.manifest.profile,
-                                 [[part, case_id, r] for r in reps], differ, kind="reproduce")
-    print(f"reproducing {exp_id} run {run.run_id} case {case_id} rep {', '.join(map(str, reps))} "
+    cont = job.continuation(differ)
+    print(f"reproducing {exp_id} run {run.run_id} case {job.case_id} rep {', '.join(map(str, job.reps))} "
           f"on {system or config.stem}, profile {run.manifest.profile or '(base)'}")
-    with tempfile.TemporaryDirectory(prefix="iolab-reproduce-") as tmp:
-        project = campaign.reproduction_project(run, root, Path(tmp) / "project")
-        status, new = campaign.run_reframe(root, cont, config, None if args.config else system,
-                                           cwd=project, env_changes={"IOLAB_RESULTS": str(res),
-                                                                     "IOLAB_ROOT": None})
+    status, new = job.rerun(root, res, cont, config, system)
     if new is None:
         print(f"iolab: error: reframe made no run (exit status {status})", file=sys.stderr)
         return status or 1
-    again = Run.load(new, root)
-    print(render_comparison(compare_runs(Side("original", run.with_records(recs)),
-                                         Side("reproduced", again))))
+    print(render_comparison(job.compared(Run.load(new, root))))
     return status
 
 
@@ -604,7 +509,8 @@ def cmd_resume(args) -> int:
     """Run the jobs of a run's chain that have no ok record, as a continuation of it."""
 
     from .analysis import campaign
-    from .results.store import find_run, results_root
+    from .results.lookup import find_run
+    from .results.store import results_root
     from .results.run import Run
 
     root = _root()
@@ -651,7 +557,8 @@ def cmd_search(args) -> int:
     """Rounds of a search through ReFrame, then its answer."""
     from .analysis import campaign
     from .experiment.load import load_experiment
-    from .results.store import find_run, results_root
+    from .results.lookup import find_run
+    from .results.store import results_root
     from .results.run import Run
     from .analysis.search import report_run, run_search, search_chain
 
@@ -680,7 +587,8 @@ def cmd_search(args) -> int:
 
 def cmd_search_report(args) -> int:
     """A search's answer: the best setting found with its interval, the runner-up, the model."""
-    from .results.store import find_run, results_root
+    from .results.lookup import find_run
+    from .results.store import results_root
     from .results.run import Run
     from .analysis.search import report_run
 

@@ -1,5 +1,4 @@
-"""Jinja2 rendering (sandboxed, StrictUndefined): per-case input files, shims, report pages; and
-where the checkout is (templates/, experiments/, reframe/, results/)."""
+"""Jinja2 rendering (sandboxed, StrictUndefined): per-case input files, shims, report pages."""
 
 from __future__ import annotations
 
@@ -10,18 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import IolabError
+from .project import project_root
 
 if TYPE_CHECKING:
     import jinja2
-
-
-
-def project_root() -> Path:
-    """The checkout iolab runs from (templates/, experiments/, reframe/, results/)."""
-    env = os.environ.get("IOLAB_ROOT")
-    if env:
-        return Path(env).resolve()
-    return Path(__file__).resolve().parents[2]
 
 
 def templates_dir() -> Path:

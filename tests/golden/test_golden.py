@@ -140,8 +140,10 @@ def test_compare_markdown(experiment, tmp_path):
 
 def test_published_markdown(experiment, tmp_path):
     """The 4-process cases of the golden run against the ARCHER guide's 24-process rows."""
-    from iolab.analysis.compare import Side, compare_published, render_published
-    from iolab.analysis.published import load_study
+    from iolab.analysis.compare import Side
+    from iolab.analysis.published.compare import compare_published, published_blocks
+    from iolab.present import doc
+    from iolab.analysis.published.study import load_study
 
     run_id = "20261121T000000Z-a4c4e7"
     recs = [r for r in _stats_records(experiment, run_id) if r.params["scale.tasks_per_node"] == 4]
@@ -151,4 +153,4 @@ def test_published_markdown(experiment, tmp_path):
                            where=["scale.num_tasks=24", "lustre.stripe_size=1MiB"],
                            ignore=["scale.num_tasks", "scale.tasks_per_node", "block_size",
                                    "lustre.stripe_size"])
-    check_golden("golden_study_published.md", render_published(pc))
+    check_golden("golden_study_published.md", doc.markdown(published_blocks(pc)))

@@ -25,8 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from iolab.analysis.compare import Side, compare_published
-from iolab.analysis.published import load_study
+from iolab.analysis.compare import Side
+from iolab.analysis.published.compare import compare_published
+from iolab.analysis.published.study import load_study
 from iolab.present.publish import publish
 from tests.golden.publish_data import REPO, experiment, make_run, records
 

@@ -12,7 +12,7 @@ import shlex
 import pytest
 
 from iolab.experiment.load import load_experiment
-from iolab.analysis.published import load_study
+from iolab.analysis.published.study import load_study
 
 from .conftest import REPO, check_replay_flag, have, iolab, only_run, records, reframe
 

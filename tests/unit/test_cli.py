@@ -103,7 +103,7 @@ def test_import_table_compare(results, capsys, tmp_path):
     assert main(args) == 0
     assert main(args[:3] + ["--into", "imported-study", "--param", "api=MPIIO",
                             "--param", "collective=true", "--param", "lustre.stripe_size=4MiB"]) == 0
-    from iolab.results.store import list_runs
+    from iolab.results.lookup import list_runs
 
     runs = list_runs(results, "imported-study")
     assert len(runs) == 2
@@ -353,7 +353,7 @@ def test_import_checks_param_against_what_the_benchmark_says(results, capsys):
     assert not (results / "fio-check").exists() or not list((results / "fio-check").iterdir())
 
     assert main(["import", "fio", four_k, "--into", "fio-check"]) == 0
-    from iolab.results.store import list_runs
+    from iolab.results.lookup import list_runs
     (run,) = list_runs(results, "fio-check")
     (rec,) = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]
     assert (rec["params"]["bs"], rec["params"]["size"]) == (4096, 16 * 1024**2)

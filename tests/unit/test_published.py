@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 
 from iolab.benchmarks.ior import parse_any
-from iolab.analysis.compare import Side, compare_published, render_published, same_machine_studies
+from iolab.analysis.compare import Side
+from iolab.analysis.published.compare import compare_published, published_blocks, same_machine_studies
 from iolab.errors import IolabError
-from iolab.analysis.published import DEFAULT, list_studies, load_study, parse_study
+from iolab.analysis.published.study import DEFAULT, list_studies, load_study, parse_study
 from iolab.results.record import Manifest
 from iolab.results.store import RunDir
+from iolab.present import doc
 
 REPO = Path(__file__).resolve().parents[2]
 IOR = REPO / "tests" / "data" / "ior"
@@ -23,6 +25,11 @@ CITATION = """\
 # table: Table 2
 # transcription: typed by hand from the table
 """
+
+
+def _shown(pc) -> str:
+    """A comparison as `iolab compare` and the report page show it (published_blocks)."""
+    return doc.markdown(published_blocks(pc))
 
 
 def study(tmp_path, body: str, name: str = "toy", citation: str = CITATION):
@@ -182,7 +189,7 @@ def test_shape_reproduced(tmp_path):
     assert pc.best_status() == "agrees"
     assert pc.shape_verdict() == ("shape reproduced: stripe count 16 is best in both; ordering agrees, "
                                   "ρ = 1.00 over 4 rows")
-    text = render_published(pc)
+    text = _shown(pc)
     assert "rows: 4 matched, 0 without a matching case, 0 ambiguous" in text
     assert ("best of the matched rows: study stripe count 16 (500 MiB/s); run stripe count 16 "
             "(5554.19 MiB/s)") in text
@@ -215,7 +222,7 @@ def test_fewer_than_three_rows_say_so(tmp_path):
     assert len(pc.matched) == 2 and pc.best_status() == "agrees"
     assert pc.shape_verdict() == ("not assessed: 2 matched rows are too few for a verdict (it needs "
                                   "at least 3)")
-    text = render_published(pc)
+    text = _shown(pc)
     assert "rows: 2 matched, 1 without a matching case, 0 ambiguous" in text
     assert "best of the matched rows: study stripe count 16 (500 MiB/s); run stripe count 16" in text
     assert "ordering: not tested (n = 2 matched rows" in text
@@ -229,7 +236,7 @@ def test_lower_is_better_for_times(tmp_path):
     assert pc.study_better == "lower" and pc.run_better == "higher"
     assert pc.rho() == pytest.approx(1.0) and pc.best_status() == "agrees"
     assert not pc.comparable_units
-    assert "Run / Published" not in render_published(pc)
+    assert "Run / Published" not in _shown(pc)
 
 
 def test_same_machine_reports_absolute_agreement(tmp_path):
@@ -238,7 +245,7 @@ def test_same_machine_reports_absolute_agreement(tmp_path):
     assert same_machine_studies(side.manifest) == ["toy"]
     pc = compare_published(side, s, ignore=["scale.num_tasks"])
     assert pc.same_machine
-    text = render_published(pc)
+    text = _shown(pc)
     # stripe 1: |1393.0949 / 1400 - 1| = 0.49%; worst is stripe 16: 5554.1855 / 5500 = 0.99%
     assert "| within 0.5% |" in text
     assert "verdict (absolute, same machine): reproduced within 1.0% on every matched row" in text
@@ -286,7 +293,7 @@ def test_where_and_ignore_against_the_archer_tables(tmp_path):
     assert matched == {(-1, 1): 662, (-1, 8): 691, (4, 1): 862, (4, 8): 915}
     assert [p.status for p in pc.pairs].count("unmatched") == 1        # the FPP row
     assert all("run: striping not applied: ext4: no striping" in p.notes for p in pc.matched)
-    text = render_published(pc)
+    text = _shown(pc)
     assert "Number of Processes (ignored)" in text and "rows where scale.num_tasks=24" in text
     # the run's four cases have the same values: its best setting is a tie, not an agreement
     assert pc.best_status() == "tied"

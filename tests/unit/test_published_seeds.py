@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab.analysis.published import DEFAULT, list_studies, load_study
+from iolab.analysis.published.study import DEFAULT, list_studies, load_study
 
 REPO = Path(__file__).resolve().parents[2]
 SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"

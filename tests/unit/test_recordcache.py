@@ -14,7 +14,7 @@ import pytest
 
 from iolab.results import recordcache, store as results
 from iolab.results.record import Record
-from iolab.results.store import RECORDS, read_records
+from iolab.results.store import RECORDS, decode_records, read_records_bytes
 from iolab.results.run import Run
 from tests.golden.publish_data import experiment, make_run, records
 
@@ -29,7 +29,8 @@ def run_path(tmp_path, monkeypatch):
 
 
 def decoded(path):
-    return [Record.from_json(d) for d in read_records(path).records]
+    """The records as decoded from the file's bytes, without the cache."""
+    return decode_records(path / RECORDS, read_records_bytes(path / RECORDS), Record.from_json)[0]
 
 
 def entries(where):

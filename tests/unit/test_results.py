@@ -18,7 +18,8 @@ import pytest
 
 from iolab.results import store as results
 from iolab.errors import IolabError
-from iolab.results.store import RECORDS, RunDir, find_run, read_records
+from iolab.results.lookup import find_run
+from iolab.results.store import RECORDS, RunDir, decode_records, read_records_bytes
 from iolab.results.run import Run
 from tests.golden.publish_data import REPO, experiment, make_run, records as _records
 
@@ -170,6 +171,12 @@ def test_fallback_in_the_run_directory_when_only_records_jsonl_fails(tmp_path, n
 
 # ---------------------------------------------------------------------------- damaged records
 
+def read_back(path):
+    """A run's records and unreadable lines as its records.jsonl decodes line by line (what the
+    record cache reads), before the integrity checks."""
+    return decode_records(path / RECORDS, read_records_bytes(path / RECORDS))
+
+
 def test_torn_last_line_is_reported_once_and_skipped(tmp_path, capfd):
     exp = experiment("archer-fpp-vs-ssf")
     recs = records(exp, RUN, reps=1)[:3]
@@ -177,18 +184,18 @@ def test_torn_last_line_is_reported_once_and_skipped(tmp_path, capfd):
     whole = json.dumps(recs[2]).encode()
     with open(path / RECORDS, "ab") as f:
         f.write(whole[:3000])                               # a crash mid-write
-    read = read_records(path)
-    assert [r["case_id"] for r in read.records] == [r["case_id"] for r in recs[:2]]
-    assert [(b.line, b.reason) for b in read.bad] == [(3, "torn last line (a write was interrupted)")]
-    read_records(path)
+    got, bad = read_back(path)
+    assert [r["case_id"] for r in got] == [r["case_id"] for r in recs[:2]]
+    assert [(b.line, b.reason) for b in bad] == [(3, "torn last line (a write was interrupted)")]
+    read_back(path)
     err = capfd.readouterr().err
     assert err.count(f"{path / RECORDS}:3: torn last line") == 1
 
     # The next append starts a new line: the torn fragment stays alone, the new record is whole.
     RunDir(path).append(recs[2])
-    read = read_records(path)
-    assert [r["case_id"] for r in read.records] == [r["case_id"] for r in recs]
-    assert [b.line for b in read.bad] == [3] and read.bad[0].reason.startswith("corrupt record")
+    got, bad = read_back(path)
+    assert [r["case_id"] for r in got] == [r["case_id"] for r in recs]
+    assert [b.line for b in bad] == [3] and bad[0].reason.startswith("corrupt record")
 
     runs = iolab("runs", exp.id, results_root=tmp_path / "results")
     assert runs.returncode == 0 and "3 records: 3 ok" in runs.stdout
@@ -208,11 +215,11 @@ def test_corrupt_middle_lines_and_any_case_id_length(tmp_path):
     with open(path / RECORDS, "ab") as f:
         f.write(b"\x00\x00\x00\n[1, 2]\n\xff\xfe not utf-8\n")
     RunDir(path).append(recs[2])
-    read = read_records(path)
-    assert [r["case_id"] for r in read.records] == [r["case_id"] for r in recs]
+    got, bad = read_back(path)
+    assert [r["case_id"] for r in got] == [r["case_id"] for r in recs]
     assert len(recs[0]["case_id"]) == 8 and len(recs[1]["case_id"]) == 16
-    assert [b.line for b in read.bad] == [3, 4, 5]
-    assert all(b.reason.startswith("corrupt record") for b in read.bad)
+    assert [b.line for b in bad] == [3, 4, 5]
+    assert all(b.reason.startswith("corrupt record") for b in bad)
 
 
 # ------------------------------------------------------------------------------------- names
@@ -378,24 +385,32 @@ def test_only_imported_runs_say_so(tmp_path):
 
 
 def test_old_eight_digit_case_ids_name_the_same_cases_as_new_ones():
-    from iolab.results.store import case_index, same_case
+    from iolab.results.upgrade import current_ids
 
-    new = ["99a3ce015baa8c12", "99a3ce01ffffffff", "12345678aaaaaaaa"]
-    index = case_index(new)
-    assert same_case("12345678", index) == "12345678aaaaaaaa"
-    assert same_case("99a3ce01", index) is None, "two new cases share the prefix: ambiguous"
-    assert same_case("99a3ce015baa8c12", index) == "99a3ce015baa8c12"
-    assert same_case("99a3ce0100000000", index) is None, "16-digit ids match only when equal"
-    old = case_index(["99a3ce01", "12345678"])
-    assert same_case("99a3ce015baa8c12", old) == "99a3ce01"
-    assert same_case("abcdefab00000000", old) is None
+    now = current_ids(["99a3ce015baa8c12", "99a3ce01ffffffff", "12345678aaaaaaaa"])
+    assert now("12345678") == "12345678aaaaaaaa"
+    assert now("99a3ce01") is None, "two new cases share the prefix: ambiguous"
+    assert now("99a3ce015baa8c12") == "99a3ce015baa8c12"
+    assert now("99a3ce0100000000") is None, "16-digit ids match only when equal"
+    old = current_ids(["99a3ce01", "12345678"])
+    assert old("99a3ce015baa8c12") == "99a3ce01"
+    assert old("abcdefab00000000") is None
+
+
+def test_a_case_given_by_hand_names_old_and_new_ids():
+    from iolab.results.upgrade import names_case
+
+    assert names_case("1234", "12345678aaaaaaaa") and names_case("1234", "12345678")
+    assert names_case("12345678aaaaaaaa", "12345678"), "an old run's id is the new id's prefix"
+    assert not names_case("1234567800", "12345678aaaaaaaa")
+    assert not names_case("12345678aaaaaaaa", "12345678bbbbbbbb")
 
 
 def test_an_untracked_experiment_makes_the_tree_dirty(tmp_path):
     """git status --untracked-files=no would say clean: the run's own YAML is not in git."""
     import subprocess
 
-    from iolab.results.store import git_state
+    from iolab.results.provenance import git_state
 
     def git(*args):
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True,

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from iolab.analysis import search as S
+from iolab.errors import IolabError
 from iolab.experiment.load import Search, load_experiment
 from iolab.experiment.matrix import expand
 from iolab.parsers import Metric
@@ -28,7 +29,9 @@ def grid():
 
 
 def replay(by_job):
-    return lambda jobs: [by_job[(cid, rep)] for _part, cid, rep in jobs]
+    """`measure` for search.drive, the loop `iolab search` runs: the grid's recorded jobs, as if
+    each round measured them now."""
+    return lambda jobs, records: records + [by_job[(cid, rep)] for _part, cid, rep in jobs]
 
 
 def search(strategy="model", budget=10, repetitions=3, seed=1, initial=4):
@@ -69,6 +72,24 @@ def test_budget_spent_exactly_once_per_case(grid, strategy):
     best = state.best(True)
     assert best.mean == max(p.mean for p in state.points)
     assert S.propose(s, space, records) == []
+
+
+def test_the_loop_stops_where_iolab_search_stops_it(grid):
+    """drive is run_search's loop: `rounds` rounds at most, a dry run (None) ends it after the
+    first round, a round without records is an error, and a spent budget is said once."""
+    space, by_job = grid
+    s = search("random", budget=6, seed=2)
+    one = S.drive(s, space, replay(by_job), batch=2, rounds=1)
+    assert len({r.case_id for r in one}) == 2 and len(one) == 2 * s.repetitions
+    two = S.drive(s, space, replay(by_job), records=one, batch=2, rounds=1)
+    assert two[:len(one)] == one and len(two) == 2 * len(one)
+    asked = []
+    assert S.drive(s, space, lambda jobs, records: asked.append(jobs)) == [] and len(asked) == 1
+    with pytest.raises(IolabError, match="gave no records"):
+        S.drive(s, space, lambda jobs, records: records)
+    spent = []
+    whole = S.drive(s, space, replay(by_job), batch=2, on_spent=spent.append)
+    assert spent == [whole] and len({r.case_id for r in whole}) == s.budget
 
 
 @pytest.mark.parametrize("strategy", ["model", "bayes", "random", "halving"])

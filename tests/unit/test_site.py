@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from iolab.experiment import site
-from iolab.analysis.compare import same_machine_studies
+from iolab.analysis.published.compare import same_machine_studies
 from iolab.errors import IolabError
 from iolab.experiment.load import Darshan
 from iolab.results.record import Manifest

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from iolab.results.store import sha256_file
+from iolab.results.provenance import sha256_file
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL_REPO = ROOT / "spack-repo" / "spack_repo" / "iolab"

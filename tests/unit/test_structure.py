@@ -91,7 +91,8 @@ def test_the_reframe_test_class_is_slim():
 
 
 PRESENTATION = ("iolab.present.report", "iolab.present.plots", "iolab.analysis.compare",
-                "iolab.present.publish", "iolab.results.importer", "iolab.analysis.studies",
+                "iolab.present.publish", "iolab.results.importer", "iolab.analysis.published.studies",
+                "iolab.analysis.published.compare", "iolab.present.darshan",
                 "iolab.analysis.io500", "iolab.analysis.cost", "iolab.layers.software")
 YAML_READERS = {"yaml", "iolab.experiment.yamlpos"}
 

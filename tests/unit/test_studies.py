@@ -1,5 +1,5 @@
 """Each shipped experiment against its study: every row of a compared table has exactly one case at
-the study's scale, and a local run lines up without ambiguous rows (iolab.analysis.studies).
+the study's scale, and a local run lines up without ambiguous rows (iolab.analysis.published.studies).
 
 The runs are built as the ReFrame session writes them (tests/golden/publish_data.py), with
 metrics from real recorded IOR outputs; the end-to-end local runs are in
@@ -15,9 +15,9 @@ import pytest
 
 from iolab.analysis.compare import Side
 from iolab.errors import IolabError
-from iolab.analysis.published import load_study
+from iolab.analysis.published.study import load_study
 from iolab.results.run import Run
-from iolab.analysis.studies import compare_study, render_study
+from iolab.analysis.published.studies import compare_study, render_study
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "golden"))

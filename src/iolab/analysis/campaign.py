@@ -72,7 +72,8 @@ def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None
     import sys
     import tempfile
 
-    from ..results.store import holding, list_runs, results_root
+    from ..results.lookup import list_runs
+    from ..results.store import holding, results_root
     from ..rfm.shims import class_name
 
     res = results_root(root)
@@ -259,7 +260,7 @@ def reproduction_project(run: Run, checkout: Path, into: Path) -> Path:
 
 def reproduce_differences(run: Run, checkout: Path) -> list[str]:
     """What a re-run here cannot keep as it was: the code, the host, a binary."""
-    from ..results.store import git_state, host_info
+    from ..results.provenance import git_state, host_info
 
     out = []
     then, now = run.manifest.git, git_state(checkout).get("git")
@@ -270,3 +271,60 @@ def reproduce_differences(run: Run, checkout: Path) -> list[str]:
         out.append(f"another host: the run was on {host_then}, this is {host_now}")
     out += [c for c in changes(run, checkout) if not c.startswith("experiments/")]
     return out
+
+
+@dataclass
+class Reproduction:
+    """One recorded case of a run (some of its repetitions) to re-run in a project of its own
+    (`iolab reproduce`), and the records the new result is set against."""
+
+    run: Run
+    records: list               # the case's records in the run
+    part: str
+    case_id: str
+    reps: list[int]
+
+    @classmethod
+    def of(cls, run: Run, case_id: str, reps: list[int] | None, what: str = "--rep") -> Reproduction:
+        """The case `case_id` (or a unique prefix) names, and `reps` of it (None: every repetition
+        the run recorded or planned); `what` names the source of `reps` in an error."""
+        recs = [r for r in run.records if r.case_id == case_id or r.case_id.startswith(case_id)]
+        if not {r.case_id for r in recs}:
+            raise IolabError(f"run {run.run_id} has no case {case_id!r}",
+                             hint="cases: " + ", ".join(sorted({r.case_id for r in run.records}))[:300])
+        if len({r.case_id for r in recs}) > 1:
+            raise IolabError(f"case {case_id!r} is ambiguous in run {run.run_id}: give more digits")
+        part, case_id = recs[0].part, recs[0].case_id
+        # recorded, or planned without a record yet
+        has = sorted({r.repetition for r in recs}
+                     | {rep for _p, cid, rep in run.missing if cid == case_id and type(rep) is int})
+        reps = reps or has
+        for rep in reps:
+            if rep not in has:
+                raise IolabError(f"{what}: repetition {rep} is not one of run {run.run_id}'s for case "
+                                 f"{case_id} (it has {', '.join(map(str, has))})")
+        return cls(run, recs, part, case_id, reps)
+
+    def continuation(self, differences: list[str]) -> Continuation:
+        run = self.run
+        return Continuation(run.experiment_id, run.run_id, run.run_id, run.manifest.profile,
+                            [[self.part, self.case_id, r] for r in self.reps], differences,
+                            kind="reproduce")
+
+    def rerun(self, checkout: Path, results: Path, cont: Continuation, config: Path,
+              system: str | None) -> tuple[int, Path | None]:
+        """ReFrame on the jobs, in a project made for it (reproduction_project) that writes to
+        `results`; (exit status, the new run's directory or None)."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="iolab-reproduce-") as tmp:
+            project = reproduction_project(self.run, checkout, Path(tmp) / "project")
+            return run_reframe(checkout, cont, config, system, cwd=project,
+                               env_changes={"IOLAB_RESULTS": str(results), "IOLAB_ROOT": None})
+
+    def compared(self, again: Run):
+        """The original records of the case against the reproduced run."""
+        from .compare import Side, compare_runs
+
+        return compare_runs(Side("original", self.run.with_records(self.records)),
+                            Side("reproduced", again))

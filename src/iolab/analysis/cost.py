@@ -35,16 +35,16 @@ def _hours(case) -> float:
 
 def durations(run_paths, cases) -> dict[str, float]:
     """Mean benchmark time (s) per case id, from the records of earlier runs."""
-    from ..results.store import case_index, same_case
+    from ..results.upgrade import current_ids
     from ..results.run import Run
 
-    index = case_index({c.case_id for c in cases})
+    current = current_ids({c.case_id for c in cases})
     seen: dict[str, list[float]] = {}
     for path in run_paths:
         for rec in Run.load(path).records:
             timing = rec.provenance.get("timing") or {}
             start, end = timing.get("benchmark_start"), timing.get("benchmark_end")
-            cid = same_case(rec.case_id, index)
+            cid = current(rec.case_id)
             if rec.ok and cid and isinstance(start, (int, float)) and isinstance(end, (int, float)):
                 seen.setdefault(cid, []).append(max(0.0, end - start))
     return {cid: sum(v) / len(v) for cid, v in seen.items()}

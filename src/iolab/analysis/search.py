@@ -458,20 +458,28 @@ def _tpe(search: Search, space: Space, state: State, n: int, taken: set) -> list
 
 
 def drive(search: Search, space: Space, measure, records=(), batch: int = 1,
-          on_round=None) -> list[Record]:
-    """Rounds until the budget is spent: propose, then `measure(jobs)` -> the jobs' records.
-    Starts from `records` (a search resumes from what it has); returns every record."""
+          rounds: int | None = None, on_spent=None) -> list[Record]:
+    """The search's loop, the one `iolab search` runs (run_search): rounds until the budget is
+    spent (then `on_spent(records)`) or `rounds` rounds ran. A round proposes jobs from the
+    records so far; `measure(jobs, records)` -> the records to go on from (those so far and the
+    round's), or None to stop (a dry run). Starts from `records` (a search resumes from what it
+    has); returns the records."""
     records = list(records)
-    while True:
+    done = 0
+    while rounds is None or done < rounds:
         jobs = propose(search, space, records, batch)
         if not jobs:
+            if on_spent:
+                on_spent(records)
             return records
-        got = list(measure(jobs))
-        if not got:
+        after = measure(jobs, records)
+        if after is None:
+            return records
+        if len(after) <= len(records):
             raise IolabError(f"the search's round of {len(jobs)} jobs gave no records: stopped")
-        records += got
-        if on_round:
-            on_round(jobs, records)
+        records = list(after)
+        done += 1
+    return records
 
 
 # -------------------------------------------------------------------------------- halving
@@ -705,7 +713,8 @@ def space_bench(space: Space, p: Point) -> str:
 def search_chain(root, exp_id: str):
     """The latest search of `exp_id` (its first run and continuations), or None."""
     from ..results.record import Manifest
-    from ..results.store import list_runs, read_manifest, results_root
+    from ..results.lookup import list_runs
+    from ..results.store import read_manifest, results_root
     from ..results.run import Run
 
     for path in reversed(list_runs(results_root(root), exp_id)):
@@ -735,13 +744,10 @@ def run_search(root, exp, config, system, batch: int, rounds: int | None = None,
                              "would run differs:\n  " + "\n  ".join(changed),
                              hint="--new starts another search; --allow-changes continues anyway")
         say(f"continuing the search of run {chain.run_id} ({len(chain.chain) or 1} rounds so far)")
-    done_rounds = 0
-    while rounds is None or done_rounds < rounds:
-        records = chain.records if chain is not None else []
-        jobs = propose(exp.search, space, records, batch)
-        if not jobs:
-            say("the search's budget is spent" if records else "nothing to propose")
-            return 0
+
+    def measure(jobs, records):
+        """One round: a ReFrame run of only `jobs`, continuing the search's chain."""
+        nonlocal chain
         last = (chain.chain[-1] if chain and chain.chain else chain)
         number = (len(chain.chain) or 1) + 1 if chain is not None else 1
         cont = campaign.Continuation(exp.id, last.run_id if last else "", chain.run_id if chain else "",
@@ -750,7 +756,7 @@ def run_search(root, exp, config, system, batch: int, rounds: int | None = None,
         say(f"round {number}: {len(cases)} case(s), {len(jobs)} job(s): {', '.join(cases)}")
         status, path = campaign.run_reframe(root, cont, config, system, reframe_args, dry_run)
         if dry_run:
-            return 0
+            return None
         if path is None:
             raise IolabError(f"round {number}: reframe made no run (exit status {status})")
         chain = Run.load_chain(path, root)
@@ -758,5 +764,8 @@ def run_search(root, exp, config, system, batch: int, rounds: int | None = None,
         if not got:
             raise IolabError(f"round {number}: run {path.name} recorded nothing (exit status "
                              f"{status}): the search stops here")
-        done_rounds += 1
+        return chain.records
+
+    drive(exp.search, space, measure, chain.records if chain is not None else [], batch, rounds,
+          on_spent=lambda records: say("the search's budget is spent" if records else "nothing to propose"))
     return 0

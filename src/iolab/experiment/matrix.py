@@ -3,7 +3,7 @@
 A case id is a hash of the benchmark and of every parameter that differs from its default, so it
 survives renaming the file, adding new defaulted parameters, or running on another system. It is
 the first CASE_ID_DIGITS (16) hex digits of a sha256. Older runs recorded the first 8 of the same
-digest, so an old id is a prefix of the new one.
+digest, so an old id is a prefix of the new one (results/upgrade.py pairs them).
 """
 
 from __future__ import annotations

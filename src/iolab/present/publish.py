@@ -17,7 +17,7 @@ directory descriptors with O_NOFOLLOW; an --out inside the results root, or cont
 refused.
 
 Which published study an experiment is set against, and how a run is lined up with it, is
-the experiment's `report.published` and iolab.analysis.studies.compare_study: the page shows
+the experiment's `report.published` and iolab.analysis.published.studies.compare_study: the page shows
 what `iolab compare ID RUN published:STUDY` prints.
 """
 
@@ -42,14 +42,15 @@ from ..analysis import stats
 from ..analysis.compare import Side
 from ..errors import IolabError
 from ..experiment.matrix import show_value
-from ..analysis.published import load_study
+from ..analysis.published.study import load_study
 from ..render import render_template
 from ..results.record import Record
 from ..experiment.reportspec import StudyLink
 from ..results.run import Run
-from ..analysis.studies import compare_study, study_blocks
+from ..analysis.published.studies import compare_study, study_blocks
 from .report import LEGEND, NOISY_MARK, OUTLIER_MARK, render, table_rows, tables_from
-from ..results.store import find_run, write_all
+from ..results.lookup import find_run
+from ..results.store import write_all
 
 MARKER = ".iolab-publish.json"
 PLOTS_DIR = "plots"
@@ -224,8 +225,8 @@ class PublishedSection:
 
 def published_comparison(run: Run, link: StudyLink, project_root: Path) -> PublishedSection:
     """The run against its published study, as `iolab compare ID RUN published:STUDY` does
-    (iolab.analysis.studies.compare_study): per group of the study's rows a table and its verdict lines,
-    then the study's verdict."""
+    (iolab.analysis.published.studies.compare_study): per group of the study's rows a table and
+    its verdict lines, then the study's verdict."""
     section = PublishedSection(link.study, link=link)
     try:
         study = load_study(link.study, project_root)
@@ -604,7 +605,7 @@ def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, for
             include_imported: bool = False, set_aside: bool = False) -> Published:
     """Write the static report of an experiment's run(s) into `out` (see the module docstring).
     `results` defaults to results.results_root (IOLAB_RESULTS, else <project>/results)."""
-    from ..render import project_root as default_root
+    from ..project import project_root as default_root
     from ..results.store import results_root
 
     root = project_root or default_root()

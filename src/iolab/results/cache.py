@@ -35,7 +35,7 @@ def cache_dir() -> Path | None:
 def _outside_results(where: Path, name: str) -> Path:
     """`where`, unless it is inside the results root or a run directory (one holding a manifest
     and records): a run directory holds only what its run wrote."""
-    from ..render import project_root
+    from ..project import project_root
     from .runfiles import MANIFEST, RECORDS, results_root
 
     real = Path(os.path.realpath(where))

@@ -11,9 +11,10 @@ from ..errors import IolabError
 from ..experiment.load import type_param_text
 from ..experiment.matrix import case_id, defaults
 from .record import SCHEMA, Manifest, Observed, Provenance, Record
-from ..render import project_root
-from .store import (MAX_IMPORT_BYTES, RunDir, check_experiment_id, host_info, new_run_id,
-                    readable_file, results_root, sha256_file, utcnow)
+from ..project import project_root
+from .provenance import host_info, sha256_file, utcnow
+from .runfiles import check_experiment_id, new_run_id
+from .store import MAX_IMPORT_BYTES, RunDir, readable_file, results_root
 
 
 def type_params(benchmark: str, pairs: list[str]) -> dict:

@@ -26,8 +26,9 @@ from . import cache, digest, integrity, recordcache
 from ..experiment import reportspec
 from ..errors import IolabError
 from .record import STATUSES, Manifest, Record
-from .store import (FALLBACK_NAME, MANIFEST, RECORDS, BadLine, Lock, check_plain_name,
-                    manifest_sha, read_lock, read_manifest_shared)
+from .runfiles import check_plain_name
+from .store import (FALLBACK_NAME, MANIFEST, RECORDS, BadLine, Lock, manifest_sha, read_lock,
+                    read_manifest_shared)
 
 
 def _clock(seconds: float) -> str:

@@ -1,14 +1,66 @@
-"""Where runs live and what a run directory holds by name: shared by the results store and the
-cache (which must never be put inside either), without one importing the other."""
+"""Where runs live, what a run directory holds by name and which names are allowed: shared by
+the results store, run lookup and the cache (which must never be put inside either), without
+one importing the other."""
 
 from __future__ import annotations
 
+import datetime as dt
+import hashlib
 import os
+import re
+import secrets
 from pathlib import Path
+
+from ..errors import IolabError
 
 RECORDS = "records.jsonl"
 MANIFEST = "manifest.json"
+# Run ids, case ids: one path component, no dots in front ("..", hidden files).
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def results_root(project_root: Path) -> Path:
     return Path(os.environ.get("IOLAB_RESULTS", project_root / "results"))
+
+
+def inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+# ------------------------------------------------------------------------------------- names
+
+def id_pattern() -> str:
+    """Experiment ids, as the schema defines them (one place for `--into` and RunDir.create)."""
+    from ..experiment.schema import experiment_schema
+
+    return experiment_schema()["properties"]["id"]["pattern"]
+
+
+def is_experiment_id(value) -> bool:
+    return isinstance(value, str) and re.fullmatch(id_pattern(), value) is not None
+
+
+def check_experiment_id(value, what: str = "experiment id") -> str:
+    if not is_experiment_id(value):
+        raise IolabError(f"{what} {value!r}: not an experiment id (lower-case letters and digits in "
+                         "words joined by single hyphens, e.g. my-study)",
+                         hint="results are filed by experiment id, never by a path")
+    return value
+
+
+def check_plain_name(value, what: str) -> str:
+    """A run id or case id: one path component of letters, digits, '.', '_' and '-'."""
+    if not isinstance(value, str) or not _PLAIN_NAME.fullmatch(value):
+        raise IolabError(f"{what} {value!r} is not a plain name (letters, digits, '.', '_', '-', "
+                         "starting with a letter or digit)")
+    return value
+
+
+def new_run_id(seed: str = "") -> str:
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    short = hashlib.sha256(f"{seed}{secrets.token_hex(8)}".encode()).hexdigest()[:6]
+    return f"{stamp}-{short}"

@@ -16,7 +16,7 @@ Readers open a run's files only when they are regular files within size limits (
 a FIFO or a device is refused at once, never waited on.
 
 Readers never fail on a damaged line: a torn last line (a crash mid-write) or a corrupt line is
-reported once on stderr, skipped and counted (RecordsRead.bad, run.Run.unreadable).
+reported once on stderr, skipped and counted (run.Run.unreadable).
 
 The manifest of a ReFrame run lists what was planned before anything ran (`planned`: one
 {part, case_id, repetition} per job) and, once, when the run ends, gains `finished`:
@@ -28,32 +28,26 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import datetime as dt
 import errno
-import getpass
 import gzip
 import hashlib
 import json
 import os
-import platform
-import re
-import secrets
 import shutil
 import socket
 import stat
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import __version__
 from . import cache, integrity
 from ..errors import IolabError
 from .record import SCHEMA, STATUSES, Manifest, Record  # noqa: F401  (STATUSES: the format's)
+from .provenance import sha256_file, utcnow
 from .runfiles import MANIFEST, RECORDS, results_root  # noqa: F401  (the store's names)
+from .runfiles import check_experiment_id, check_plain_name, inside
 
-RECORD_SCHEMA = SCHEMA
 COMPRESS_OVER = 1 << 20
 # The records an append could not write, beside the run (or in $TMPDIR, or the home directory).
 FALLBACK_NAME = "records.unsaved-{pid}.jsonl"
@@ -71,131 +65,6 @@ MAX_RECORDS_BYTES = 4 << 30       # records.jsonl: a campaign's is hundreds of M
 MAX_MANIFEST_BYTES = 256 << 20    # manifest.json: a campaign's plan makes it megabytes
 MAX_IMPORT_BYTES = 1 << 30        # one benchmark output given to `iolab import`
 MAX_DARSHAN_LOG_BYTES = 4 << 30   # a case's stored Darshan log (DXT traces make them large)
-# Run ids, case ids: one path component, no dots in front ("..", hidden files).
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-
-
-OLD_CASE_ID_DIGITS = 8     # runs recorded before case ids grew to 16 digits (the same hash's prefix)
-
-
-def case_index(case_ids) -> dict[str, str]:
-    """id -> id, plus each id's 8-digit prefix where it is unique, so a case recorded under an
-    old 8-digit id finds the same case's 16-digit id, and the other way round (same_case)."""
-    ids = list(dict.fromkeys(case_ids))
-    index = {cid: cid for cid in ids}
-    prefixes: dict[str, list[str]] = {}
-    for cid in ids:
-        prefixes.setdefault(cid[:OLD_CASE_ID_DIGITS], []).append(cid)
-    for prefix, group in prefixes.items():
-        if len(group) == 1:
-            index.setdefault(prefix, group[0])
-    return index
-
-
-def same_case(case_id: str, index: dict[str, str]) -> str | None:
-    """The id in `index` (see case_index) that names the same case as case_id, or None. Only an
-    old 8-digit id stands for a longer one: two 16-digit ids are the same case only if equal."""
-    if case_id in index and (len(case_id) == OLD_CASE_ID_DIGITS or index[case_id] == case_id):
-        return index[case_id]
-    found = index.get(case_id[:OLD_CASE_ID_DIGITS])
-    return found if found is not None and len(found) == OLD_CASE_ID_DIGITS else None
-
-
-def utcnow() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def new_run_id(seed: str = "") -> str:
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    short = hashlib.sha256(f"{seed}{secrets.token_hex(8)}".encode()).hexdigest()[:6]
-    return f"{stamp}-{short}"
-
-
-def git_state(root: Path, used=()) -> dict:
-    """The commit, and whether the tree differs from it: a change to a tracked file, or a file the
-    run used (`used`: its experiment YAML, shim, system config) that git does not track at all."""
-    def git(*args):
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                              timeout=20)
-    try:
-        head = git("rev-parse", "HEAD")
-        if head.returncode != 0:
-            return {"git": None, "dirty": None}
-        status = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!results")
-        untracked = []
-        inside = [str(Path(u).resolve()) for u in used if _inside(Path(u), root)]
-        if inside:
-            listed = git("ls-files", "--others", "--exclude-standard", "--", *inside)
-            untracked = sorted(line for line in listed.stdout.splitlines() if line)
-        out = {"git": head.stdout.strip(), "dirty": bool(status.stdout.strip() or untracked)}
-        if untracked:
-            out["untracked"] = untracked
-        return out
-    except (OSError, subprocess.SubprocessError):
-        return {"git": None, "dirty": None}
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.resolve().relative_to(root.resolve())
-    except (OSError, ValueError):
-        return False
-    return True
-
-
-def host_info() -> dict:
-    info = {"hostname": socket.gethostname(), "platform": platform.platform(),
-            "python": platform.python_version(), "cpus": os.cpu_count(), "user": _user()}
-    try:
-        with open("/proc/meminfo") as f:
-            info["mem_total_kib"] = int(f.readline().split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return info
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no passwd entry in some containers
-        return str(os.getuid())
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-# ------------------------------------------------------------------------------------- names
-
-def id_pattern() -> str:
-    """Experiment ids, as the schema defines them (one place for `--into` and RunDir.create)."""
-    from ..experiment.schema import experiment_schema
-
-    return experiment_schema()["properties"]["id"]["pattern"]
-
-
-def is_experiment_id(value) -> bool:
-    return isinstance(value, str) and re.fullmatch(id_pattern(), value) is not None
-
-
-def check_experiment_id(value, what: str = "experiment id") -> str:
-    if not is_experiment_id(value):
-        raise IolabError(f"{what} {value!r}: not an experiment id (lower-case letters and digits in "
-                         "words joined by single hyphens, e.g. my-study)",
-                         hint="results are filed by experiment id, never by a path")
-    return value
-
-
-def check_plain_name(value, what: str) -> str:
-    """A run id or case id: one path component of letters, digits, '.', '_' and '-'."""
-    if not isinstance(value, str) or not _PLAIN_NAME.fullmatch(value):
-        raise IolabError(f"{what} {value!r} is not a plain name (letters, digits, '.', '_', '-', "
-                         "starting with a letter or digit)")
-    return value
 
 
 def _refuse_inside_run(path: Path) -> None:
@@ -749,22 +618,7 @@ class BadLine:
     shown: str = field(default="", compare=False)     # the line's start, as the warning shows it
 
 
-@dataclass
-class RecordsRead:
-    path: Path
-    records: list[dict]
-    bad: list[BadLine]
-
-
 _WARNED: set[tuple[str, int]] = set()
-
-
-def read_records(run_path: Path) -> RecordsRead:
-    """Every readable record of a run; unreadable lines are reported (once per process and
-    line, on stderr), skipped and returned in `bad`. Only a missing file is an error."""
-    path = Path(run_path) / RECORDS
-    records, bad = decode_records(path, read_records_bytes(path))
-    return RecordsRead(path, records, bad)
 
 
 def read_records_bytes(path: Path) -> bytes:
@@ -790,7 +644,7 @@ def open_regular(path: Path, limit: int, *, within: Path | None = None,
         except (OSError, RuntimeError):
             raise IolabError(f"{path}: a symlink to {os.readlink(path)!r}, which does not resolve "
                              "to a file") from None
-        if within is not None and not _inside(target, Path(within)):
+        if within is not None and not inside(target, Path(within)):
             raise IolabError(f"{path}: a symlink to {target}, outside the run {Path(within).name}; "
                              "a run's files are read only inside its directory")
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
@@ -898,111 +752,3 @@ def warn_bad(path: Path, bad: list[BadLine]) -> None:
         if (str(path), b.line) not in _WARNED:
             _WARNED.add((str(path), b.line))
             print(f"iolab: warning: {path}:{b.line}: {b.reason}, skipped: {b.shown!r}", file=sys.stderr)
-
-
-# ------------------------------------------------------------------------------ finding runs
-
-def _run_dirs(base: Path) -> list[Path]:
-    try:
-        # a manifest that is not a regular file (a FIFO...) is listed, and refused when read
-        return [p for p in base.iterdir() if os.path.lexists(p / MANIFEST)]
-    except OSError:
-        return []
-
-
-def experiments_with_runs(root: Path) -> list[str]:
-    try:
-        names = sorted(p.name for p in Path(root).iterdir() if is_experiment_id(p.name))
-    except OSError:
-        return []
-    return [n for n in names if _run_dirs(Path(root) / n)]
-
-
-def list_runs(root: Path, experiment_id: str) -> list[Path]:
-    """Oldest first. Run ids sort by second; the manifest's clock orders runs within a second."""
-    check_experiment_id(experiment_id)
-    base = Path(root) / experiment_id
-    if not base.is_dir():
-        return []
-
-    def when(path: Path):
-        try:
-            return (read_manifest_shared(path).get("created_unix", 0), path.name)
-        except (IolabError, AttributeError):
-            return (0, path.name)
-    return sorted(_run_dirs(base), key=when)
-
-
-def no_runs_error(root: Path, experiment_id: str) -> IolabError:
-    """No runs for an id: say which experiments do have runs (and the nearest name)."""
-    import difflib
-
-    known = experiments_with_runs(root)
-    if (Path(root) / experiment_id).is_dir():
-        return IolabError(f"no results for experiment {experiment_id!r} under {root}: its directory "
-                          "holds no runs", hint="run it with reframe first, or `iolab import`")
-    from ..render import project_root
-
-    defined = sorted(p.stem for p in (project_root() / "experiments").glob("*.yaml"))
-    near = [n for n in difflib.get_close_matches(experiment_id, known or defined, n=2)
-            if n != experiment_id][:1]      # never "did you mean" the name itself
-    listed = (f"experiments with results: {', '.join(known)}" if known
-              else "no experiment has results there yet"
-              + (f"; experiments: {', '.join(defined)}" if defined else ""))
-    return IolabError(f"no results for experiment {experiment_id!r} under {root}",
-                      hint=(f"did you mean {near[0]!r}? " if near else "") + listed)
-
-
-def _is_imported(path: Path) -> bool:
-    try:
-        return read_manifest_shared(path).get("origin") == "imported"
-    except IolabError:
-        return False
-
-
-def find_run(root: Path, experiment_id: str, run: str | None, include_imported: bool = False) -> Path:
-    """A run by id (or a unique prefix/suffix); None or "latest": the latest measured run, or
-    the latest of all runs with include_imported."""
-    runs = list_runs(root, experiment_id)
-    if not runs:
-        raise no_runs_error(root, experiment_id)
-    if run in (None, "latest"):
-        pool = runs if include_imported else [p for p in runs if not _is_imported(p)]
-        if not pool:
-            raise IolabError(f"experiment {experiment_id!r} has only imported runs ({len(runs)}), and "
-                             "'latest' means the latest measured run",
-                             hint=f"pass --include-imported to use the latest imported run, "
-                                  f"{runs[-1].name}, or name a run")
-        return pool[-1]
-    matches = [p for p in runs if p.name == run or p.name.startswith(run) or p.name.endswith(run)]
-    if len(matches) != 1:
-        known = ", ".join(p.name for p in runs[-5:])
-        what = "no run" if not matches else "several runs"
-        raise IolabError(f"{what} matching {run!r} for {experiment_id!r}", hint=f"recent runs: {known}")
-    return matches[0]
-
-
-def base_manifest(exp, *, origin: str, system: str | None = None, shim_text: str | None = None,
-                  extra: dict | None = None) -> dict:
-    root = exp.root
-    manifest = {
-        "schema": RECORD_SCHEMA,
-        "experiment": exp.id,
-        "experiment_sha256": exp.sha256,
-        "experiment_yaml": exp.text,
-        "profile": exp.profile,
-        "origin": origin,
-        "created": utcnow(),
-        "iolab": __version__,
-        "host": host_info(),
-        "system": system,
-        "shim": shim_text,
-        **git_state(root, [exp.path]),
-    }
-    lock = root / "spack.lock"
-    if lock.is_file():
-        manifest["spack_lock"] = json.loads(lock.read_text())
-        manifest["spack_lock_sha256"] = sha256_file(lock)
-    if extra:
-        manifest.update(extra)
-    return manifest

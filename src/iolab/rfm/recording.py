@@ -18,8 +18,9 @@ from ..experiment.load import Experiment
 from ..results.record import Observed, Provenance, Record
 from ..results.run import progress_text
 from .shims import shim_path
-from ..results.store import (RunDir, base_manifest, git_state, new_run_id, results_root,
-                             sha256_file, utcnow)
+from ..results.provenance import base_manifest, git_state, sha256_file, utcnow
+from ..results.runfiles import new_run_id, results_root
+from ..results.store import RunDir
 from ..layers.software import spack_packages
 from ..layers.registry import registry
 from . import continuation, internals, jobscript, observe

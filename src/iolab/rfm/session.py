@@ -21,7 +21,7 @@ from reframe.core.exceptions import FailureLimitError, ForceExitError, ReframeEr
 from reframe.core.logging import getlogger
 
 from ..experiment import site
-from ..results.store import utcnow
+from ..results.provenance import utcnow
 from ..shell import has_variables
 from .shims import class_name
 from . import internals

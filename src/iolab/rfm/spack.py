@@ -29,7 +29,7 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import run_before, sanity_function
 
 from .. import shell
-from ..render import project_root
+from ..project import project_root
 from ..experiment.site import of as site_facts
 
 ENV_DIR = "spackenv"

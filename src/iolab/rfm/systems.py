@@ -11,7 +11,7 @@ import re
 import sys
 import time
 
-from ..render import project_root
+from ..project import project_root
 
 # ReFrame's own output (stage dirs, logs, reports); iolab's results go to results/.
 OUTPUT = os.environ.get("IOLAB_RFM_OUTPUT", str(project_root() / "reframe" / "output"))

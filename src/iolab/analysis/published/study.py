@@ -24,9 +24,9 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..experiment import schema as schemas
-from ..errors import IolabError
-from ..experiment.units import parse_size
+from ...experiment import schema as schemas
+from ...errors import IolabError
+from ...experiment.units import parse_size
 
 PREFIX = "published:"
 REQUIRED_CITATION = ("title", "url", "table", "transcription")

@@ -27,13 +27,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .. import benchmarks
-from ..present import doc
-from .compare import (PublishedComparison, Side, _setting_value, _where_ok, citation_blocks,
+from ... import benchmarks
+from ...present import doc
+from ..compare import Side
+from .compare import (PublishedComparison, _setting_value, _where_ok, citation_blocks,
                       compare_published, parse_picks, parse_where, picked_records, published_blocks)
-from ..errors import IolabError
-from .published import Study
-from ..experiment.reportspec import StudyLink, TableLink
+from ...errors import IolabError
+from .study import Study
+from ...experiment.reportspec import StudyLink, TableLink
 
 SCALE_COLUMNS = ("scale.num_tasks", "scale.nodes", "scale.tasks_per_node")
 

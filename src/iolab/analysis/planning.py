@@ -1,0 +1,73 @@
+"""What `iolab plan` says of an experiment before it runs: its cases with the bytes each writes,
+the jobs, a search's budget, the cost at the time limits (refused over a --budget), and the
+repetitions earlier runs suggest."""
+
+from __future__ import annotations
+
+from ..benchmarks import get as get_benchmark
+from ..errors import IolabError
+from ..experiment.matrix import describe
+from ..experiment.units import format_bytes_human
+from . import cost
+
+
+def overview(exp, cases, keys) -> str:
+    """The experiment, its cases as a table (`keys`: the keys that vary anywhere in it) and the
+    totals, as lines ending in a newline."""
+    lines = [f"{exp.id}: {exp.description.strip()}"]
+    if exp.source:
+        lines.append(f"source: {exp.source}")
+    lines += [f"profile: {exp.profile or '(base)'}  repetitions: {exp.repetitions}", ""]
+    rows = []
+    total = 0
+    parts = list(dict.fromkeys(c.part for c in cases))
+    for c in cases:
+        nbytes = get_benchmark(c.benchmark).bytes_written(c)
+        total += nbytes * exp.repetitions
+        rows.append([c.case_id, *([c.part] if len(parts) > 1 else []), c.benchmark, str(c.num_tasks),
+                     format_bytes_human(nbytes), describe(c, keys) or "-"])
+    header = ["case", *(["part"] if len(parts) > 1 else []), "bench", "tasks", "writes/case", "parameters"]
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in [header] + rows]
+    lines += ["", f"cases: {len(cases)}  jobs: {len(cases) * exp.repetitions}  "
+                  f"bytes written: {format_bytes_human(total)} ({total} B)"]
+    if exp.search is not None:
+        s = exp.search
+        jobs = s.budget * s.repetitions
+        grid = len(cases) * s.repetitions
+        lines.append(f"search: {s.strategy}, {s.direction} {s.objective}: at most {min(jobs, grid)} jobs "
+                     f"({s.budget} cases' worth x {s.repetitions} repetitions) of the grid's "
+                     f"{grid} with `iolab search {exp.id}`; the figures above are "
+                     "the whole grid's, which `reframe -r` runs")
+    return "".join(line + "\n" for line in lines)
+
+
+def plan_cost(exp, cases, runs) -> cost.Cost:
+    """Node-hours, core-hours and peak scratch at the time limits, with an estimate from the
+    earlier runs `runs` where there are any."""
+    return cost.plan_cost(cases, exp.repetitions, cost.durations(runs, cases) if runs else None)
+
+
+def check_budget(exp, cases, keys, spent: cost.Cost, budget: float | None) -> None:
+    """Refuse a plan over `budget` node-hours, naming the axes whose trimming saves most."""
+    if budget is not None and spent.node_hours > budget:
+        trims = cost.trim_suggestions(cases, spent, keys, exp.repetitions)
+        raise IolabError(f"the plan needs {spent.node_hours:.2f} node-hours at its time limits, over the "
+                         f"budget of {budget:g}",
+                         hint="trim an axis (largest saving first): " + "; ".join(trims[:3])
+                              if trims else "shorten job.time_limit")
+
+
+def suggestions(exp, cases, runs, target_ci: float) -> str:
+    """Repetitions per case and metric for a 95% CI half-width of target_ci % of the mean, from
+    the earlier runs `runs`, and what the suggestion costs."""
+    from .repetitions import render_rep_suggestions, suggest_reps
+
+    chosen = list(exp.report.metrics)
+    rows = suggest_reps(runs, cases, exp.repetitions, target_ci,
+                        {b: chosen for b in exp.benchmarks} if chosen else None)
+    text = render_rep_suggestions(rows, exp.id, len(runs), target_ci, exp.repetitions)
+    if any(r.suggested is not None for r in rows):
+        hours = cost.suggestion_node_hours(rows, {c.case_id: c for c in cases})
+        text += f"\n  the suggested repetitions cost {hours:.2f} node-hours at the time limits"
+    return text

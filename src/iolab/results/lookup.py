@@ -1,0 +1,91 @@
+"""Finding runs: the experiments with results, an experiment's runs in order, a run by id,
+prefix, suffix or "latest"."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import IolabError
+from .runfiles import MANIFEST, check_experiment_id, is_experiment_id
+from .store import read_manifest_shared
+
+
+def _run_dirs(base: Path) -> list[Path]:
+    try:
+        # a manifest that is not a regular file (a FIFO...) is listed, and refused when read
+        return [p for p in base.iterdir() if os.path.lexists(p / MANIFEST)]
+    except OSError:
+        return []
+
+
+def experiments_with_runs(root: Path) -> list[str]:
+    try:
+        names = sorted(p.name for p in Path(root).iterdir() if is_experiment_id(p.name))
+    except OSError:
+        return []
+    return [n for n in names if _run_dirs(Path(root) / n)]
+
+
+def list_runs(root: Path, experiment_id: str) -> list[Path]:
+    """Oldest first. Run ids sort by second; the manifest's clock orders runs within a second."""
+    check_experiment_id(experiment_id)
+    base = Path(root) / experiment_id
+    if not base.is_dir():
+        return []
+
+    def when(path: Path):
+        try:
+            return (read_manifest_shared(path).get("created_unix", 0), path.name)
+        except (IolabError, AttributeError):
+            return (0, path.name)
+    return sorted(_run_dirs(base), key=when)
+
+
+def no_runs_error(root: Path, experiment_id: str) -> IolabError:
+    """No runs for an id: say which experiments do have runs (and the nearest name)."""
+    import difflib
+
+    known = experiments_with_runs(root)
+    if (Path(root) / experiment_id).is_dir():
+        return IolabError(f"no results for experiment {experiment_id!r} under {root}: its directory "
+                          "holds no runs", hint="run it with reframe first, or `iolab import`")
+    from ..project import project_root
+
+    defined = sorted(p.stem for p in (project_root() / "experiments").glob("*.yaml"))
+    near = [n for n in difflib.get_close_matches(experiment_id, known or defined, n=2)
+            if n != experiment_id][:1]      # never "did you mean" the name itself
+    listed = (f"experiments with results: {', '.join(known)}" if known
+              else "no experiment has results there yet"
+              + (f"; experiments: {', '.join(defined)}" if defined else ""))
+    return IolabError(f"no results for experiment {experiment_id!r} under {root}",
+                      hint=(f"did you mean {near[0]!r}? " if near else "") + listed)
+
+
+def _is_imported(path: Path) -> bool:
+    try:
+        return read_manifest_shared(path).get("origin") == "imported"
+    except IolabError:
+        return False
+
+
+def find_run(root: Path, experiment_id: str, run: str | None, include_imported: bool = False) -> Path:
+    """A run by id (or a unique prefix/suffix); None or "latest": the latest measured run, or
+    the latest of all runs with include_imported."""
+    runs = list_runs(root, experiment_id)
+    if not runs:
+        raise no_runs_error(root, experiment_id)
+    if run in (None, "latest"):
+        pool = runs if include_imported else [p for p in runs if not _is_imported(p)]
+        if not pool:
+            raise IolabError(f"experiment {experiment_id!r} has only imported runs ({len(runs)}), and "
+                             "'latest' means the latest measured run",
+                             hint=f"pass --include-imported to use the latest imported run, "
+                                  f"{runs[-1].name}, or name a run")
+        return pool[-1]
+    matches = [p for p in runs if p.name == run or p.name.startswith(run) or p.name.endswith(run)]
+    if len(matches) != 1:
+        known = ", ".join(p.name for p in runs[-5:])
+        what = "no run" if not matches else "several runs"
+        raise IolabError(f"{what} matching {run!r} for {experiment_id!r}", hint=f"recent runs: {known}")
+    return matches[0]
