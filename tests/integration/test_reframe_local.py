@@ -259,7 +259,7 @@ verify: {hints: fail}
 
 
 def test_stripes_off_lustre_are_recorded_as_not_applied(rfm_env, tmp_path):
-    from iolab.layers.storage.lustre import detect_fstype
+    from iolab.layers.storage.base import detect_fstype
 
     root = make_project(tmp_path, {"striped-fio": STRIPED_FIO})
     out = reframe(["-r", "-n", "striped_fio"], rfm_env, cwd=root,

@@ -499,7 +499,7 @@ fixed: {api: MPIIO, collective: true, transfer_size: 1MiB, block_size: 2MiB, mpi
 
 
 def test_striping_hints_off_lustre_are_not_applied_whatever_romio_echoes(rfm_env, tmp_path):
-    from iolab.layers.storage.lustre import detect_fstype
+    from iolab.layers.storage.base import detect_fstype
 
     if detect_fstype(tmp_path) == "lustre":
         pytest.skip("the scratch root is on Lustre here")
