@@ -10,6 +10,7 @@ turns that into a failure.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -276,3 +277,62 @@ def _cmdline(pid: int) -> str:
         return " " + Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+# --- on the nodes of scripts/cluster-local ------------------------------------------------------------
+
+CLUSTER_STATE = Path(os.environ.get("IOLAB_CLUSTER_STATE", "/tmp/iolab-cluster"))
+NODE_PORTS = (7600, 7660)
+
+
+def _cluster_nodes() -> int | None:
+    """How many nodes a running scripts/cluster-local has (its state dir's nodes file), or None."""
+    try:
+        return int((CLUSTER_STATE / "nodes").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def test_every_cluster_node_mounts_the_same_cephfs(tmp_path):
+    """With --cluster, a job on every node sees one CephFS through a client of its own (one MDS
+    session per node, named after it), and down unmounts it in every node."""
+    nodes = _cluster_nodes()
+    if nodes is None:
+        why = f"no scripts/cluster-local is up (no {CLUSTER_STATE}/nodes)"
+        if REQUIRED and os.environ.get("IOLAB_REQUIRE_CLUSTER") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    why = _why_not(NODE_PORTS)
+    if why:
+        _unavailable(why)
+    state = tmp_path / "state"
+    env = {**_env(state, NODE_PORTS), "IOLAB_CEPH_OSDS": "1"}
+    up = _run(["up", "--cluster"], env)
+    ceph = Ceph(state, up)
+    try:
+        assert up.returncode == 0, up.stderr
+        for k in range(1, nodes + 1):
+            assert re.search(rf"^ceph-fuse\s+pid \d+\s+mounted at {re.escape(str(ceph.mount))} \(node{k}\)$",
+                             up.stdout, re.M), up.stdout
+        job = subprocess.run(
+            ["srun", "-N", str(nodes), "--ntasks-per-node=1", "sh", "-c",
+             f'findmnt -n -o FSTYPE --mountpoint {ceph.mount} && hostname > "{ceph.mount}/from-$(hostname)"'],
+            capture_output=True, text=True, timeout=120,
+            env={**os.environ, "SLURM_CONF": str(CLUSTER_STATE / "etc" / "slurm.conf")})
+        assert job.returncode == 0, job.stderr
+        assert job.stdout.split() == ["fuse.ceph-fuse"] * nodes
+        names = [f"node{k}" for k in range(1, nodes + 1)]
+        assert sorted(p.name for p in ceph.mount.iterdir()) == [f"from-{n}" for n in names]
+        sessions = ceph.ceph("tell", "mds.a", "session", "ls", "-f", "json")
+        hosts = [s["client_metadata"].get("hostname") for s in json.loads(sessions)]
+        assert sorted(h for h in hosts if h in names) == names and len(hosts) == nodes + 1, hosts
+        fuse = {name: pid for name, pid in ceph.pids().items() if name.startswith("fuse.node")}
+        down = _run(["down"], env)
+        assert down.returncode == 0, down.stderr
+        assert [pid for pid in fuse.values() if Path(f"/proc/{pid}").exists()] == []
+        for k in range(1, nodes + 1):
+            slurmd = int((CLUSTER_STATE / "run" / f"slurmd-node{k}.pid").read_text())
+            mounts = Path(f"/proc/{slurmd}/mountinfo").read_text()
+            assert f" {ceph.mount} " not in mounts, f"node{k} still mounts it"
+    finally:
+        _run(["down"], env)
