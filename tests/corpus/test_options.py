@@ -31,7 +31,8 @@ CASES = {
     "fio-ioengine-exec": ("benchmark: fio\nfixed: {size: 64KiB, ioengine: exec}\n", [
         ":4: fixed.ioengine: 'exec' sets fio's ioengine=exec, which runs a program (its `program` "
         "option) as the job's I/O", "(allow: [ioengine=exec])"]),
-    "fio-ioengine-external": ("benchmark: fio\nfixed: {size: 64KiB}\nmatrix:\n  ioengine: [psync, external]\n", [
+    "fio-ioengine-external": (
+        "benchmark: fio\nfixed: {size: 64KiB}\nmatrix:\n  ioengine: [psync, external]\n", [
         ":6: matrix.ioengine[1]: 'external' sets fio's ioengine=external, which loads code from a shared "
         "library as the I/O engine"]),
     "fio-filename-format": (FIO % '"--filename_format=/tmp/elsewhere/$jobname"', [
@@ -43,7 +44,8 @@ CASES = {
     "fio-write-bw-log": (FIO % '"--write_bw_log=/tmp/bw"', [
         "'--write_bw_log=/tmp/bw' sets fio's write_bw_log, which names a file fio writes its "
         "bandwidth log to"]),
-    "fio-read-iolog": (FIO % '"--read_iolog=/tmp/trace"', ["sets fio's read_iolog, which replays I/O from a file"]),
+    "fio-read-iolog": (FIO % '"--read_iolog=/tmp/trace"',
+                       ["sets fio's read_iolog, which replays I/O from a file"]),
     "fio-trigger": (FIO % '"--trigger=touch x"', ["'--trigger=touch x' sets fio's trigger, which runs a "
                                                    "program when a trigger fires"]),
     "fio-client": (FIO % '"--client=evil.example"', ["sets fio's client, which runs the jobs on other "

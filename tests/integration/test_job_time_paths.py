@@ -96,7 +96,8 @@ def test_every_benchmark_writes_under_the_path_the_job_expanded(rfm_env, tmp_pat
     for rec in recs:
         assert Path(rec["observed"]["storage"]["path"]).is_dir()
     written = {p.relative_to(bb).parts[3].split("-r")[0] for p in bb.rglob("*") if p.is_file()}
-    writers = {r["case_id"] for r in recs if r["benchmark"] != "mdtest" and r["params"].get("kernel") != "read"}
+    writers = {r["case_id"] for r in recs
+               if r["benchmark"] != "mdtest" and r["params"].get("kernel") != "read"}
     assert written == writers, (written, writers)
     assert not list(tmp_path.rglob(f"${VAR}*"))
     scripts = [p.read_text() for p in (tmp_path / "rfm").rglob("rfm_job.sh")]
@@ -123,6 +124,7 @@ def test_a_job_lacking_the_variable_stops_before_writing_under_root(rfm_env, tmp
     assert out.returncode != 0
     (rec,) = records(only_run(tmp_path / "results", "job-time-unset"))
     assert rec["status"] == "failed"
-    assert rec["error"].startswith(f"the case directory $IOLAB_NEVER_SET/{leaf}/job-time-unset/"), rec["error"]
+    assert rec["error"].startswith(
+        f"the case directory $IOLAB_NEVER_SET/{leaf}/job-time-unset/"), rec["error"]
     assert "needs $IOLAB_NEVER_SET, which is not set in the job" in rec["error"]
     assert not Path(f"/{leaf}").exists()

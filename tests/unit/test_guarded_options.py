@@ -94,7 +94,8 @@ def test_refused_where_written_and_allowed_by_name(tmp_path):
 
 
 @pytest.mark.parametrize("body, where", [
-    ("benchmark: fio\nmatrix: {ioengine: [psync, exec]}\n", ":4: matrix.ioengine[1]: 'exec' sets fio's ioengine=exec"),
+    ("benchmark: fio\nmatrix: {ioengine: [psync, exec]}\n",
+     ":4: matrix.ioengine[1]: 'exec' sets fio's ioengine=exec"),
     ("benchmark: fio\nprofiles:\n  local:\n    fixed: {extra_args: ['--opendir=/etc']}\n",
      ":6: profiles.local.fixed.extra_args[0]: '--opendir=/etc' sets fio's opendir"),
     ("parts:\n  a:\n    benchmark: ior\n    zip:\n      api: [POSIX, MPIIO]\n"

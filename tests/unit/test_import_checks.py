@@ -137,7 +137,8 @@ def test_mdtest_command_line_echo():
         "write_bytes": 0, "entries": "both", "extra_args": [], "iterations": 1}
     assert all(echo[k] for k in ("create_only", "stat_only", "read_only", "remove_only"))
     echo = mdtest_text.parse((MDTEST / "mdtest_files_2r_n60_z1_b2_u_w4k.txt").read_text()).echo
-    assert (echo["depth"], echo["write_bytes"], echo["read_bytes"], echo["entries"]) == (1, 4096, 4096, "files")
+    assert (echo["depth"], echo["write_bytes"], echo["read_bytes"], echo["entries"]) == \
+        (1, 4096, 4096, "files")
     assert echo["iterations"] == 2
 
 
@@ -145,7 +146,8 @@ def test_mdtest_command_line_echo():
     (["-n", "10", "-F", "-C", "-T"], {"create_only": True, "stat_only": True, "read_only": False,
                                       "entries": "files"}),
     (["-n10", "-CTEr", "-w", "4k", "-a", "POSIX", "--posix.odirect"],
-     {"items": 10, "write_bytes": 4096, "remove_only": True, "extra_args": ["-a", "POSIX", "--posix.odirect"]}),
+     {"items": 10, "write_bytes": 4096, "remove_only": True,
+      "extra_args": ["-a", "POSIX", "--posix.odirect"]}),
     (["-n", "10", "-d", "out", "--saveRankPerformanceDetails=r.csv"], {"extra_args": []}),
 ])
 def test_mdtest_command_line_forms(args, want):

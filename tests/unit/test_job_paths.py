@@ -23,9 +23,11 @@ VAR = "IOLAB_JOB_ONLY"
 BASE = f"${VAR}/bb"
 
 EXPERIMENTS = {
-    "ior": "benchmark: ior\nscale: {tasks_per_node: 2}\nfixed: {api: POSIX, block_size: 1MiB, transfer_size: 1MiB}\n",
+    "ior": ("benchmark: ior\nscale: {tasks_per_node: 2}\n"
+            "fixed: {api: POSIX, block_size: 1MiB, transfer_size: 1MiB}\n"),
     "mdtest": "benchmark: mdtest\nscale: {tasks_per_node: 2}\nfixed: {items: 10}\n",
-    "h5bench": "benchmark: h5bench\nscale: {tasks_per_node: 2}\nfixed: {kernel: write, dim_1: 1024, timesteps: 1}\n",
+    "h5bench": ("benchmark: h5bench\nscale: {tasks_per_node: 2}\n"
+                "fixed: {kernel: write, dim_1: 1024, timesteps: 1}\n"),
     "h5bench-metadata": "benchmark: h5bench\nscale: {tasks_per_node: 2}\nfixed: {kernel: metadata}\n",
     "btio": "benchmark: btio\nscale: {tasks_per_node: 4}\nfixed: {grid: [12, 12, 12]}\n",
     "fio": "benchmark: fio\nfixed: {size: 64KiB, bs: 4KiB}\n",

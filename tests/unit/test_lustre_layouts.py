@@ -257,7 +257,8 @@ def test_darshan_components_name_the_pattern_as_lfs_does():
                              "LUSTRE_COMP_FLAGS": 0x10, "LUSTRE_COMP_EXT_START": 0,
                              "LUSTRE_COMP_EXT_END": MIB, "LUSTRE_COMP_STRIPE_PATTERN": pattern},
                 "pool": "", "osts": []}
-    assert [layouts.component(comp(p, n))["pattern"] for p, n in ((0x100, 0), (0x201, 8), (1, 4), (-1, 4))] == [
+    slots = ((0x100, 0), (0x201, 8), (1, 4), (-1, 4))
+    assert [layouts.component(comp(p, n))["pattern"] for p, n in slots] == [
         "mdt", "raid0,overstriped", "raid0", None]
 
 
@@ -370,7 +371,8 @@ def dir_stage(tmp_path, witness=True, df=True):
     if df:
         (tmp_path / lustre.LFSDF_FILE).write_text((DATA / "lfs_df.txt").read_text())  # 1 MDT
     if witness:
-        (tmp_path / lustre.GETDIRSTRIPE_FILE).write_text((DATA / "lfs216_getdirstripe_4_yaml.txt").read_text())
+        witness_text = (DATA / "lfs216_getdirstripe_4_yaml.txt").read_text()
+        (tmp_path / lustre.GETDIRSTRIPE_FILE).write_text(witness_text)
     return tmp_path
 
 

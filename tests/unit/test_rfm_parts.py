@@ -82,8 +82,8 @@ def test_case_directories_per_target(tmp_path):
     assert bb.base == "$DW_JOB_STRIPED" and bb.on("lustre")
     assert bb.unrunnable == ["storage 'burst_buffer': system sys:part declares no burst buffer "
                              "(extras['iolab']['burst_buffer'])"]
-    strict = storage.place(case, site.load({"scratch": str(tmp_path)}), "sys:part", experiment="e", run_id="r",
-                           repetition=1, require_lustre=True, dry_run=False)
+    strict = storage.place(case, site.load({"scratch": str(tmp_path)}), "sys:part", experiment="e",
+                           run_id="r", repetition=1, require_lustre=True, dry_run=False)
     assert strict.unrunnable and strict.unrunnable[0].startswith("require_lustre: scratch")
 
 

@@ -110,16 +110,20 @@ def test_a_key_like_none_lists_the_keys():
     ({"scratch": 5}, "extras['iolab'].scratch: 5 is an integer, expected a string"),
     ({"burst_buffer": ["/bb"]}, "extras['iolab'].burst_buffer: ['/bb'] is a list, expected a string or None"),
     ({"node_local": None}, "extras['iolab'].node_local: null is None, expected a string"),
-    ({"cores_per_node": "128"}, "extras['iolab'].cores_per_node: '128' is a string, expected an integer or None"),
+    ({"cores_per_node": "128"},
+     "extras['iolab'].cores_per_node: '128' is a string, expected an integer or None"),
     ({"cores_per_node": 1.5}, "extras['iolab'].cores_per_node: 1.5 is a number, expected an integer or None"),
     ({"cores_per_node": True}, "extras['iolab'].cores_per_node: True is a bool, expected an integer or None"),
     ({"cores_per_node": 0}, "extras['iolab'].cores_per_node: 0 is below the least allowed, 1"),
     ({"profile": 3}, "extras['iolab'].profile: 3 is an integer, expected a string or a list of strings"),
     ({"profile": []}, "extras['iolab'].profile: [] is a list, expected a string or a list of strings"),
-    ({"mpi_flavour": "openmpi_romio"}, "extras['iolab'].mpi_flavour: 'openmpi_romio' is not allowed (did you mean "
-                                       "'openmpi-romio'? allowed: mpich-romio, openmpi-romio, cray-mpich, openmpi-ompio)"),
-    ({"launcher_options": "--mpi=pmix"}, "extras['iolab'].launcher_options: '--mpi=pmix' is a string, expected a list"),
-    ({"launcher_options": ["-x", 1]}, "extras['iolab'].launcher_options[1]: 1 is an integer, expected a string"),
+    ({"mpi_flavour": "openmpi_romio"},
+     "extras['iolab'].mpi_flavour: 'openmpi_romio' is not allowed (did you mean "
+     "'openmpi-romio'? allowed: mpich-romio, openmpi-romio, cray-mpich, openmpi-ompio)"),
+    ({"launcher_options": "--mpi=pmix"},
+     "extras['iolab'].launcher_options: '--mpi=pmix' is a string, expected a list"),
+    ({"launcher_options": ["-x", 1]},
+     "extras['iolab'].launcher_options[1]: 1 is an integer, expected a string"),
     ({"stack": "spack"}, "extras['iolab'].stack: 'spack' is a string, expected a dict"),
     ({"stack": {"provider": "spak"}}, "extras['iolab'].stack.provider: 'spak' is not allowed (did you "
                                       "mean 'spack'? allowed: path, prefix, modules, spack)"),
@@ -129,7 +133,8 @@ def test_a_key_like_none_lists_the_keys():
                                         "a directory with bin/ and lib/"),
     ({"stack": {"provider": "path", "spack_config": "x"}},
      "extras['iolab'].stack: 'spack_config' and 'install_opts' are for the spack provider"),
-    ({"darshan": {"enabled": "yes"}}, "extras['iolab'].darshan.enabled: 'yes' is a string, expected True or False"),
+    ({"darshan": {"enabled": "yes"}},
+     "extras['iolab'].darshan.enabled: 'yes' is a string, expected True or False"),
     ({"same_machine_as": "archer"}, "extras['iolab'].same_machine_as: 'archer' is a string, expected a list"),
 ])
 def test_a_wrong_type_names_the_expected_one(extras, expected):
