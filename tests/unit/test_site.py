@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from iolab.experiment import site
+from iolab.rfm import site as rfm_site
 from iolab.analysis.published.compare import same_machine_studies
 from iolab.errors import IolabError
 from iolab.experiment.load import Darshan
@@ -221,5 +222,5 @@ def test_no_module_reads_extras_but_the_loader():
     ([], {}, "/proj/reframe/config/mysite.py"),
 ])
 def test_the_config_file_is_shown_as_the_user_wrote_it(argv, environ, shown):
-    assert site.shown_source("/proj/reframe/config/mysite.py", argv, environ) == (
+    assert rfm_site.shown_source("/proj/reframe/config/mysite.py", argv, environ) == (
         shown, "/proj/reframe/config/mysite.py")

@@ -20,7 +20,7 @@ from reframe.core.exceptions import ReframeError, SanityError
 from reframe.core.logging import getlogger
 
 from .. import benchmarks
-from ..experiment import site
+from . import site
 from ..experiment.matrix import describe
 from . import continuation, internals, observe, plan, recording
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import reframe
 from reframe.core.logging import getlogger
 
-from ..experiment import site
+from . import site
 from ..errors import IolabError
 from ..experiment.load import Experiment
 from ..results.record import Observed, Provenance, Record

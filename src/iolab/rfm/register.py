@@ -18,7 +18,7 @@ from reframe.core import builtins
 from reframe.core.logging import getlogger
 from reframe.core.meta import make_test
 
-from ..experiment import site
+from . import site
 from ..errors import IolabError
 from ..experiment.load import load_experiment
 from ..experiment.matrix import expand, producers, varied_keys

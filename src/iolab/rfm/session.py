@@ -20,7 +20,7 @@ from pathlib import Path
 from reframe.core.exceptions import FailureLimitError, ForceExitError, ReframeError, RunSessionTimeout
 from reframe.core.logging import getlogger
 
-from ..experiment import site
+from . import site
 from ..results.provenance import utcnow
 from ..shell import has_variables
 from .shims import class_name

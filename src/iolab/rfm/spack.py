@@ -30,7 +30,7 @@ from reframe.core.builtins import run_before, sanity_function
 
 from .. import shell
 from ..project import project_root
-from ..experiment.site import of as site_facts
+from .site import of as site_facts
 
 ENV_DIR = "spackenv"
 FIND_FILE = "spack-find.json"
