@@ -110,7 +110,7 @@ def _run_state(exp_id: str, run: str | None, include_imported: bool, set_aside: 
 
 
 def _tables(state, metrics, darshan_columns: str | None = None):
-    from .present.report import build_tables, default_metrics, tables_from, with_layer_columns
+    from .analysis.report import build_tables, default_metrics, tables_from, with_layer_columns
 
     if darshan_columns:
         from .layers.registry import get
@@ -182,7 +182,7 @@ def _print_run_notes(state, label: str = "") -> None:
 
 
 def cmd_table(args) -> int:
-    from .present.report import render
+    from .analysis.report import render
 
     if args.runs or args.since:
         if args.run:

@@ -11,7 +11,7 @@ from iolab.benchmarks.ior import parse_any
 from iolab.experiment.load import load_experiment
 from iolab.experiment.matrix import expand, varied_keys
 from iolab.rfm.shims import render_shim
-from iolab.present.report import build_tables, render
+from iolab.analysis.report import build_tables, render
 from iolab.results.record import Observed, Provenance, Record
 from iolab.results.store import RunDir
 from iolab.results.run import Run
@@ -142,7 +142,7 @@ def test_published_markdown(experiment, tmp_path):
     """The 4-process cases of the golden run against the ARCHER guide's 24-process rows."""
     from iolab.analysis.compare import Side
     from iolab.analysis.published.compare import compare_published, published_blocks
-    from iolab.present import doc
+    from iolab.analysis import doc
     from iolab.analysis.published.study import load_study
 
     run_id = "20261121T000000Z-a4c4e7"

@@ -13,7 +13,7 @@ from iolab.analysis.compare import (Side, compare_by_param, compare_runs, direct
                                     render_comparison, verdict)
 from iolab.errors import IolabError
 from iolab.results.store import RunDir
-from iolab.analysis.stats import Welch
+from iolab.stats import Welch
 
 IOR = Path(__file__).resolve().parents[1] / "data" / "ior"
 MiB = 1024 * 1024

@@ -11,7 +11,7 @@ import pytest
 
 from iolab.cli import main
 from iolab.results.record import Record
-from iolab.present.report import build_tables, render
+from iolab.analysis.report import build_tables, render
 from iolab.results.run import Run
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"

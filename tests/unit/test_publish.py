@@ -24,9 +24,9 @@ from iolab.cli import main
 from iolab.errors import IolabError
 from iolab.experiment.load import load_text
 from iolab.results.record import Observed
-from iolab.present import doc
+from iolab.analysis import doc
 from iolab.present.publish import MARKER, publish
-from iolab.present.report import build_tables, render
+from iolab.analysis.report import build_tables, render
 from iolab.experiment.reportspec import StudyLink
 from iolab.results.run import Run
 from tests.golden.publish_data import (DARSHAN_FINDINGS, REPO, STRIPING_FLAG, experiment, make_run,

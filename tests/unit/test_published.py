@@ -14,7 +14,7 @@ from iolab.errors import IolabError
 from iolab.analysis.published.study import DEFAULT, list_studies, load_study, parse_study
 from iolab.results.record import Manifest
 from iolab.results.store import RunDir
-from iolab.present import doc
+from iolab.analysis import doc
 
 REPO = Path(__file__).resolve().parents[2]
 IOR = REPO / "tests" / "data" / "ior"

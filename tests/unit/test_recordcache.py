@@ -112,7 +112,7 @@ def test_an_entry_of_another_user_or_a_symlink_is_not_read(run_path, records_cac
 # ---------------------------------------------------------------- the digest: tables without records
 
 def test_a_warm_run_is_read_from_its_digest_and_its_tables_equal_the_records(run_path, records_cache):
-    from iolab.present.report import build_tables, render, tables_from
+    from iolab.analysis.report import build_tables, render, tables_from
 
     cold = Run.load(run_path)               # decodes, writes the records' entry and the digest's
     assert cold._records is not None

@@ -6,7 +6,7 @@ from dataclasses import replace
 import json
 
 from iolab.present.publish import html_table
-from iolab.present.report import REASON_CHARS, build_tables, render, short_reason
+from iolab.analysis.report import REASON_CHARS, build_tables, render, short_reason
 from tests.golden.publish_data import experiment, records
 
 RUN = "20261121T000000Z-aaaaaa"
@@ -80,13 +80,13 @@ def test_csv_of_several_parts_is_one_table_with_one_header():
     assert sum(1 for r in rows if r[:2] == ["part", "case_id"]) == 1
     for table in tables:           # a part's own key columns are filled in its rows
         for key in table.keys:
-            from iolab.present.report import param_label
+            from iolab.analysis.report import param_label
             col = header.index(param_label(key, table.benchmark)[0])
             assert all(r[col] != "" for r in body if r[0] == table.part)
 
 
 def test_a_parameter_unit_that_is_not_a_size_is_shown_as_is():
-    from iolab.present.report import spec_label
+    from iolab.analysis.report import spec_label
 
     assert spec_label("stonewall", {"title": "Stonewall", "x-unit": "s"}) == ("Stonewall (s)", None)
     size = {"title": "Block Size", "x-unit": "MiB"}

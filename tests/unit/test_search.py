@@ -272,7 +272,7 @@ def test_search_report_of_a_search(grid, results, capsys):
     assert f"grid-ior-local run {RUN_ID}\nsearch: model, max write_bw, budget 9 x 3 " \
            f"repetitions = 27 jobs, seed 2\ncases run: {cases} of the grid's 36 (27 jobs; the " \
            "grid: 108)\n" in out
-    from iolab.analysis import stats
+    from iolab import stats
 
     m = stats.summarize(best.values)
     assert (f"best found: api=POSIX, block_size={best.setting['block_size'] // 2**20}MiB, "

@@ -7,7 +7,7 @@ import math
 import pytest
 from scipy import stats as sp
 
-from iolab.analysis import stats
+from iolab import stats
 
 
 def test_t_quantiles_match_printed_tables():
@@ -51,7 +51,7 @@ def test_no_scipy_import_for_statistics():
     import subprocess
     import sys
 
-    code = ("import sys; from iolab.analysis import stats; s = stats.summarize([1, 2, 4]); "
+    code = ("import sys; from iolab import stats; s = stats.summarize([1, 2, 4]); "
             "stats.welch(s, stats.summarize([2, 3, 9])); stats.spearman([1, 2, 3], [3, 1, 2]); "
             "print('scipy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

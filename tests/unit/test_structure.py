@@ -90,7 +90,7 @@ def test_the_reframe_test_class_is_slim():
     assert len(lines) < 150, f"IolabTest has {len(lines)} lines: its parts belong in rfm/plan.py and friends"
 
 
-PRESENTATION = ("iolab.present.report", "iolab.present.plots", "iolab.analysis.compare",
+PRESENTATION = ("iolab.analysis.report", "iolab.present.plots", "iolab.analysis.compare",
                 "iolab.present.publish", "iolab.results.importer", "iolab.analysis.published.studies",
                 "iolab.analysis.published.compare", "iolab.present.darshan",
                 "iolab.analysis.io500", "iolab.analysis.cost", "iolab.layers.software")
@@ -165,11 +165,11 @@ WITNESSES = {
     ("storage", "iolab.layers.darshan.columns"),
     # Darshan's view of the aggregators the MPI-IO layer asked for, and its own log's hints
     ("mpiio", "iolab.layers.darshan.aggregators"), ("mpiio", "iolab.layers.darshan.findings"),
-    ("mpiio", "iolab.layers.darshan.view"), ("mpiio", "iolab.layers.darshan.preload"),
+    ("mpiio", "iolab.present.darshan_logs"), ("mpiio", "iolab.layers.darshan.preload"),
 }
 # Modules that act on every layer and must know none by name.
 LAYER_LOOPS = ("iolab.rfm.plan", "iolab.rfm.observe", "iolab.rfm.jobscript", "iolab.rfm.recording",
-               "iolab.results.record", "iolab.results.digest", "iolab.present.report",
+               "iolab.results.record", "iolab.results.digest", "iolab.analysis.report",
                "iolab.analysis.search", "iolab.present.plots", "iolab.experiment.matrix")
 LAYER_FACE = {"iolab.layers.base", "iolab.layers.registry", "iolab.layers.software"}
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from iolab.experiment.units import (MAX_SIZE, OutOfRange, format_bytes_human, format_size,
-                                    ior_size_arg, is_size, parse_size, parse_time_limit)
+from iolab.units import (MAX_SIZE, OutOfRange, format_bytes_human, format_size, ior_size_arg,
+                         is_size, parse_size, parse_time_limit)
 
 KIB, MIB, GIB, TIB = 1024, 1024**2, 1024**3, 1024**4
 

@@ -74,7 +74,7 @@ def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None
 
     from ..results.lookup import list_runs
     from ..results.store import holding, results_root
-    from ..rfm.shims import class_name
+    from ..experiment.load import class_name
 
     res = results_root(root)
     writing_to(res, cont, take_over=not dry_run)

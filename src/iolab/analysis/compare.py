@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import benchmarks
-from . import stats
+from .. import stats
 from ..errors import IolabError
 from .published.study import coerce_param
 from ..results.record import Manifest, Record
-from ..present.report import fmt_mean_ci, fmt_value, metric_label, param_label, tables_from
+from .report import fmt_mean_ci, fmt_value, metric_label, param_label, tables_from
 from ..results.upgrade import current_ids
 from ..results.run import Run
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..benchmarks import get as get_benchmark
-from ..experiment.units import format_bytes_human, parse_time_limit
+from ..units import format_bytes_human, parse_time_limit
 
 
 @dataclass

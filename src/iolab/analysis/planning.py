@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..benchmarks import get as get_benchmark
 from ..errors import IolabError
 from ..experiment.matrix import describe
-from ..experiment.units import format_bytes_human
+from ..units import format_bytes_human
 from . import cost
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from . import stats
-from ..present.report import N_TOO_SMALL, default_metrics
+from .. import stats
+from .report import N_TOO_SMALL, default_metrics
 
 
 REPS_FORMULA = ("n = the smallest n >= 2 with t(0.975, n-1) * CV / sqrt(n) <= target, "

@@ -31,7 +31,7 @@ import random
 import warnings
 from dataclasses import dataclass, field
 
-from . import stats
+from .. import stats
 from ..errors import IolabError
 from ..experiment.load import Search
 from ..experiment.matrix import Case

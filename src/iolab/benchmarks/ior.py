@@ -7,7 +7,7 @@ from pathlib import Path
 from ..parsers import ior_json, ior_text
 from ..layers.mpiio.hints import ior_hints_file
 from ..shell import JobPath
-from ..experiment.units import ior_size_arg
+from ..units import ior_size_arg
 from .base import Benchmark, MetricSpec, RunSpec, extra_arg_problem, job_streams, read_output
 
 SUMMARY = "ior-summary.json"

@@ -17,10 +17,15 @@ from typing import Any
 from . import reportspec
 from . import schema as schemas
 from ..errors import IolabError, IolabErrors
-from .units import SIZE_HELP, OutOfRange
+from ..units import SIZE_HELP, OutOfRange
 from .yamlpos import CONTROL, Located, brief, char_name, decode, dotted, load_yaml
 
 PARAM_SECTIONS = ("fixed", "matrix", "zip", "exclude")
+
+
+def class_name(experiment_id: str) -> str:
+    """The name of an experiment's ReFrame test, and of its generated shim: '-' is no Python."""
+    return experiment_id.replace("-", "_")
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import Any
 from . import schema as schemas
 from ..errors import IolabError
 from .load import Experiment, Job, Part
-from .units import format_size
+from ..units import format_size
 from .yamlpos import brief
 
 

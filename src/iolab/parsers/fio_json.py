@@ -55,7 +55,7 @@ def _echo(doc: dict, jobs: list) -> dict:
     """fio's options as it read them (global then job section), typed, and the bytes it moved.
     fio lists only the options its job file gives: one it does not give ran at fio's default
     (fio's HOWTO: numjobs 1, iodepth 1, direct 0, end_fsync 0)."""
-    from ..experiment.units import parse_size
+    from ..units import parse_size
 
     options = {"numjobs": "1", "iodepth": "1", "direct": "0", "end_fsync": "0",
                **(doc.get("global options") or {}), **(jobs[0].get("job options") or {})}

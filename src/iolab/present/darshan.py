@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import IolabError
 from ..layers import darshan
-from ..layers.darshan import view
+from . import darshan_logs as view
 from ..results.run import Run
 from ..results.upgrade import names_case
 

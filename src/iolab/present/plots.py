@@ -25,11 +25,11 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..analysis import stats
+from .. import stats
 from ..layers import registry as layers
 from ..results.digest import shows_effective
 from ..results.record import NUM_TASKS, param_value
-from .report import Table, fmt_measure, fmt_value, metric_label, param_label, tables_from
+from ..analysis.report import Table, fmt_measure, fmt_value, metric_label, param_label, tables_from
 from ..experiment.reportspec import PlotRequest
 
 # The default choice of plots, in order (default_specs implements them; pages print them).

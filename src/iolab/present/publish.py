@@ -36,9 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
-from . import doc, plots
+from ..analysis import doc
+from . import plots
 from ..experiment import reportspec
-from ..analysis import stats
+from .. import stats
 from ..analysis.compare import Side
 from ..errors import IolabError
 from ..experiment.matrix import show_value
@@ -48,7 +49,7 @@ from ..results.record import Record
 from ..experiment.reportspec import StudyLink
 from ..results.run import Run
 from ..analysis.published.studies import compare_study, study_blocks
-from .report import LEGEND, NOISY_MARK, OUTLIER_MARK, render, table_rows, tables_from
+from ..analysis.report import LEGEND, NOISY_MARK, OUTLIER_MARK, render, table_rows, tables_from
 from ..results.lookup import find_run
 from ..results.store import write_all
 

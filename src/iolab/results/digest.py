@@ -14,7 +14,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, field
 
-from ..analysis import stats
+from .. import stats
 from ..layers.registry import owner
 from .record import STATUSES, Record
 

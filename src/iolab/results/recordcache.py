@@ -29,7 +29,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from .. import parsers
-from ..analysis import stats
+from .. import stats
 from . import cache, integrity
 from . import digest as digest_module
 from . import record as record_module

@@ -22,7 +22,8 @@ from . import site
 from ..errors import IolabError
 from ..experiment.load import load_experiment
 from ..experiment.matrix import expand, producers, varied_keys
-from .shims import class_name, render_shim, shim_path, sync_shims, write_atomic
+from ..experiment.load import class_name
+from .shims import render_shim, shim_path, sync_shims, write_atomic
 from . import continuation, internals, session
 from .base import IolabTest
 from .broken import BrokenExperiment

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .shims import class_name
+from ..experiment.load import class_name
 
 ENV = "IOLAB_EXPERIMENTS"
 

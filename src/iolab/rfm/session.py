@@ -23,7 +23,7 @@ from reframe.core.logging import getlogger
 from . import site
 from ..results.provenance import utcnow
 from ..shell import has_variables
-from .shims import class_name
+from ..experiment.load import class_name
 from . import internals
 from .recording import _Run, for_experiment, record
 from .spack import build_iolab_stack, failure

@@ -7,14 +7,11 @@ import os
 import re
 from pathlib import Path
 
+from ..experiment.load import class_name
 from ..render import render_template
 
 SHIM_TEMPLATE = "reframe/shim.py.j2"
 _SHA_RE = re.compile(r"^IOLAB_YAML_SHA256 = \"([0-9a-f]{64})\"$", re.MULTILINE)
-
-
-def class_name(experiment_id: str) -> str:
-    return experiment_id.replace("-", "_")
 
 
 def shim_path(generated_dir: Path, experiment_id: str) -> Path:

@@ -9,15 +9,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from ...present import doc
+from .. import doc
 from ...experiment import site
-from .. import stats
+from ... import stats
 from ...errors import IolabError
 from ...experiment.matrix import format_param, show_value
 from .study import DEFAULT, DESCRIPTIVE, VALUE_COLUMNS, PublishedRow, Study, coerce_param
 from .study import spec_of as _param_spec
 from ...results.record import Manifest, Record, param_value
-from ...present.report import fmt_measure, fmt_value, spec_label
+from ..report import fmt_measure, fmt_value, spec_label
 from ..compare import (Side, direction, flag_notes, footnoted, mean_ci_cell, ratio_cell,
                        set_aside_notes)
 

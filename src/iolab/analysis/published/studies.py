@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, field
 
 from ... import benchmarks
-from ...present import doc
+from .. import doc
 from ..compare import Side
 from .compare import (PublishedComparison, _setting_value, _where_ok, citation_blocks,
                       compare_published, parse_picks, parse_where, picked_records, published_blocks)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ...experiment import schema as schemas
 from ...errors import IolabError
-from ...experiment.units import parse_size
+from ...units import parse_size
 
 PREFIX = "published:"
 REQUIRED_CITATION = ("title", "url", "table", "transcription")

@@ -10,7 +10,7 @@ from importlib import resources
 
 import jsonschema
 
-from ..units import OutOfRange, format_size, is_size, parse_size, parse_time_limit
+from ...units import OutOfRange, format_size, is_size, parse_size, parse_time_limit
 from ..yamlpos import brief
 
 _FORMATS = jsonschema.FormatChecker()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...experiment.units import format_bytes_human, format_size
+from ...units import format_bytes_human, format_size
 from .aggregators import is_written, observed_aggregators
 
 KIB, MIB = 1024, 1024 * 1024

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from ... import shell
-from ...experiment.units import parse_size, size_arg
+from ...units import parse_size, size_arg
 from .base import FSTYPE_FILE, FileSystem
 
 SETSTRIPE_FILE = "iolab-setstripe.txt"

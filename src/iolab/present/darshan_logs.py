@@ -7,7 +7,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ...experiment.units import format_bytes_human
+from ..units import format_bytes_human
 
 LOG_NAMES = ("darshan.log", "darshan.log.gz")
 
@@ -44,7 +44,7 @@ def stored_log(run_path: Path, record) -> Path | None:
     run (a FIFO or a device in its place is refused, never read: results.open_regular)."""
     import os
 
-    from ...results.store import MAX_DARSHAN_LOG_BYTES, open_regular
+    from ..results.store import MAX_DARSHAN_LOG_BYTES, open_regular
 
     raw = record.raw
     for name in LOG_NAMES:

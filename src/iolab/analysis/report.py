@@ -17,11 +17,11 @@ from ..layers import registry as layers
 from ..results import digest
 from ..results.digest import shows_effective
 from ..experiment import reportspec
-from ..analysis import stats
+from .. import stats
 from ..experiment import schema as schemas
 from ..parsers import Metric
 from ..results.record import NUM_TASKS, Record, param_value
-from ..experiment.units import UNIT_BYTES
+from ..units import UNIT_BYTES
 
 
 
