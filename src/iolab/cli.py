@@ -329,7 +329,7 @@ def cmd_runs(args) -> int:
             line += f"; unmerged: {', '.join(state.unsaved)}"
         print(line)
         if args.stack:
-            from .layers.software import summarize
+            from .software import summarize
 
             for text in summarize(state.records) or ["stack: not recorded"]:
                 print(f"    {text}")

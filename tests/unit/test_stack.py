@@ -7,7 +7,7 @@ import pytest
 
 from iolab.errors import IolabError
 from iolab.results.record import Record
-from iolab.layers.software import from_extras, summarize
+from iolab.software import from_extras, summarize
 
 SITE_MODULES = {"provider": "modules", "modules": {
     "ior": ["ior/4.0.0"], "h5bench": ["h5bench/1.6"], "darshan": ["darshan-runtime/3.4.7"],

@@ -20,7 +20,7 @@ from ..layers.mpiio import hints as mpiio
 from ..errors import IolabError, IolabErrors
 from .load import Darshan
 from .schema import _Validator
-from ..layers.software import Stack, from_extras
+from ..software import Stack, from_extras
 from .yamlpos import brief
 
 ROOT = "extras['iolab']"

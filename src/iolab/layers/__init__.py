@@ -1,3 +1,3 @@
 """The I/O stack between a benchmark and the disks, one layer per concern: storage (striping, one
-module per file system), MPI-IO hints (per MPI flavour) and Darshan; and where the binaries come
-from (software). Each layer adds its part to a case's job and reads back what was applied."""
+module per file system), MPI-IO hints (per MPI flavour) and Darshan. Each layer adds its part to
+a case's job and reads back what was applied."""

@@ -17,7 +17,7 @@ from ..benchmarks import RunSpec
 from ..experiment.site import SiteConfig
 from ..layers.base import Contribution, PlanContext
 from ..layers.registry import registry
-from ..layers.software import Stack, spack_packages
+from ..software import Stack, spack_packages
 from . import jobscript, jobshape, launch
 
 

@@ -17,8 +17,8 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
-from .. import shell
-from ..errors import IolabError
+from . import shell
+from .errors import IolabError
 
 PROVIDERS = ("path", "prefix", "modules", "spack")
 # Darshan's runtime is no benchmark, but the stack supplies it like one: its Spack package, and
@@ -29,7 +29,7 @@ DARSHAN_LINKS = ("hdf5", "parallel-netcdf")
 
 def spack_packages() -> dict[str, str]:
     """Spack package of each benchmark (from its descriptor), and of Darshan's runtime."""
-    from .. import benchmarks
+    from . import benchmarks
 
     return {**{name: b.spack_package for name, b in benchmarks.registry().items()},
             "darshan": DARSHAN_PACKAGE}
@@ -38,7 +38,7 @@ def spack_packages() -> dict[str, str]:
 def _links(name: str) -> tuple[str, ...]:
     """The libraries a benchmark's recipe links: the modules provider loads their modules too,
     where the site lists them, before the benchmark's own."""
-    from .. import benchmarks
+    from . import benchmarks
 
     return DARSHAN_LINKS if name == "darshan" else benchmarks.get(name).links
 
