@@ -23,7 +23,7 @@ from ..errors import IolabError
 from ..experiment.load import load_experiment
 from ..experiment.matrix import expand, producers, varied_keys
 from ..experiment.load import class_name
-from .shims import render_shim, shim_path, sync_shims, write_atomic
+from .shims import ensure_current, shim_path, sync_shims
 from . import continuation, internals, session
 from .base import IolabTest
 from .broken import BrokenExperiment
@@ -202,8 +202,7 @@ def register_experiment(module_name: str, module_file: str, yaml_relpath: str, s
     try:
         _check_site()
         exp = _load(yaml_path)
-        if exp.sha256 != sha256:
-            write_atomic(shim, render_shim(yaml_path, exp.id, exp.sha256, shim.parent))
+        if exp.sha256 != sha256 and ensure_current(shim, yaml_path, exp.id, exp.sha256):
             getlogger().info(f"iolab: regenerated {shim.name}: {yaml_path.name} changed")
         _register(module_name, exp)
     except Exception as exc:  # noqa: BLE001 - any failure becomes a failing test, never a silent skip
@@ -229,9 +228,7 @@ def register_all(module_name: str, module_file: str) -> None:
             _check_site()
             exp = _load(yaml_path)
             target = shim_path(generated, exp.id)
-            if not target.is_file() or exp.sha256 not in target.read_text():
-                generated.mkdir(parents=True, exist_ok=True)
-                write_atomic(target, render_shim(yaml_path, exp.id, exp.sha256, generated))
+            if ensure_current(target, yaml_path, exp.id, exp.sha256):
                 getlogger().info(f"iolab: wrote {target.relative_to(root)} for {yaml_path.name}")
             _register(module_name, exp)
         except Exception as exc:  # noqa: BLE001 - any failure becomes a failing test, never a silent skip

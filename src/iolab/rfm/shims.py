@@ -38,6 +38,16 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def ensure_current(target: Path, yaml_path: Path, experiment_id: str, sha256: str) -> bool:
+    """Write an experiment's shim where it is missing or stamped with another sha256 of its
+    YAML; True when it was written."""
+    if target.is_file() and sha256 in target.read_text():
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(target, render_shim(yaml_path, experiment_id, sha256, target.parent))
+    return True
+
+
 def sync_shims(experiments_dir: Path, generated_dir: Path, check_only: bool = False) -> list[str]:
     """Write a shim for every experiment whose shim is missing or stale; drop orphans.
 
