@@ -94,9 +94,14 @@ class _Session:
             check = tc.check
             run = self.runs[check._iolab_exp.id]
             key = (check._iolab_case.case_id, check.repetition, tc.partition.fullname)
+            job = getattr(check, "job", None)
             if key in run.recorded:
+                # recorded already (a failure listener may record an aborted task before this
+                # runs): its job may still be running if ReFrame cancelled it without a wait
+                if not _exited(job):
+                    _stop_job(job)
                 continue
-            _stop_job(getattr(check, "job", None))
+            _stop_job(job)
             status = "aborted" if reason else "failed"
             why = reason or stack_failure(tc) or "ReFrame ended this case without a result (see its log)"
             try:
@@ -133,16 +138,36 @@ class _Session:
         return [f"run {r.run_id}: {r.unsaved}" for r in self.runs.values() if r.unsaved]
 
 
+def _exited(job) -> bool:
+    """Whether ReFrame saw the job's process end (its exit code or signal is known)."""
+    return job is None or getattr(job, "jobid", None) is None or (
+        job.exitcode is not None or job.signal is not None)
+
+
 def _stop_job(job, grace: float = 5.0) -> None:
     """A local job whose ReFrame task was aborted got SIGTERM on its process group, and ReFrame
-    will not poll it again: wait for the group to go, then SIGKILL what is left of it."""
+    will not poll it again: wait for the group to go, then SIGKILL what is left of it and wait
+    for that too (a process killed in the middle of a write can take a while to end), so its
+    data is removed only once nothing writes it."""
     if job is None or getattr(job, "jobid", None) is None:
         return
     if job.scheduler.registered_name != "local":
         return      # the scheduler's cancel (scancel...) owns the job's processes
     pgid = int(job.jobid)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
+    if _gone(pgid, grace):
+        return
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    if not _gone(pgid, 2 * grace):
+        getlogger().warning(f"iolab: job {pgid} is still running after SIGKILL")
+
+
+def _gone(pgid: int, seconds: float) -> bool:
+    """Whether the process group ends within `seconds` (its leader, ReFrame's child, reaped)."""
+    deadline = time.monotonic() + seconds
+    while True:
         try:
             os.waitpid(pgid, os.WNOHANG)      # the job script is ReFrame's child: reap it
         except ChildProcessError:
@@ -150,12 +175,10 @@ def _stop_job(job, grace: float = 5.0) -> None:
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
-            return
+            return True
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.05)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 _INSTALLED = False
