@@ -26,9 +26,12 @@ class Storage:
     unrunnable: list[str] = field(default_factory=list)    # reasons the case cannot run here
     failure: str | None = None      # a request the file system refuses (stripes > OSTs)
 
-    def on(self, fs_type: str) -> bool:
-        """Whether the case directory is (probably) on this file system."""
-        return self.job_time or self.fs_type == fs_type
+    def on(self, fs) -> bool:
+        """Whether the case directory is (probably) on this file system (a FileSystem, or a
+        type as detect_fstype names it)."""
+        if self.job_time:
+            return True
+        return fs.matches(self.fs_type) if isinstance(fs, fs_base.FileSystem) else self.fs_type == fs
 
 
 def place(case, site, system: str, *, experiment: str, run_id: str, repetition: int,
@@ -55,6 +58,6 @@ def place(case, site, system: str, *, experiment: str, run_id: str, repetition: 
     if require_lustre and fstype != "lustre":
         out.unrunnable.append(f"require_lustre: {target} ({base}) is {fstype}, not Lustre")
     for fs, req in asked:
-        if out.on(fs.name):
+        if out.on(fs):
             out.failure = out.failure or fs.check_at(req, base)
     return out
