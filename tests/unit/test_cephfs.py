@@ -247,3 +247,46 @@ def test_a_fuse_mount_is_named_by_the_mount_table(tmp_path, monkeypatch):
     monkeypatch.setattr(base, "_statfs_magic", lambda path: 0x65735546)
     assert base.detect_fstype(tmp_path, mounts=str(mounts)) == "fuse.ceph-fuse"
     assert base.detect_fstype(tmp_path, mounts=str(tmp_path / "none")) == "fuse"
+
+
+# --- require_file_system and the table's columns ---------------------------------------------
+
+def test_require_file_system_skips_cases_elsewhere_with_the_reason(tmp_path, monkeypatch):
+    from iolab.experiment import site
+    from iolab.layers.storage import place
+
+    exp = load(tmp_path, "  cephfs.stripe_count: 2\n")
+    (case,) = expand(exp)
+    root = site.load({"scratch": str(tmp_path / "scratch")})
+
+    def where(required):
+        return place.place(case, root, "sys:part", experiment="e", run_id="r", repetition=1,
+                           require_lustre=False, dry_run=False, require_file_system=required)
+
+    fstype = base.detect_fstype(tmp_path)
+    assert where("cephfs").unrunnable == [
+        f"require_file_system: scratch ({tmp_path}/scratch) is {fstype}, not cephfs"]
+    assert where(None).unrunnable == []
+    monkeypatch.setattr(base, "detect_fstype", lambda path: "fuse.ceph-fuse")
+    assert where("cephfs").unrunnable == [] and where("cephfs").on(CEPHFS)
+
+
+def test_require_file_system_names_a_known_one(tmp_path):
+    (tmp_path / "experiments").mkdir()
+    path = tmp_path / "experiments" / "t.yaml"
+    path.write_text("id: t\ndescription: x\nbenchmark: fio\nrequire_file_system: cephs\n")
+    with pytest.raises(IolabError, match=r"t.yaml:4: .*no file system 'cephs' \(known: cephfs, lustre\)"):
+        load_experiment(path)
+    path.write_text("id: t\ndescription: x\nbenchmark: fio\nrequire_file_system: cephfs\n")
+    assert load_experiment(path).require_file_system == "cephfs"
+
+
+def test_the_table_columns_come_from_the_server_side_witness(tmp_path):
+    layer = get("storage")
+    out = observe_recorded("count2-unit1m-two-files", {"stripe_unit": MIB, "stripe_count": 2}, tmp_path)
+    assert layer.column_values({"cephfs": out}, ["osds", "objects"]) == [
+        ("osds", 2.0, "OSDs"), ("objects", 4.0, "objects")]
+    assert layer.column_values({"cephfs": {"spread": {"reason": "no server-side witness"}}},
+                               ["osds"]) == []     # missing stays missing, never 0
+    with pytest.raises(IolabError, match="unknown storage column 'osd'"):
+        layer.parse_columns("osds, osd")

@@ -89,6 +89,11 @@ class FileSystem:
         """The value in effect of `key` (without the prefix) in its part of a record."""
         return None
 
+    def columns(self, lay: dict) -> dict[str, tuple[float, str]]:
+        """Table columns (name -> value, unit) its witnesses give in its part of a record (the
+        storage layer's COLUMNS); a value it has not got is left out."""
+        return {}
+
     def keeps_files(self, req: dict) -> bool:
         """Whether the benchmark must leave its files for the witnesses to read."""
         return bool(req)

@@ -310,5 +310,12 @@ class CephFS(FileSystem):
     def reports_effective(self, key: str) -> bool:
         return key in FIELDS
 
+    def columns(self, lay: dict) -> dict[str, tuple[float, str]]:
+        spread = lay.get("spread") or {}
+        if not spread.get("files"):
+            return {}
+        return {"osds": (float(len(spread["osds"])), "OSDs"),
+                "objects": (float(sum(f["objects"] or 0 for f in spread["files"])), "objects")}
+
 
 FILE_SYSTEM = CephFS()
