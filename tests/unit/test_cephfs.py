@@ -290,3 +290,26 @@ def test_the_table_columns_come_from_the_server_side_witness(tmp_path):
                                ["osds"]) == []     # missing stays missing, never 0
     with pytest.raises(IolabError, match="unknown storage column 'osd'"):
         layer.parse_columns("osds, osd")
+
+
+def test_a_pool_the_file_system_lacks_is_refused_before_the_job(tmp_path, monkeypatch):
+    """`ceph fs ls -f json` as recorded, from a stand-in `ceph` on PATH; once per process."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "ceph").write_text(f'#!/bin/sh\necho "$*" >> {tmp_path}/calls\n'
+                                 f'cat {DATA / "fs-ls.json"}\n')
+    (bindir / "ceph").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+    monkeypatch.setenv("CEPH_CONF", str(tmp_path / "ceph.conf"))
+    cephfs.data_pools.cache_clear()
+    try:
+        assert CEPHFS.check_at({"pool": "ost1"}, "/m") is None
+        assert CEPHFS.check_at({"pool": "nopool"}, "/m") == (
+            "cephfs.pool 'nopool' is not a data pool of this CephFS (cephfs_data, ost1); "
+            "add it with `ceph fs add_data_pool`")
+        assert CEPHFS.check_at({"stripe_count": 2}, "/m") is None
+        assert (tmp_path / "calls").read_text().count("fs ls") == 1
+        monkeypatch.delenv("CEPH_CONF")
+        assert CEPHFS.check_at({"pool": "nopool"}, "/m") is None     # no cluster to ask
+    finally:
+        cephfs.data_pools.cache_clear()

@@ -11,6 +11,7 @@ count of 4 reaching 2 OSDs is how Ceph places data, recorded as such and not as 
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
 
 from ... import shell
@@ -93,15 +94,15 @@ def postrun_lines(case_dir: str, req: dict | None = None) -> list[str]:
     `<inode hex>.<index>`) and `ceph osd map` of up to MAX_OBJECTS of them. Nothing here can fail
     the benchmark: a witness that is missing is recorded as missing."""
     d = shell.path_word(case_dir, "case directory")
-    files = (f"ls -1 {d} | head -n {MAX_FILES} | while read -r f; do "
+    files = (f"ls -1 {d} | head -n {MAX_FILES} | while IFS= read -r f; do "
              f"[ -f {d}/\"$f\" ] || continue; echo \"$f\"; done")
-    layouts = (f"{{ {files} | while read -r f; do "
+    layouts = (f"{{ {files} | while IFS= read -r f; do "
                f"printf '### %s inode=%s size=%s\\n' \"$f\" \"$(stat -c %i {d}/\"$f\")\" "
                f"\"$(stat -c %s {d}/\"$f\")\"; "
                f"getfattr -n ceph.file.layout --only-values {d}/\"$f\" < /dev/null; echo; done; }} "
                f"> {FILES_FILE} 2>&1")
     t = f"timeout {CEPH_TIMEOUT}"
-    spread = (f"{{ {files} | head -n {SPREAD_FILES} | while read -r f; do "
+    spread = (f"{{ {files} | head -n {SPREAD_FILES} | while IFS= read -r f; do "
               f"hex=$(printf '%x' \"$(stat -c %i {d}/\"$f\")\"); "
               f"pool=$(getfattr -n ceph.file.layout.pool --only-values {d}/\"$f\" 2>/dev/null "
               f"< /dev/null); "
@@ -270,6 +271,24 @@ def effective(lay: dict, key: str):
     return values[0] if len(values) == 1 else tuple(values)
 
 
+@cache
+def data_pools(conf: str) -> frozenset[str]:
+    """The data pools of every file system of the cluster `conf` names (`ceph fs ls`), asked
+    once per process; empty where the CLI is absent or the cluster does not answer."""
+    import json
+    import shutil
+    import subprocess
+
+    if not shutil.which("ceph"):
+        return frozenset()
+    try:
+        done = subprocess.run(["ceph", "-c", conf, "--connect-timeout", "10", "fs", "ls", "-f",
+                               "json"], capture_output=True, text=True, timeout=CEPH_TIMEOUT)
+        return frozenset(p for fs in json.loads(done.stdout) for p in fs.get("data_pools", []))
+    except (subprocess.TimeoutExpired, ValueError, TypeError, AttributeError):
+        return frozenset()
+
+
 class CephFS(FileSystem):
     name = "cephfs"
     fstypes = FSTYPES
@@ -283,19 +302,11 @@ class CephFS(FileSystem):
     def check_at(self, req: dict, base: str) -> str | None:
         """A pool that is not a data pool of the file system, asked with `ceph fs ls` where the
         CLI and a config are reachable from here."""
-        import json
         import os
-        import shutil
-        import subprocess
 
-        if "pool" not in req or not shutil.which("ceph") or not os.environ.get("CEPH_CONF"):
+        if "pool" not in req or not os.environ.get("CEPH_CONF"):
             return None
-        try:
-            done = subprocess.run(["ceph", "fs", "ls", "-f", "json"], capture_output=True,
-                                  text=True, timeout=CEPH_TIMEOUT)
-            pools = {p for fs in json.loads(done.stdout) for p in fs.get("data_pools", [])}
-        except (subprocess.TimeoutExpired, ValueError, TypeError, AttributeError):
-            return None
+        pools = data_pools(os.environ["CEPH_CONF"])
         if pools and req["pool"] not in pools:
             return (f"cephfs.pool {req['pool']!r} is not a data pool of this CephFS "
                     f"({', '.join(sorted(pools))}); add it with `ceph fs add_data_pool`")
