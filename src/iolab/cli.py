@@ -109,21 +109,24 @@ def _run_state(exp_id: str, run: str | None, include_imported: bool, set_aside: 
     return state
 
 
-def _tables(state, metrics, darshan_columns: str | None = None):
+def _tables(state, metrics, darshan_columns: str | None = None, storage_columns: str | None = None):
     from .analysis.report import build_tables, default_metrics, tables_from, with_layer_columns
 
-    if darshan_columns:
+    asked = {name: text for name, text in (("darshan", darshan_columns),
+                                           ("storage", storage_columns)) if text}
+    if asked:
         from .layers.registry import get
 
-        darshan = get("darshan")
         records = state.records
-        columns = darshan.parse_columns(darshan_columns)
-        records = with_layer_columns(records, darshan, columns)
         if metrics is None:
             metrics = list(state.report.metrics or default_metrics(records[0].benchmark))
             present = {m.name for r in records for m in r.metrics}
             metrics = [m for m in metrics if m in present]
-        metrics = metrics + [f"{darshan.name}.{c}" for c in columns]
+        for name, text in asked.items():
+            layer = get(name)
+            columns = layer.parse_columns(text)
+            records = with_layer_columns(records, layer, columns)
+            metrics = metrics + [f"{layer.name}.{c}" for c in columns]
         return build_tables(records, metrics, state.report)
     return tables_from(state.digest, metrics, state.report)
 
@@ -191,7 +194,7 @@ def cmd_table(args) -> int:
     else:
         state = _run_state(args.experiment, args.run, args.include_imported, args.set_aside)
     metrics = _metrics_arg(args.metrics, state)
-    tables = _tables(state, metrics, args.darshan)
+    tables = _tables(state, metrics, args.darshan, args.storage)
     if args.format == "csv":
         _print_run_notes(state)     # CSV readers get the table only
     sys.stdout.write(render(tables, args.format, state))
@@ -651,6 +654,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--metrics", help="comma-separated metric names, e.g. write_bw,write_bw_max")
     s.add_argument("--darshan", metavar="COLUMNS",
                    help="add Darshan columns, e.g. small_write_pct,agg_ranks,posix_write_time")
+    s.add_argument("--storage", metavar="COLUMNS",
+                   help="add the storage layer's server-side columns: osds (OSDs that got the "
+                        "data, CephFS), objects")
     s.add_argument("--include-imported", action="store_true",
                    help="let 'latest' be an imported run too (default: the latest measured run)")
     s.add_argument("--set-aside", action="store_true",

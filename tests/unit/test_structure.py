@@ -255,11 +255,11 @@ def test_a_file_system_is_one_module(tmp_path, monkeypatch):
     try:
         fs_base.file_systems.cache_clear()
         names = [fs.name for fs in fs_base.file_systems()]
-        assert names == ["lustre", "toyfs"]
+        assert names == ["cephfs", "lustre", "toyfs"]
         lines = storage_layer.prerun_lines("/s/case", {"toyfs.width": 3})
         assert lines[1] == "toy-layout 3 /s/case"
         (tmp_path / fs_base.FSTYPE_FILE).write_text("toyfs\n")
-        toy = fs_base.file_systems()[1]
+        toy = fs_base.file_systems()[2]
         assert storage_layer.observed_layout(toy, tmp_path, {"width": 3})["applied"] is True
         (tmp_path / fs_base.FSTYPE_FILE).write_text("ext4\n")
         assert storage_layer.observed_layout(toy, tmp_path, {"width": 3})["reason"] == "ext4: no striping"

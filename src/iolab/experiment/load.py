@@ -106,6 +106,7 @@ class Experiment:
     parts: list[Part]
     raw: dict = field(repr=False, default_factory=dict)
     require_lustre: bool = False
+    require_file_system: str | None = None  # a storage module's name: cases elsewhere are skipped
     verify: Verify = field(default_factory=Verify)
     darshan: Darshan | None = None      # None: the system config decides
     report: reportspec.Report = field(default_factory=reportspec.Report)
@@ -220,6 +221,13 @@ def load_text(text: str, path, profile: str | None = None, shown: str | None = N
                           fixed=section["fixed"], matrix=section["matrix"],
                           zips=section["zips"], exclude=section["exclude"]))
 
+    if "require_file_system" in data:
+        from ..layers.storage.base import file_systems
+
+        known = [fs.name for fs in file_systems()]
+        if data["require_file_system"] not in known:
+            raise doc.error(("require_file_system",), f"no file system "
+                            f"{brief(data['require_file_system'])} (known: {', '.join(known)})")
     repetitions = prof.get("repetitions", data.get("repetitions", 1))
     search = _search(doc, data["search"], parts, repetitions) if "search" in data else None
     return Experiment(
@@ -229,7 +237,8 @@ def load_text(text: str, path, profile: str | None = None, shown: str | None = N
         repetitions=repetitions,
         keep_data=prof.get("keep_data", data.get("keep_data", False)),
         tags=list(data.get("tags", [])), parts=parts, raw=data,
-        require_lustre=data.get("require_lustre", False), verify=Verify(**data.get("verify", {})),
+        require_lustre=data.get("require_lustre", False),
+        require_file_system=data.get("require_file_system"), verify=Verify(**data.get("verify", {})),
         darshan=Darshan(**data["darshan"]) if "darshan" in data else None,
         report=reportspec.from_doc(data.get("report") or {}), search=search, allow=allow,
     )

@@ -42,9 +42,15 @@ class FileSystem:
     """A file system that can lay out a case directory as asked."""
 
     name = ""                   # as the job's detection names it ("lustre")
+    fstypes: tuple[str, ...] = ()  # the detected types that are its own, where not only `name`
     prefix = ""                 # its parameters ("lustre.")
     observed_key = ""           # its part of a record's `observed`
     schema_file = ""            # its parameters' schema, next to its module ("lustre.json")
+
+    def matches(self, fstype: str | None) -> bool:
+        """Whether a detected type (findmnt's, or the login node's detect_fstype) is this one:
+        a FUSE client is named `fuse.<program>` (`fuse.ceph-fuse`), not after its file system."""
+        return fstype is not None and fstype in (self.fstypes or (self.name,))
 
     def requested(self, params: dict) -> dict:
         """Its parameters of a case, without the prefix."""
@@ -74,9 +80,49 @@ class FileSystem:
         """How a value of its parameter `key` (without the prefix) reads where it is no count."""
         return None
 
+    def reports_effective(self, key: str) -> bool:
+        """Whether tables show, beside its parameter `key` (without the prefix), the value the
+        witnesses found."""
+        return False
+
+    def effective(self, lay: dict, key: str):
+        """The value in effect of `key` (without the prefix) in its part of a record."""
+        return None
+
+    def columns(self, lay: dict) -> dict[str, tuple[float, str]]:
+        """Table columns (name -> value, unit) its witnesses give in its part of a record (the
+        storage layer's COLUMNS); a value it has not got is left out."""
+        return {}
+
     def keeps_files(self, req: dict) -> bool:
         """Whether the benchmark must leave its files for the witnesses to read."""
         return bool(req)
+
+
+def failed_setting(stage: Path, log_file: str, what: str) -> str | None:
+    """Why the job's layout command failed, from its log (its output, then `exit=N`); None
+    when it ended with exit=0."""
+    try:
+        log = (stage / log_file).read_text()
+    except OSError:
+        log = ""
+    last = log.strip().splitlines()[-1] if log.strip() else ""
+    return None if last == "exit=0" else f"{what} failed: {log.strip()[-200:] or 'no output'}"
+
+
+def settle(out: dict, problems: list[dict]) -> dict:
+    """`out` with the differences between request and witnesses ({key, requested, observed,
+    status}) and the verdict: applied unless one changed; verified unless one is unverified."""
+    out.update(mismatches=[p for p in problems if p["status"] != "unverified"],
+               unverified=[p for p in problems if p["status"] == "unverified"])
+    if out["mismatches"]:
+        first = out["mismatches"][0]
+        out.update(applied=False, verified=True,
+                   reason=(f"{first['key']} requested {first['requested']}, got {first['observed']} "
+                           f"({len(out['mismatches'])} difference(s))"))
+    else:
+        out.update(applied=True, verified=not out["unverified"])
+    return out
 
 
 @cache
@@ -149,10 +195,11 @@ def detect_fstype(path, mounts: str = "/proc/mounts") -> str:
     while not target.exists() and target != target.parent:
         target = target.parent
     magic = _statfs_magic(str(target))
-    if magic in FS_MAGIC:
+    if magic in FS_MAGIC and FS_MAGIC[magic] != "fuse":
         return FS_MAGIC[magic]
     try:
         table = Path(mounts).read_text()
     except OSError:
         table = ""
-    return fstype_from_mounts(str(target), table) or "unknown"
+    # FUSE's magic names no file system: the mount table says which (fuse.ceph-fuse)
+    return fstype_from_mounts(str(target), table) or FS_MAGIC.get(magic, "unknown")

@@ -10,11 +10,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...errors import IolabError
 from ..base import Contribution, JobView, Layer
 from . import base, place
 from .base import file_systems, requests
 
 STORAGE = "storage"
+NOT_APPLIED = "not applied"
+# The columns a table may add (`iolab table --storage osds`), from the server-side witnesses
+COLUMNS = {"osds": "OSDs that hold the objects of the data files mapped (CephFS: rados ls and "
+                   "ceph osd map; at most 4 files, 32 objects each)",
+           "objects": "objects of those files, as rados ls lists them"}
 
 
 def prerun_lines(case_dir: str, params: dict, stop_on_failure: bool = True) -> list[str]:
@@ -33,7 +39,7 @@ def observed_layout(fs: base.FileSystem, stage: Path, req: dict) -> dict:
     if not req:
         return out
     out["requested"] = req
-    if fstype != fs.name:
+    if not fs.matches(fstype):
         out.update(applied=False, reason=f"{fstype}: no striping")
         return out
     return fs.observe(stage, req, out)
@@ -41,6 +47,7 @@ def observed_layout(fs: base.FileSystem, stage: Path, req: dict) -> dict:
 
 class StorageLayer(Layer):
     name = STORAGE
+    title = "Storage"
     keys = (STORAGE,)
     observed_keys = (STORAGE,)
 
@@ -62,8 +69,9 @@ class StorageLayer(Layer):
     def request(self, case, ctx) -> Contribution:
         where = place.place(case, ctx.site, ctx.partition, experiment=ctx.exp.id, run_id=ctx.run_id,
                             repetition=ctx.repetition, require_lustre=ctx.exp.require_lustre,
-                            dry_run=ctx.dry_run)
-        keep = any(fs.keeps_files(req) and where.on(fs.name) for fs, req in requests(case.params))
+                            dry_run=ctx.dry_run,
+                            require_file_system=getattr(ctx.exp, "require_file_system", None))
+        keep = any(fs.keeps_files(req) and where.on(fs) for fs, req in requests(case.params))
         return Contribution(start=where, case_dir=where.case_dir, spec_options={"keep_files": keep},
                             unrunnable=list(where.unrunnable), failure=where.failure)
 
@@ -109,6 +117,45 @@ class StorageLayer(Layer):
                     f"{u['key']}={u['requested']}" for u in unverified) if unverified
                     else "striping unverified")
         return out
+
+    def _owner(self, key: str):
+        return next((fs for fs in file_systems() if key.startswith(fs.prefix)), None)
+
+    def reports_effective(self, key: str) -> bool:
+        fs = self._owner(key)
+        return bool(fs and fs.reports_effective(key.removeprefix(fs.prefix)))
+
+    def effective(self, observed, key: str):
+        fs = self._owner(key)
+        if not fs:
+            return None
+        return fs.effective(observed.get(fs.observed_key) or {}, key.removeprefix(fs.prefix))
+
+    def effective_shown(self, observed, key: str):
+        """Beside a requested layout field: the value the witnesses found, or NOT_APPLIED where
+        the layout was not applied and no file shows one; None where nothing was asked."""
+        fs = self._owner(key)
+        lay = (observed.get(fs.observed_key) or {}) if fs else {}
+        if not lay.get("requested"):
+            return None
+        got = self.effective(observed, key)
+        if got is None and lay.get("applied") is False:
+            return NOT_APPLIED
+        return got
+
+    def parse_columns(self, text: str) -> list[str]:
+        names = [n.strip() for n in text.split(",") if n.strip()]
+        for name in names:
+            if name not in COLUMNS:
+                raise IolabError(f"unknown storage column {name!r}", key="--storage",
+                                 hint="known: " + "; ".join(f"{k} ({v})" for k, v in COLUMNS.items()))
+        return names
+
+    def column_values(self, observed, names: list[str]) -> list[tuple[str, float, str]]:
+        given: dict[str, tuple[float, str]] = {}
+        for fs in file_systems():
+            given.update(fs.columns(observed.get(fs.observed_key) or {}))
+        return [(name, *given[name]) for name in names if name in given]
 
     def special_value(self, key: str, value) -> str | None:
         for fs in file_systems():

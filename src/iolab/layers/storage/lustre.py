@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ... import shell
 from ...units import parse_size, size_arg
-from .base import FSTYPE_FILE, FileSystem
+from .base import FSTYPE_FILE, FileSystem, failed_setting, settle
 
 SETSTRIPE_FILE = "iolab-setstripe.txt"
 GETSTRIPE_FILE = "iolab-getstripe.txt"
@@ -148,13 +148,9 @@ def parse_sections(text: str) -> list[dict]:
 
 def observe(stage: Path, req: dict, out: dict) -> dict:
     """On Lustre: whether `lfs setstripe` ran, then the layout `lfs getstripe` shows."""
-    try:
-        log = (stage / SETSTRIPE_FILE).read_text()
-    except OSError:
-        log = ""
-    last = log.strip().splitlines()[-1] if log.strip() else ""
-    if last != "exit=0":
-        out.update(applied=False, reason=f"{_what(req)} failed: {log.strip()[-200:] or 'no output'}")
+    failed = failed_setting(stage, SETSTRIPE_FILE, _what(req))
+    if failed:
+        out.update(applied=False, reason=failed)
         return out
     return _verify_layout(stage, req, out)
 
@@ -176,17 +172,8 @@ def _verify_layout(stage: Path, req: dict, out: dict) -> dict:
     if "dir_stripe_count" in req:
         out["directory"], found = _dir_observed(stage, req)
         problems += found
-    out.update(ost_count=ost_count, files=[_short(lay) for lay in good[:1 + 16]],
-               mismatches=[p for p in problems if p["status"] != "unverified"],
-               unverified=[p for p in problems if p["status"] == "unverified"])
-    if out["mismatches"]:
-        first = out["mismatches"][0]
-        out.update(applied=False, verified=True,
-                   reason=(f"{first['key']} requested {first['requested']}, got {first['observed']} "
-                           f"({len(out['mismatches'])} difference(s))"))
-    else:
-        out.update(applied=True, verified=not out["unverified"])
-    return out
+    out.update(ost_count=ost_count, files=[_short(lay) for lay in good[:1 + 16]])
+    return settle(out, problems)
 
 
 def _dir_observed(stage: Path, req: dict) -> tuple[dict | None, list[dict]]:

@@ -26,13 +26,16 @@ class Storage:
     unrunnable: list[str] = field(default_factory=list)    # reasons the case cannot run here
     failure: str | None = None      # a request the file system refuses (stripes > OSTs)
 
-    def on(self, fs_type: str) -> bool:
-        """Whether the case directory is (probably) on this file system."""
-        return self.job_time or self.fs_type == fs_type
+    def on(self, fs) -> bool:
+        """Whether the case directory is (probably) on this file system (a FileSystem, or a
+        type as detect_fstype names it)."""
+        if self.job_time:
+            return True
+        return fs.matches(self.fs_type) if isinstance(fs, fs_base.FileSystem) else self.fs_type == fs
 
 
 def place(case, site, system: str, *, experiment: str, run_id: str, repetition: int,
-          require_lustre: bool, dry_run: bool) -> Storage:
+          require_lustre: bool, dry_run: bool, require_file_system: str | None = None) -> Storage:
     target = case.get("storage", "scratch")
     base = site.root(target)
     unrunnable = []
@@ -49,12 +52,16 @@ def place(case, site, system: str, *, experiment: str, run_id: str, repetition: 
     if "$" in base:
         out.job_time = True
         return out
-    if not (asked or require_lustre):
+    if not (asked or require_lustre or require_file_system):
         return out
     out.fs_type = fstype = fs_base.detect_fstype(base)
     if require_lustre and fstype != "lustre":
         out.unrunnable.append(f"require_lustre: {target} ({base}) is {fstype}, not Lustre")
+    required = next((fs for fs in fs_base.file_systems() if fs.name == require_file_system), None)
+    if required and not out.on(required):
+        out.unrunnable.append(f"require_file_system: {target} ({base}) is {fstype}, "
+                              f"not {required.name}")
     for fs, req in asked:
-        if out.on(fs.name):
+        if out.on(fs):
             out.failure = out.failure or fs.check_at(req, base)
     return out

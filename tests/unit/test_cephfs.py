@@ -1,0 +1,315 @@
+"""The CephFS file system of the storage layer: requests typed and refused at load, the job lines
+run by bash, and the witnesses recorded on a real CephFS (tests/data/cephfs/README.md) read back."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from iolab.errors import IolabError
+from iolab.experiment.load import load_experiment
+from iolab.experiment.matrix import expand
+from iolab.layers.registry import get
+from iolab.layers.storage import base, cephfs
+from iolab.layers.storage.layer import observed_layout
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "cephfs"
+KIB, MIB = 1024, 1024 * 1024
+CEPHFS = cephfs.FILE_SYSTEM
+
+
+def load(tmp_path, fixed: str):
+    (tmp_path / "experiments").mkdir(exist_ok=True)
+    path = tmp_path / "experiments" / "t.yaml"
+    path.write_text(f"id: t\ndescription: x\nbenchmark: fio\nfixed:\n{fixed}")
+    return load_experiment(path)
+
+
+def test_sizes_are_typed_at_load(tmp_path):
+    exp = load(tmp_path, "  cephfs.stripe_unit: 64KiB\n  cephfs.stripe_count: 4\n"
+                        "  cephfs.object_size: 1MiB\n  cephfs.pool: cephfs_data\n")
+    (case,) = expand(exp)
+    assert CEPHFS.requested(case.params) == {"stripe_unit": 64 * KIB, "stripe_count": 4,
+                                             "object_size": MIB, "pool": "cephfs_data"}
+
+
+@pytest.mark.parametrize("fixed, message", [
+    ("  cephfs.stripe_count: -1\n", r"t.yaml:5: fixed.cephfs.stripe_count"),
+    ("  cephfs.stripe_count: 0\n", r"t.yaml:5: fixed.cephfs.stripe_count"),
+    ("  cephfs.stripe_unit: 100000\n", r"t.yaml:5: fixed.cephfs.stripe_unit"),
+    ("  cephfs.object_size: 1000KiB\n", r"t.yaml:5: fixed.cephfs.object_size"),
+    ("  cephfs.pool: 'a pool'\n", r"t.yaml:5: fixed.cephfs.pool"),
+    ("  cephfs.stripe_unit: 3MiB\n  cephfs.object_size: 4MiB\n",
+     r"cephfs.object_size 4MiB is not a multiple of cephfs.stripe_unit 3MiB"),
+])
+def test_invalid_layouts_are_refused_at_load_with_the_reason(tmp_path, fixed, message):
+    with pytest.raises(IolabError, match=message):
+        expand(load(tmp_path, fixed))
+
+
+@pytest.mark.parametrize("req, problem", [
+    ({"stripe_count": -1}, "Ceph stores -1 as 4294967295"),
+    ({"stripe_count": 0}, "give a count from 1"),
+    ({"stripe_unit": 100000}, "multiple of 64 KiB"),
+    ({"object_size": 3 * 65536 + 1}, "multiple of 64 KiB"),
+    ({"stripe_unit": 3 * MIB, "object_size": 4 * MIB}, "the unit must divide the object size"),
+    ({"stripe_unit": 64 * KIB, "stripe_count": 4, "object_size": MIB}, None),
+    ({"stripe_unit": 4 * MIB, "object_size": 4 * MIB}, None),
+])
+def test_check_request(req, problem):
+    got = cephfs.check_request(req)
+    assert (got is None) if problem is None else (problem in got)
+
+
+# --- the job lines -------------------------------------------------------------------------
+
+def test_the_detected_types_are_its_own():
+    assert CEPHFS.matches("fuse.ceph-fuse") and CEPHFS.matches("ceph")
+    assert not CEPHFS.matches("fuse") and not CEPHFS.matches("cephfs") and not CEPHFS.matches(None)
+    lustre = get("storage")._owner("lustre.stripe_count")
+    assert lustre.matches("lustre") and not lustre.matches("fuse.ceph-fuse")
+
+
+def test_one_xattr_sets_every_field_in_field_order():
+    assert cephfs.layout_value({"pool": "p", "object_size": MIB, "stripe_unit": 64 * KIB}) == \
+        "stripe_unit=65536 object_size=1048576 pool=p"
+
+
+def run_lines(stage: Path, fstype: str, lines: list[str]) -> subprocess.CompletedProcess:
+    (stage / base.FSTYPE_FILE).write_text(fstype + "\n")
+    return subprocess.run(["bash", "-c", "\n".join(lines)], cwd=stage, capture_output=True,
+                          text=True, timeout=60)
+
+
+@pytest.fixture
+def fake_setfattr(tmp_path, monkeypatch):
+    """A setfattr that notes its argv, one per line (and refuses when asked to)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "setfattr").write_text(
+        '#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done >> "$SETFATTR_LOG"\n'
+        '[ -z "$SETFATTR_FAIL" ] || { echo "setfattr: $5: Invalid argument" >&2; exit 1; }\n')
+    (bindir / "setfattr").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{Path('/usr/bin')}:{Path('/bin')}")
+    monkeypatch.setenv("SETFATTR_LOG", str(tmp_path / "argv"))
+    return tmp_path / "argv"
+
+
+def test_prerun_passes_the_layout_and_a_hostile_path_as_single_words(tmp_path, fake_setfattr):
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    case = tmp_path / "case $(touch PWNED) 'q'"
+    case.mkdir()
+    req = {"stripe_unit": 64 * KIB, "stripe_count": 2}
+    r = run_lines(stage, "fuse.ceph-fuse", [*cephfs.prerun_lines(str(case), req), "echo ran"])
+    assert r.returncode == 0 and "ran" in r.stdout
+    assert fake_setfattr.read_text().splitlines() == [
+        "-n", "ceph.dir.layout", "-v", "stripe_unit=65536 stripe_count=2", str(case)]
+    assert (stage / cephfs.SETLAYOUT_FILE).read_text() == "exit=0\n"
+    assert not list(tmp_path.rglob("PWNED"))
+
+
+def test_a_refused_layout_stops_the_job_unless_verify_warns(tmp_path, fake_setfattr, monkeypatch):
+    monkeypatch.setenv("SETFATTR_FAIL", "1")
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    r = run_lines(stage, "fuse.ceph-fuse",
+                  [*cephfs.prerun_lines(str(tmp_path), {"stripe_unit": 8 * MIB}), "echo ran"])
+    assert r.returncode == 3 and "ran" not in r.stdout
+    assert (stage / "iolab-job-error.txt").read_text().startswith(
+        "setfattr ceph.dir.layout failed: setfattr: ")
+    r = run_lines(stage, "fuse.ceph-fuse", [*cephfs.prerun_lines(
+        str(tmp_path), {"stripe_unit": 8 * MIB}, stop_on_failure=False), "echo ran"])
+    assert r.returncode == 0 and "ran" in r.stdout
+    assert (stage / cephfs.SETLAYOUT_FILE).read_text().endswith("exit=1\n")
+
+
+def test_nothing_runs_off_cephfs(tmp_path, fake_setfattr):
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    req = {"stripe_count": 2}
+    lines = [*cephfs.prerun_lines(str(tmp_path), req), *cephfs.postrun_lines(str(tmp_path), req)]
+    for fstype in ("ext4", "fuse", "lustre"):
+        assert run_lines(stage, fstype, lines).returncode == 0
+    assert not fake_setfattr.exists()
+    assert sorted(p.name for p in stage.iterdir()) == [base.FSTYPE_FILE]
+
+
+@pytest.mark.skipif(not shutil.which("getfattr"), reason="getfattr (Debian's attr) is not installed")
+def test_postrun_without_the_server_cli_records_why_and_never_fails(tmp_path, monkeypatch):
+    """On a directory that is no CephFS, getfattr finds no ceph.file.layout: the witnesses say
+    so, the line exits 0, and the files stay unverified rather than applied."""
+    monkeypatch.delenv("CEPH_CONF", raising=False)
+    stage, case = tmp_path / "stage", tmp_path / "case"
+    stage.mkdir()
+    case.mkdir()
+    (case / "data.0").write_bytes(b"x" * 100)
+    (case / "subdir").mkdir()
+    r = run_lines(stage, "fuse.ceph-fuse", cephfs.postrun_lines(str(case)))
+    assert r.returncode == 0
+    files = cephfs.parse_files((stage / cephfs.FILES_FILE).read_text())
+    assert [(f["path"], f["size"]) for f in files] == [("data.0", 100)]
+    assert "layout" not in files[0] and files[0]["error"]
+    assert (stage / cephfs.SPREAD_FILE).read_text().startswith("no server-side witness")
+    (stage / cephfs.SETLAYOUT_FILE).write_text("exit=0\n")
+    out = observed_layout(CEPHFS, stage, {"stripe_count": 2})
+    assert out["applied"] is True and out["verified"] is False
+    assert out["spread"]["reason"].startswith("no server-side witness")
+
+
+# --- recorded witnesses ----------------------------------------------------------------------
+
+def test_parse_a_recorded_getfattr():
+    (f,) = cephfs.parse_files((DATA / "count4-unit64k-obj1m" / cephfs.FILES_FILE).read_text())
+    assert f == {"path": "data", "inode": 1099511628283, "size": 4 * MIB,
+                 "layout": {"stripe_unit": 65536, "stripe_count": 4, "object_size": MIB,
+                            "pool": "cephfs_data"}}
+    assert cephfs.parse_layout('ceph.file.layout="stripe_unit=4194304 stripe_count=1 '
+                               'object_size=4194304 pool=cephfs_data"')["stripe_unit"] == 4 * MIB
+    with pytest.raises(ValueError):
+        cephfs.parse_layout("getfattr: f: No such attribute")
+
+
+def test_parse_a_recorded_osd_map():
+    line = (DATA / "count4-unit64k-obj1m" / cephfs.SPREAD_FILE).read_text().splitlines()[2]
+    assert cephfs.parse_osd_map(line) == {"object": "100000001fb.00000000", "pg": "3.3",
+                                          "up": [0], "primary": 0}
+    assert cephfs.parse_osd_map("osdmap e9 pool 'p' (2) object 'x.1' -> pg 2.1 (2.1) -> "
+                                "up ([3,1,0], p3) acting ([3,1,0], p3)")["up"] == [3, 1, 0]
+    with pytest.raises(ValueError):
+        cephfs.parse_osd_map("Error ENOENT: pool nopool does not exist")
+
+
+def test_the_recorded_objects_are_named_after_the_inode():
+    spread = cephfs.parse_spread((DATA / "count4-unit64k-obj1m" / cephfs.SPREAD_FILE).read_text())
+    (f,) = spread["files"]
+    assert int(f["inode_hex"], 16) == 1099511628283
+    assert (f["objects"], f["mapped"], f["objects_per_osd"]) == (4, 4, {"0": 1, "1": 1, "3": 2})
+    assert spread["osds"] == [0, 1, 3]
+
+
+def observe_recorded(name: str, req: dict, tmp_path) -> dict:
+    stage = tmp_path / name
+    shutil.copytree(DATA / name, stage)
+    return observed_layout(CEPHFS, stage, req)
+
+
+def test_observed_applied_with_the_spread_and_what_it_means(tmp_path):
+    req = {"stripe_unit": 64 * KIB, "stripe_count": 4, "object_size": MIB}
+    out = observe_recorded("count4-unit64k-obj1m", req, tmp_path)
+    assert out["fs_type"] == "fuse.ceph-fuse"
+    assert (out["applied"], out["verified"], out["mismatches"]) == (True, True, [])
+    assert out["layout"] == {**req, "pool": "cephfs_data"}
+    assert out["spread"]["osd_count"] == 3
+    assert out["spread"]["note"].startswith("stripe count 4 reached 3 OSD(s); CephFS places")
+    layer = get("storage")
+    observed = {"cephfs": out}
+    assert layer.flags(observed) == []          # fewer OSDs than the count: no flag
+    assert layer.effective_shown(observed, "cephfs.stripe_count") == 4
+    assert layer.reports_effective("cephfs.stripe_unit")
+    assert not layer.reports_effective("lustre.stripe_count")
+
+
+def test_observed_two_files_each_compared(tmp_path):
+    out = observe_recorded("count2-unit1m-two-files", {"stripe_unit": MIB, "stripe_count": 2}, tmp_path)
+    assert out["applied"] is True and [f["path"] for f in out["files"]] == ["a", "b"]
+    assert [(f["path"], f["osds"]) for f in out["spread"]["files"]] == [("a", [1, 3]), ("b", [3])]
+    # the same witnesses against another request: a difference, named with the file
+    out = observe_recorded("count2-unit1m-two-files", {"stripe_count": 4}, tmp_path / "again")
+    assert out["applied"] is False and out["mismatches"][0] == {
+        "path": "a", "key": "stripe_count", "requested": 4, "observed": 2, "status": "changed"}
+    assert get("storage").flags({"cephfs": out}) == [
+        "striping not applied: stripe_count requested 4, got 2 (2 difference(s))"]
+    assert get("storage").failing({"cephfs": out}, type("V", (), {"layout": "fail"})())
+
+
+def test_observed_refused(tmp_path):
+    out = observe_recorded("refused-unit8m", {"stripe_unit": 8 * MIB}, tmp_path)
+    assert out["applied"] is False
+    assert out["reason"] == ("setfattr ceph.dir.layout failed: setfattr: "
+                             "/mnt/cephfs/record/refused-unit8m: Invalid argument\nexit=1")
+    assert get("storage").effective_shown({"cephfs": out}, "cephfs.stripe_unit") == "not applied"
+
+
+def test_off_cephfs_the_request_is_not_applied(tmp_path):
+    (tmp_path / base.FSTYPE_FILE).write_text("ext4\n")
+    out = observed_layout(CEPHFS, tmp_path, {"stripe_count": 2})
+    assert out == {"fs_type": "ext4", "requested": {"stripe_count": 2}, "applied": False,
+                   "reason": "ext4: no striping"}
+
+
+def test_a_fuse_mount_is_named_by_the_mount_table(tmp_path, monkeypatch):
+    mounts = tmp_path / "mounts"
+    mounts.write_text(f"ceph-fuse {tmp_path} fuse.ceph-fuse rw 0 0\n")
+    monkeypatch.setattr(base, "_statfs_magic", lambda path: 0x65735546)
+    assert base.detect_fstype(tmp_path, mounts=str(mounts)) == "fuse.ceph-fuse"
+    assert base.detect_fstype(tmp_path, mounts=str(tmp_path / "none")) == "fuse"
+
+
+# --- require_file_system and the table's columns ---------------------------------------------
+
+def test_require_file_system_skips_cases_elsewhere_with_the_reason(tmp_path, monkeypatch):
+    from iolab.experiment import site
+    from iolab.layers.storage import place
+
+    exp = load(tmp_path, "  cephfs.stripe_count: 2\n")
+    (case,) = expand(exp)
+    root = site.load({"scratch": str(tmp_path / "scratch")})
+
+    def where(required):
+        return place.place(case, root, "sys:part", experiment="e", run_id="r", repetition=1,
+                           require_lustre=False, dry_run=False, require_file_system=required)
+
+    fstype = base.detect_fstype(tmp_path)
+    assert where("cephfs").unrunnable == [
+        f"require_file_system: scratch ({tmp_path}/scratch) is {fstype}, not cephfs"]
+    assert where(None).unrunnable == []
+    monkeypatch.setattr(base, "detect_fstype", lambda path: "fuse.ceph-fuse")
+    assert where("cephfs").unrunnable == [] and where("cephfs").on(CEPHFS)
+
+
+def test_require_file_system_names_a_known_one(tmp_path):
+    (tmp_path / "experiments").mkdir()
+    path = tmp_path / "experiments" / "t.yaml"
+    path.write_text("id: t\ndescription: x\nbenchmark: fio\nrequire_file_system: cephs\n")
+    with pytest.raises(IolabError, match=r"t.yaml:4: .*no file system 'cephs' \(known: cephfs, lustre\)"):
+        load_experiment(path)
+    path.write_text("id: t\ndescription: x\nbenchmark: fio\nrequire_file_system: cephfs\n")
+    assert load_experiment(path).require_file_system == "cephfs"
+
+
+def test_the_table_columns_come_from_the_server_side_witness(tmp_path):
+    layer = get("storage")
+    out = observe_recorded("count2-unit1m-two-files", {"stripe_unit": MIB, "stripe_count": 2}, tmp_path)
+    assert layer.column_values({"cephfs": out}, ["osds", "objects"]) == [
+        ("osds", 2.0, "OSDs"), ("objects", 4.0, "objects")]
+    assert layer.column_values({"cephfs": {"spread": {"reason": "no server-side witness"}}},
+                               ["osds"]) == []     # missing stays missing, never 0
+    with pytest.raises(IolabError, match="unknown storage column 'osd'"):
+        layer.parse_columns("osds, osd")
+
+
+def test_a_pool_the_file_system_lacks_is_refused_before_the_job(tmp_path, monkeypatch):
+    """`ceph fs ls -f json` as recorded, from a stand-in `ceph` on PATH; once per process."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "ceph").write_text(f'#!/bin/sh\necho "$*" >> {tmp_path}/calls\n'
+                                 f'cat {DATA / "fs-ls.json"}\n')
+    (bindir / "ceph").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+    monkeypatch.setenv("CEPH_CONF", str(tmp_path / "ceph.conf"))
+    cephfs.data_pools.cache_clear()
+    try:
+        assert CEPHFS.check_at({"pool": "ost1"}, "/m") is None
+        assert CEPHFS.check_at({"pool": "nopool"}, "/m") == (
+            "cephfs.pool 'nopool' is not a data pool of this CephFS (cephfs_data, ost1); "
+            "add it with `ceph fs add_data_pool`")
+        assert CEPHFS.check_at({"stripe_count": 2}, "/m") is None
+        assert (tmp_path / "calls").read_text().count("fs ls") == 1
+        monkeypatch.delenv("CEPH_CONF")
+        assert CEPHFS.check_at({"pool": "nopool"}, "/m") is None     # no cluster to ask
+    finally:
+        cephfs.data_pools.cache_clear()
