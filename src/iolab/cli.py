@@ -200,6 +200,10 @@ def cmd_table(args) -> int:
 
         if io500.applies(state):
             sys.stdout.write(io500.render(state.records))
+    if args.summary:
+        from .analysis.report import run_summary
+
+        print(run_summary(state))
     return 0
 
 
@@ -651,6 +655,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--metrics", help="comma-separated metric names, e.g. write_bw,write_bw_max")
     s.add_argument("--darshan", metavar="COLUMNS",
                    help="add Darshan columns, e.g. small_write_pct,agg_ranks,posix_write_time")
+    s.add_argument("--summary", action="store_true",
+                   help="end with one line: how many jobs ran, how many were skipped and why")
     s.add_argument("--include-imported", action="store_true",
                    help="let 'latest' be an imported run too (default: the latest measured run)")
     s.add_argument("--set-aside", action="store_true",

@@ -11,6 +11,7 @@ import functools
 import io
 import json
 import math
+import re
 from dataclasses import dataclass, field
 
 from ..layers import registry as layers
@@ -466,3 +467,33 @@ def render(tables: list[Table], fmt: str, state=None) -> str:
         return to_json(tables, state.as_json() if state is not None else None)
     notes = run_notes_markdown(state.notes()) if state is not None else ""
     return notes + "\n".join(to_markdown(t) for t in tables)
+
+
+_ABSENT = re.compile(r"benchmark binary '([^']+)' not found")
+PROVIDE_DOC = "docs/benchmarks.md"
+
+
+def run_summary(state) -> str:
+    """One line on how a run went: how many of its jobs ran, how many were skipped, for which
+    absent benchmarks (and where to read how to provide them) or for which other reasons."""
+    records = state.records
+    skipped = [r for r in records if r.status == "skipped"]
+    ran = [r for r in records if r.status not in ("skipped", "aborted")]
+    ok = sum(r.status == "ok" for r in ran)
+    text = f"{state.experiment_id} run {state.run_id}: {len(ran)} of {len(records)} jobs ran"
+    if len(ran) != ok:
+        text += f" ({ok} ok, {len(ran) - ok} not)"
+    aborted = sum(r.status == "aborted" for r in records)
+    if aborted:
+        text += f", {aborted} aborted"
+    if not skipped:
+        return text + ", none skipped"
+    absent = sorted({m[1] for r in skipped if (m := _ABSENT.search(str(r.error or "")))})
+    others = list(dict.fromkeys(" ".join(str(r.error or "no reason recorded").split())
+                                for r in skipped if not _ABSENT.search(str(r.error or ""))))
+    why = []
+    if absent:
+        why.append(f"{', '.join(absent)} not installed here (to provide "
+                   f"{'it' if len(absent) == 1 else 'them'}: {PROVIDE_DOC})")
+    why += others
+    return text + f", {len(skipped)} skipped: " + "; ".join(why)

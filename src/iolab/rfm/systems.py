@@ -187,6 +187,8 @@ def slurm_partition(name: str, launcher: str, descr: str, env_vars: list, launch
                 "profile": profile,
                 "mpi_flavour": mpi_flavour,
                 "launcher_options": launcher_options,
+                # A campaign on a cluster fails on a case it could not run, never skips it.
+                "strict": True,
                 "stack": stack_from_env(),
                 "darshan": darshan_from_env(),
             },
