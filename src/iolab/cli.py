@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -44,6 +45,20 @@ def cmd_validate(args) -> int:
     return 2 if failed else 0
 
 
+def _default_profile(given: str | None):
+    """The profile a run would use: --profile, else IOLAB_PROFILE, else the one the default
+    system (`local`) runs where the experiment has it; else the experiment as written."""
+    from .rfm.systems import LOCAL_PROFILE, system_profile
+
+    def choose(profiles: list[str]) -> str | None:
+        wanted = given or os.environ.get("IOLAB_PROFILE")
+        if wanted:
+            return wanted if profiles or given else None
+        return system_profile([LOCAL_PROFILE], profiles)
+
+    return choose
+
+
 def cmd_plan(args) -> int:
     from .analysis import planning
     from .experiment.load import load_experiment
@@ -55,13 +70,14 @@ def cmd_plan(args) -> int:
         raise IolabError(f"--target-ci {args.target_ci:g}: give a percentage above 0, at most 100")
     if args.budget is not None and not 0 < args.budget < math.inf:
         raise IolabError(f"--budget {args.budget:g}: give a positive number of node-hours")
-    exp = load_experiment(_experiment_path(args.experiment), args.profile)
+    exp = load_experiment(_experiment_path(args.experiment), choose_profile=_default_profile(args.profile))
     cases = expand(exp)
-    # Keys that vary anywhere in the experiment (storage between parts, say): two cases of two
-    # parts never look the same.
+    # Keys that vary anywhere in the experiment (storage between parts, say), in one order
     keys = varied_keys(cases)
+    note = "" if args.profile else (" (IOLAB_PROFILE)" if os.environ.get("IOLAB_PROFILE") else
+                                    " (what the default system, local, runs; --profile to choose)")
     # One write for the table: a print per case costs a system call each where stdout is unbuffered.
-    sys.stdout.write(planning.overview(exp, cases, keys))
+    sys.stdout.write(planning.overview(exp, cases, keys, note if exp.profile else ""))
     try:
         runs = list_runs(results_root(_root()), exp.id)
     except IolabError:
@@ -833,6 +849,11 @@ def main(argv=None) -> int:
     except IolabError as exc:
         print(f"iolab: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:
+        # `iolab plan X | head`: the reader has all it wanted; Python's own flush at exit must
+        # not complain either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as exc:
         # An input or output iolab could not use (permissions, a vanished file): one line.
         where = f"{exc.filename}: " if exc.filename else ""
@@ -840,8 +861,6 @@ def main(argv=None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":
