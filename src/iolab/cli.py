@@ -59,6 +59,40 @@ def _default_profile(given: str | None):
     return choose
 
 
+def cmd_list(args) -> int:
+    """The experiments of this project, one line each: profiles, parts, last run."""
+    from .experiment.load import load_experiment
+    from .results.lookup import list_runs
+    from .results.store import read_manifest_shared, results_root
+
+    root = _root()
+    paths = sorted((root / "experiments").glob("*.yaml"))
+    if not paths:
+        raise IolabError(f"no experiments in {root / 'experiments'}",
+                         hint="an experiment is experiments/<id>.yaml (README, docs/extending.md)")
+    for path in paths:
+        try:
+            exp = load_experiment(path)
+        except IolabError as exc:
+            print(f"{path.stem}  does not load: {str(exc).splitlines()[0]}")
+            continue
+        parts = ", ".join(p.benchmark if p.name == "main" else f"{p.name} ({p.benchmark})"
+                          for p in exp.parts)
+        try:
+            runs = list_runs(results_root(root), exp.id)
+        except IolabError:
+            runs = []
+        last = "never run"
+        if runs:
+            finished = read_manifest_shared(runs[-1]).get("finished") or {}
+            by_status = sorted((finished.get("counts") or {}).items())
+            counts = ", ".join(f"{n} {status}" for status, n in by_status)
+            state = ("complete" if finished.get("complete") else "not complete") if finished else "unfinished"
+            last = f"last run {runs[-1].name} ({state}{': ' + counts if counts else ''})"
+        print(f"{exp.id}  profiles: {', '.join(exp.profiles) or '-'}  parts: {parts}  {last}")
+    return 0
+
+
 def cmd_plan(args) -> int:
     from .analysis import planning
     from .experiment.load import load_experiment
@@ -642,6 +676,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("validate", help="check experiment YAMLs against the schema")
     s.add_argument("files", nargs="+", metavar="YAML")
     s.set_defaults(func=cmd_validate)
+
+    s = sub.add_parser("list", help="the experiments, one line each: profiles, parts, last run")
+    s.set_defaults(func=cmd_list)
 
     s = sub.add_parser("plan", help="list an experiment's cases, jobs and bytes written")
     s.add_argument("experiment", metavar="YAML|ID")

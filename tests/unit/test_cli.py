@@ -418,3 +418,16 @@ def test_plan_into_a_closed_pipe_ends_quietly():
     proc.stdout.close()         # `| head` that has read all it wanted
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0 and err == "", err
+
+
+def test_list_shows_each_experiment_its_profiles_parts_and_last_run(results, capsys):
+    from iolab.results.store import RunDir
+
+    run = RunDir.create(results, "quickstart", "20260101T000000Z-abcdef", {"experiment": "quickstart"})
+    run.finish({"complete": True, "reason": None, "counts": {"ok": 8, "skipped": 4}})
+    assert main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(list((REPO / "experiments").glob("*.yaml")))
+    assert ("quickstart  profiles: local, full  parts: ior (ior), fio (fio)  last run "
+            "20260101T000000Z-abcdef (complete: 8 ok, 4 skipped)") in lines
+    assert "fio-search  profiles: -  parts: fio  never run" in lines
