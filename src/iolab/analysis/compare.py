@@ -21,7 +21,7 @@ from .. import stats
 from ..errors import IolabError
 from .published.study import coerce_param
 from ..results.record import Manifest, Record
-from .report import fmt_mean_ci, fmt_value, metric_label, param_label, tables_from
+from .report import fmt_mean_ci, fmt_value, metric_label, note_mark, param_label, tables_from
 from ..results.upgrade import current_ids
 from ..results.run import Run
 
@@ -331,7 +331,7 @@ def footnoted(notes: list[str], seen: list[str]) -> str:
     for n in notes:
         if n not in seen:
             seen.append(n)
-        marks.append("†" * (seen.index(n) + 1))
+        marks.append(note_mark(seen.index(n)))
     return " ".join(marks)
 
 
@@ -363,6 +363,6 @@ def render_comparison(c: Comparison) -> str:
             out.append("| " + " | ".join(line) + " |")
         out.append("")
         if seen:
-            out += [f"{'†' * (i + 1)} {n}" for i, n in enumerate(seen)] + [""]
+            out += [f"{note_mark(i)} {n}" for i, n in enumerate(seen)] + [""]
     out += [METHOD, ""]
     return "\n".join(out)
