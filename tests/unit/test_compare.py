@@ -225,3 +225,16 @@ def test_a_run_with_old_eight_digit_ids_pairs_with_the_same_cases_now(tmp_path):
     (bw,) = cmp.tables
     assert {(p.case_a, p.case_b) for p in bw.pairs} == {(new_id[:8], new_id), (other[:8], other)}
     assert all(p.b.n == 3 for p in bw.pairs)
+
+
+def test_interval_and_test_decide_together_and_a_disagreement_is_said():
+    from iolab.analysis.compare import METHOD, VERDICT_RULE
+
+    ns, sig = Welch(1.7, 4.0, 0.13), Welch(5.0, 4.0, 0.001)
+    # the row: a CI of 0.01-0.10 excludes 1 while Welch's p is 0.13
+    assert verdict(ns, -1.0, "higher", (0.01, 0.10)) == "unclear: the CI says slower, Welch p ≥ 0.05"
+    assert verdict(sig, 1.0, "higher", (0.9, 1.3)) == "unclear: Welch says faster, the CI includes 1"
+    assert verdict(sig, 1.0, "higher", (1.1, 1.3)) == "faster"
+    assert verdict(ns, 1.0, "higher", (0.9, 1.3)) == "no clear difference"
+    assert verdict(sig, -1.0, "lower", None) == "faster"        # no interval: the test alone
+    assert VERDICT_RULE in METHOD and "unclear" in VERDICT_RULE

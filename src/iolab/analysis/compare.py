@@ -2,8 +2,9 @@
 parameter inside a run. A run against a published study is analysis/published/.
 
 Per row: both means with their 95% intervals, the ratio B/A with a 95% interval (delta method on
-the log ratio, stats.ratio_ci), Welch's two-sided t-test at alpha 0.05 and a verdict: faster,
-slower or no clear difference ("n too small" below two repetitions on a side). Bandwidths and
+the log ratio, stats.ratio_ci), Welch's two-sided t-test at alpha 0.05 and a verdict by one rule
+(VERDICT_RULE): faster or slower where interval and test agree, "unclear" (saying which found
+what) where they disagree, no clear difference where neither finds one. Bandwidths and
 operation rates (units ending in /s) are better higher, times (s, ms, us, ns) better lower.
 
 Rows whose settings were not applied as requested (the records' flags) or whose provenance
@@ -45,15 +46,34 @@ def direction(metric: str, unit: str | None, benchmark: str | None = None) -> st
     return None
 
 
-def verdict(welch: stats.Welch | None, diff: float | None, better: str | None) -> str:
-    """B against A."""
+def verdict(welch: stats.Welch | None, diff: float | None, better: str | None,
+            ci: tuple[float, float] | None = None) -> str:
+    """B against A, by one rule (VERDICT_RULE): a difference is called when the 95% CI of B/A
+    excludes 1 and Welch's test gives p < alpha; when only one of them finds it, the verdict says
+    they disagree and which way the one that found it points; where the CI cannot be computed,
+    the test alone decides."""
     if welch is None or diff is None:
         return "n too small"
-    if welch.p >= stats.ALPHA:
-        return "no clear difference"
+    by_test = welch.p < stats.ALPHA
+    by_ci = by_test if ci is None else not (ci[0] <= 1 <= ci[1])
     if better is None:
-        return "higher" if diff > 0 else "lower"
-    return "faster" if (diff > 0) == (better == "higher") else "slower"
+        way = "higher" if diff > 0 else "lower"
+    else:
+        way = "faster" if (diff > 0) == (better == "higher") else "slower"
+    if by_test and by_ci:
+        return way
+    if by_ci:
+        return f"unclear: the CI says {way}, Welch p ≥ {stats.ALPHA:g}"
+    if by_test:
+        return f"unclear: Welch says {way}, the CI includes 1"
+    return "no clear difference"
+
+
+VERDICT_RULE = ("Verdict: faster / slower only when both the 95% CI of B/A excludes 1 and Welch's "
+                f"two-sided t-test gives p < {stats.ALPHA:g}; when only one of them finds a "
+                "difference the verdict is 'unclear', says which one found it and which way it "
+                "points; when neither does, no clear difference; n too small below 2 repetitions "
+                "on a side.")
 
 
 # ----------------------------------------------------------------------------------------- sides
@@ -133,7 +153,7 @@ class Pair:
 
     def verdict(self, better: str | None) -> str:
         diff = None if self.a.mean is None or self.b.mean is None else self.b.mean - self.a.mean
-        return verdict(self.welch, diff, better)
+        return verdict(self.welch, diff, better, self.ratio_ci)
 
 
 @dataclass
@@ -336,9 +356,8 @@ def footnoted(notes: list[str], seen: list[str]) -> str:
 
 
 METHOD = ("B/A: ratio of the means, 95% CI by the delta method on log(B/A) with Welch-Satterthwaite "
-          "degrees of freedom. Verdict: Welch's two-sided t-test at alpha = 0.05 (faster / slower / "
-          "no clear difference); n too small below 2 repetitions on a side. Bandwidths and rates "
-          "(…/s) are better higher, times better lower.")
+          "degrees of freedom. " + VERDICT_RULE + " Bandwidths and rates (…/s) are better higher, "
+          "times better lower.")
 
 
 def render_comparison(c: Comparison) -> str:
