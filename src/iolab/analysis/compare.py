@@ -22,7 +22,8 @@ from .. import stats
 from ..errors import IolabError
 from .published.study import coerce_param
 from ..results.record import Manifest, Record
-from .report import fmt_mean_ci, fmt_value, metric_label, note_mark, param_label, tables_from
+from .report import (fmt_mean_ci, fmt_value, metric_label, note_mark, param_label, short_reason,
+                     tables_from)
 from ..results.upgrade import current_ids
 from ..results.run import Run
 
@@ -237,8 +238,13 @@ def compare_runs(a: Side, b: Side, metrics: list[str] | None = None) -> Comparis
         context.append(f"systems differ: {a.label} on {a.system or 'unknown'}, "
                        f"{b.label} on {b.system or 'unknown'}")
     out = []
+    for part in [p for p in tables_b if p not in {t.part for t in tables_a}]:
+        context.append(f"{part}: left out, only in {b.label}")
     for ta in tables_a:
         tb = tables_b.get(ta.part)
+        if tb is None:
+            context.append(f"{ta.part}: left out, only in {a.label}")
+            continue
         rows_b = {r.case_id: r for r in tb.rows} if tb else {}
         # runs recorded with 8-digit case ids pair with the same cases' 16-digit ids
         in_b = current_ids(rows_b)
@@ -246,6 +252,7 @@ def compare_runs(a: Side, b: Side, metrics: list[str] | None = None) -> Comparis
         only_b = [cid for cid in rows_b if cid not in matched_b]
         if only_b:
             context.append(f"{ta.part}: {len(only_b)} case(s) only in {b.label}: {', '.join(only_b)}")
+        mine = []
         for m in ta.metrics:
             pairs = []
             for ra in ta.rows:
@@ -259,15 +266,40 @@ def compare_runs(a: Side, b: Side, metrics: list[str] | None = None) -> Comparis
                     notes += flag_notes(b.label, rb) + _version_note(a, b, ta.part, ra.case_id, rb.case_id)
                 pairs.append(Pair(_key_values(ta, ra), ra.case_id, rb.case_id if rb else None, sa, sb, notes))
             unit = ta.units.get(m) or (tb.units.get(m) if tb else "") or ""
-            out.append(MetricTable(ta.part, ta.benchmark, m, unit, _headers(ta), pairs))
+            mine.append(MetricTable(ta.part, ta.benchmark, m, unit, _headers(ta), pairs))
+        if any(p.a.n and p.b.n for t in mine for p in t.pairs):
+            out += mine
+        else:
+            context.append(f"{ta.part}: left out, no metric to compare ({_outcomes(a.label, ta)}; "
+                           f"{_outcomes(b.label, tb)})")
     title = f"{a.experiment}: {a.label} vs {b.label}"
-    return Comparison(title, a.label, b.label, context, out)
+    return _something(Comparison(title, a.label, b.label, context, out))
+
+
+def _outcomes(label: str, table) -> str:
+    """'A: 4 skipped (benchmark binary 'ior' not found ...)': what became of a part's jobs."""
+    counts = {"ok": sum(r.ok for r in table.rows)}
+    reasons: list[str] = []
+    for status in ("failed", "skipped", "aborted"):
+        errors = [e for r in table.rows for e in getattr(r, status)]
+        counts[status] = len(errors)
+        reasons += [why for why in dict.fromkeys(map(short_reason, errors)) if why not in reasons]
+    said = ", ".join(f"{n} {status}" for status, n in counts.items() if n) or "no jobs"
+    return f"{label}: {said}" + (f" ({'; '.join(reasons)})" if reasons else "")
+
+
+def _something(c: Comparison) -> Comparison:
+    """The comparison, if at least one row has values on both sides; else why not, as an error."""
+    if any(p.a.n and p.b.n for t in c.tables for p in t.pairs):
+        return c
+    raise IolabError(f"{c.title}: nothing could be compared",
+                     hint="; ".join(c.context[2:]) or "no row has values on both sides")
 
 
 def compare_by_param(side: Side, key: str, baseline: str, metrics: list[str] | None = None) -> Comparison:
     """Each case against the baseline case that differs from it only in `key`."""
     tables = side.tables(metrics)
-    seen_values, out = set(), []
+    seen_values, out, left_out, measured_nothing = set(), [], [], False
     try:
         base_value = coerce_param(key, baseline)
     except ValueError as exc:
@@ -284,7 +316,14 @@ def compare_by_param(side: Side, key: str, baseline: str, metrics: list[str] | N
         for r, rest in zip(rows, others):
             if r.params[key] == base_value:
                 bases.setdefault(rest, r)
+        if rows and bases and not table.metrics:     # every job skipped or failed
+            measured_nothing = True
+            left_out.append(f"{table.part}: left out, no metric to compare "
+                            f"({_outcomes(side.label, table)})")
+            continue
         if not rows or not bases:
+            left_out.append(f"{table.part}: left out, " + (f"no case has {key}" if not rows else
+                            f"no case has the baseline {key} = {baseline}"))
             continue
         shown = _key_values_of(table)
         for m in table.metrics:
@@ -311,15 +350,15 @@ def compare_by_param(side: Side, key: str, baseline: str, metrics: list[str] | N
                          if k.startswith(("lustre.", "mpiio.", "scale.")) or k in _all_varied(side)})
         raise IolabError(f"no case of run {side.run_id} has parameter {key!r}",
                          hint=f"parameters: {', '.join(varied)}")
-    if not any(t.pairs for t in out):
+    if not any(t.pairs for t in out) and not measured_nothing:
         shown = ", ".join(sorted(map(str, seen_values)))
         raise IolabError(f"no case has {key} = {baseline} with another value to compare against",
                          hint=f"values of {key} in this run: {shown}")
     context = [side.describe(),
                f"A = the baseline case ({key} = {baseline}); B = the case in the row, which differs "
-               f"from A only in {key}"]
+               f"from A only in {key}"] + left_out
     title = f"{side.experiment}: {key} against {key} = {baseline}"
-    return Comparison(title, "baseline", "case", context, out)
+    return _something(Comparison(title, "baseline", "case", context, out))
 
 
 def _without(params: dict, key: str) -> str:
