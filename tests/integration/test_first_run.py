@@ -82,3 +82,37 @@ def test_a_misspelt_experiment_gets_the_closest_name(rfm_env, tmp_path):
     out = _run(_project(tmp_path), rfm_env, "quikstart", "local")
     assert out.returncode == 2 and "did you mean 'quickstart'?" in out.stderr, out.stderr
     assert not (tmp_path / "results").exists()
+
+
+WRITE_READ = """\
+id: write-read
+description: fio runs here; h5bench (absent) writes, and its reads depend on those writes
+parts:
+  fio:
+    benchmark: fio
+    fixed: {size: 1MiB, bs: 64KiB}
+  h5:
+    benchmark: h5bench
+    scale: {nodes: 1, tasks_per_node: 2}
+    fixed: {timesteps: 1, dim_1: 1024, num_dims: 1}
+    matrix:
+      kernel: [write, read]
+"""
+
+
+def test_a_read_whose_write_was_skipped_is_skipped_too(rfm_env, tmp_path):
+    from .conftest import reframe
+
+    dirs = [p for p in rfm_env["PATH"].split(os.pathsep)
+            if not (p and os.path.exists(os.path.join(p, "h5bench_write")))]
+    env = dict(rfm_env, PATH=os.pathsep.join(dirs))
+    root = make_project(tmp_path, {"write-read": WRITE_READ})
+    out = reframe(["-r", "-n", "write_read"], env, cwd=root, config=str(root / "reframe/config/local.py"))
+    assert out.returncode == 0, out.stdout[-3000:]
+    recs = records(only_run(tmp_path / "results", "write-read"))
+    by_part = {p: [r for r in recs if r["part"] == p] for p in ("fio", "h5")}
+    assert [r["status"] for r in by_part["fio"]] == ["ok"]
+    kinds = {r["params"]["kernel"]: r for r in by_part["h5"]}
+    assert kinds["write"]["status"] == kinds["read"]["status"] == "skipped"
+    assert "'h5bench_write' not found" in kinds["write"]["error"]
+    assert kinds["read"]["error"] == f"the write case {kinds['write']['case_id']} it reads did not succeed"
