@@ -25,7 +25,8 @@ def overview(exp, cases, keys, profile_note: str = "") -> str:
     parts = list(dict.fromkeys(c.part for c in cases))
     for part in parts:
         mine = [c for c in cases if c.part == part]
-        varied = [k for k in keys if k in varied_keys(mine)]
+        own = set(varied_keys(mine))
+        varied = [k for k in keys if k in own]
         fixed = [k for k in mine[0].params if k not in varied and mine[0].params[k] not in (None, [])]
         name = f"part {part} ({mine[0].benchmark})" if len(parts) > 1 else mine[0].benchmark
         lines += ["", f"{name}: {len(mine)} case{'s' if len(mine) != 1 else ''}"]
