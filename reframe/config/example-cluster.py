@@ -37,6 +37,8 @@ site_configuration = {
                     # How MPI-IO hints are passed and verified: mpich-romio, cray-mpich,
                     # openmpi-romio (Open MPI with --mca io romio321) or openmpi-ompio.
                     'mpi_flavour': 'cray-mpich',                # SITE
+                    # A case that cannot run here (an absent benchmark...) fails the run.
+                    'strict': True,
                 },
             },
         }],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -44,6 +45,54 @@ def cmd_validate(args) -> int:
     return 2 if failed else 0
 
 
+def _default_profile(given: str | None):
+    """The profile a run would use: --profile, else IOLAB_PROFILE, else the one the default
+    system (`local`) runs where the experiment has it; else the experiment as written."""
+    from .rfm.systems import LOCAL_PROFILE, system_profile
+
+    def choose(profiles: list[str]) -> str | None:
+        wanted = given or os.environ.get("IOLAB_PROFILE")
+        if wanted:
+            return wanted if profiles or given else None
+        return system_profile([LOCAL_PROFILE], profiles)
+
+    return choose
+
+
+def cmd_list(args) -> int:
+    """The experiments of this project, one line each: profiles, parts, last run."""
+    from .experiment.load import load_experiment
+    from .results.lookup import list_runs
+    from .results.store import read_manifest_shared, results_root
+
+    root = _root()
+    paths = sorted((root / "experiments").glob("*.yaml"))
+    if not paths:
+        raise IolabError(f"no experiments in {root / 'experiments'}",
+                         hint="an experiment is experiments/<id>.yaml (README, docs/extending.md)")
+    for path in paths:
+        try:
+            exp = load_experiment(path)
+        except IolabError as exc:
+            print(f"{path.stem}  does not load: {str(exc).splitlines()[0]}")
+            continue
+        parts = ", ".join(p.benchmark if p.name == "main" else f"{p.name} ({p.benchmark})"
+                          for p in exp.parts)
+        try:
+            runs = list_runs(results_root(root), exp.id)
+        except IolabError:
+            runs = []
+        last = "never run"
+        if runs:
+            finished = read_manifest_shared(runs[-1]).get("finished") or {}
+            by_status = sorted((finished.get("counts") or {}).items())
+            counts = ", ".join(f"{n} {status}" for status, n in by_status)
+            state = ("complete" if finished.get("complete") else "not complete") if finished else "unfinished"
+            last = f"last run {runs[-1].name} ({state}{': ' + counts if counts else ''})"
+        print(f"{exp.id}  profiles: {', '.join(exp.profiles) or '-'}  parts: {parts}  {last}")
+    return 0
+
+
 def cmd_plan(args) -> int:
     from .analysis import planning
     from .experiment.load import load_experiment
@@ -55,13 +104,14 @@ def cmd_plan(args) -> int:
         raise IolabError(f"--target-ci {args.target_ci:g}: give a percentage above 0, at most 100")
     if args.budget is not None and not 0 < args.budget < math.inf:
         raise IolabError(f"--budget {args.budget:g}: give a positive number of node-hours")
-    exp = load_experiment(_experiment_path(args.experiment), args.profile)
+    exp = load_experiment(_experiment_path(args.experiment), choose_profile=_default_profile(args.profile))
     cases = expand(exp)
-    # Keys that vary anywhere in the experiment (storage between parts, say): two cases of two
-    # parts never look the same.
+    # Keys that vary anywhere in the experiment (storage between parts, say), in one order
     keys = varied_keys(cases)
+    note = "" if args.profile else (" (IOLAB_PROFILE)" if os.environ.get("IOLAB_PROFILE") else
+                                    " (what the default system, local, runs; --profile to choose)")
     # One write for the table: a print per case costs a system call each where stdout is unbuffered.
-    sys.stdout.write(planning.overview(exp, cases, keys))
+    sys.stdout.write(planning.overview(exp, cases, keys, note if exp.profile else ""))
     try:
         runs = list_runs(results_root(_root()), exp.id)
     except IolabError:
@@ -203,6 +253,10 @@ def cmd_table(args) -> int:
 
         if io500.applies(state):
             sys.stdout.write(io500.render(state.records))
+    if args.summary:
+        from .analysis.report import run_summary
+
+        print(run_summary(state))
     return 0
 
 
@@ -626,6 +680,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("files", nargs="+", metavar="YAML")
     s.set_defaults(func=cmd_validate)
 
+    s = sub.add_parser("list", help="the experiments, one line each: profiles, parts, last run")
+    s.set_defaults(func=cmd_list)
+
     s = sub.add_parser("plan", help="list an experiment's cases, jobs and bytes written")
     s.add_argument("experiment", metavar="YAML|ID")
     s.add_argument("--profile")
@@ -657,6 +714,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--storage", metavar="COLUMNS",
                    help="add the storage layer's server-side columns: osds (OSDs that got the "
                         "data, CephFS), objects")
+    s.add_argument("--summary", action="store_true",
+                   help="end with one line: how many jobs ran, how many were skipped and why")
     s.add_argument("--include-imported", action="store_true",
                    help="let 'latest' be an imported run too (default: the latest measured run)")
     s.add_argument("--set-aside", action="store_true",
@@ -833,6 +892,11 @@ def main(argv=None) -> int:
     except IolabError as exc:
         print(f"iolab: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:
+        # `iolab plan X | head`: the reader has all it wanted; Python's own flush at exit must
+        # not complain either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as exc:
         # An input or output iolab could not use (permissions, a vanished file): one line.
         where = f"{exc.filename}: " if exc.filename else ""
@@ -840,8 +904,6 @@ def main(argv=None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -332,9 +333,10 @@ def test_plan_shows_the_part_and_never_python_none(capsys):
     assert main(["plan", "nersc-burst-buffer", "--profile", "local"]) == 0
     out = capsys.readouterr().out
     assert "None" not in out
-    lines = [line for line in out.splitlines() if " ior " in line]
+    lines = [line for line in out.splitlines() if re.match(r"  [0-9a-f]{16}  ", line)]
     assert len(lines) == 9 and len(set(line.split(None, 1)[1] for line in lines)) == 9, lines
-    assert "part" in out.splitlines()[4] and "storage=burst_buffer" in out
+    assert "part scratch (ior): 3 cases" in out and "part burst-buffer (ior): 6 cases" in out
+    assert "storage=burst_buffer" in out
     assert main(["plan", "csc-btio-hints", "--profile", "local"]) == 0
     out = capsys.readouterr().out
     assert "None" not in out and "mpiio.cb_config_list=unset" in out
@@ -390,3 +392,42 @@ def test_reproduce_record_from_stdin_names_what_is_missing(results, capsys, monk
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(line.encode())))
     assert main(["reproduce", "--record", "-"]) == 2
     assert capsys.readouterr().err == "iolab: error: --record -: the record has no case_id\n"
+
+
+def test_plan_shows_each_part_with_its_own_parameters_and_the_default_profile(capsys, monkeypatch):
+    monkeypatch.delenv("IOLAB_PROFILE", raising=False)
+    assert main(["plan", "quickstart"]) == 0
+    out = capsys.readouterr().out
+    assert "profile: local (what the default system, local, runs; --profile to choose)" in out
+    ior, fio = out.split("part ior (ior): 2 cases\n")[1].split("part fio (fio): 4 cases\n")
+    assert "api=" in ior and "rw=" not in ior and "bs=" not in ior
+    assert "rw=" in fio and "api=" not in fio and "transfer_size" not in fio
+    assert "unset" not in out
+    rows = [line for line in out.splitlines() if re.match(r"  [0-9a-f]{16}  ", line)]
+    assert len(rows) == 6 and max(map(len, rows)) < 100, rows
+    assert any(row.endswith("bs=4KiB, rw=randwrite") for row in rows), rows
+    assert main(["plan", "quickstart", "--profile", "full"]) == 0
+    assert "profile: full  repetitions" in capsys.readouterr().out
+    assert main(["plan", "fio-search"]) == 0      # no profiles: the experiment as written
+    assert "profile: (base)  repetitions" in capsys.readouterr().out
+
+
+def test_plan_into_a_closed_pipe_ends_quietly():
+    proc = subprocess.Popen([sys.executable, "-m", "iolab.cli", "plan", "io500-like"], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()         # `| head` that has read all it wanted
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0 and err == "", err
+
+
+def test_list_shows_each_experiment_its_profiles_parts_and_last_run(results, capsys):
+    from iolab.results.store import RunDir
+
+    run = RunDir.create(results, "quickstart", "20260101T000000Z-abcdef", {"experiment": "quickstart"})
+    run.finish({"complete": True, "reason": None, "counts": {"ok": 8, "skipped": 4}})
+    assert main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(list((REPO / "experiments").glob("*.yaml")))
+    assert ("quickstart  profiles: local, full  parts: ior (ior), fio (fio)  last run "
+            "20260101T000000Z-abcdef (complete: 8 ok, 4 skipped)") in lines
+    assert "fio-search  profiles: -  parts: fio  never run" in lines

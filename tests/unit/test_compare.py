@@ -225,3 +225,42 @@ def test_a_run_with_old_eight_digit_ids_pairs_with_the_same_cases_now(tmp_path):
     (bw,) = cmp.tables
     assert {(p.case_a, p.case_b) for p in bw.pairs} == {(new_id[:8], new_id), (other[:8], other)}
     assert all(p.b.n == 3 for p in bw.pairs)
+
+
+def test_interval_and_test_decide_together_and_a_disagreement_is_said():
+    from iolab.analysis.compare import METHOD, VERDICT_RULE
+
+    ns, sig = Welch(1.7, 4.0, 0.13), Welch(5.0, 4.0, 0.001)
+    # the row: a CI of 0.01-0.10 excludes 1 while Welch's p is 0.13
+    assert verdict(ns, -1.0, "higher", (0.01, 0.10)) == "unclear: the CI says slower, Welch p ≥ 0.05"
+    assert verdict(sig, 1.0, "higher", (0.9, 1.3)) == "unclear: Welch says faster, the CI includes 1"
+    assert verdict(sig, 1.0, "higher", (1.1, 1.3)) == "faster"
+    assert verdict(ns, 1.0, "higher", (0.9, 1.3)) == "no clear difference"
+    assert verdict(sig, -1.0, "lower", None) == "faster"        # no interval: the test alone
+    assert VERDICT_RULE in METHOD and "unclear" in VERDICT_RULE
+
+
+def _skipped(case_id, params, reps=2):
+    why = ("benchmark binary 'ior' not found on PATH; provide it with Spack (spack.yaml), a module, "
+           "or a prefix")
+    return [{**record(case_id, rep, params, LOW[0]), "status": "skipped", "metrics": [], "error": why}
+            for rep in range(1, reps + 1)]
+
+
+def test_a_comparison_names_what_it_left_out_and_fails_when_nothing_is_left(tmp_path):
+    c1 = {"lustre.stripe_count": 1, "lustre.stripe_size": MiB}
+    ok = make_run(tmp_path, "run-ok", case_records("c1", c1, LOW))
+    skipped = make_run(tmp_path, "run-skipped", _skipped("c1", c1))
+    with pytest.raises(IolabError) as info:
+        compare_runs(Side.load(ok, "A"), Side.load(skipped, "B"))
+    text = str(info.value)
+    assert "cmp: A vs B: nothing could be compared" in text
+    assert "main: left out, no metric to compare (A: 3 ok; B: 2 skipped (benchmark binary 'ior' not " \
+           "found on PATH; provide it with Spack (spack.yaml), a module, or a prefix))" in text
+    c4 = {"lustre.stripe_count": 4, "lustre.stripe_size": MiB}
+    both = make_run(tmp_path, "run-both", _skipped("c1", c1) + _skipped("c4", c4))
+    with pytest.raises(IolabError, match="nothing could be compared"):
+        compare_by_param(Side.load(both, "run"), "lustre.stripe_count", "1")
+    # a part left out is named, and the rest is compared
+    fine = compare_runs(Side.load(ok, "A"), Side.load(ok, "B"))
+    assert fine.tables and not any("left out" in line for line in fine.context)

@@ -4,6 +4,8 @@ and what to do about it. Bad samples live in tests/data/experiments/bad (id == f
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
 import re
 import time
 from pathlib import Path
@@ -764,3 +766,38 @@ def test_time_limits_in_profiles_and_parts_too(write_experiment):
                                        "profiles:\n  small:\n    job: {time_limit: 0m}\n"))
     assert "tlp.yaml:6: profiles.small.job.time_limit: '0m' is no time at all" in str(err)
     assert load_experiment(write_experiment("ok", HEAD.format(id="ok") + "job: {time_limit: 365d}\n"))
+
+
+SIX_MISTAKES = """\
+id: six
+description: six mistakes of six kinds, all reported by one validate
+benchmark: ior
+repetitions: two
+colour: blue
+fixed: {api: MPIIO, transfer_size: 4 furlongs, block_sise: 16MiB}
+matrix:
+  api: [POSIX]
+zip:
+  segments: [1, 2]
+  iterations: [1]
+"""
+
+
+def test_every_error_of_a_file_comes_in_one_run(tmp_path):
+    path = tmp_path / "six.yaml"
+    path.write_text(SIX_MISTAKES)
+    err = _load_error(path)
+    lines = str(err).splitlines()
+    want = [("six.yaml:4: repetitions: expected integer", "schema: a type"),
+            ("six.yaml:5: colour: unknown key 'colour'", "schema: an unknown key"),
+            ("six.yaml:6: fixed.transfer_size: '4 furlongs' is not a size", "a parameter's value"),
+            ("six.yaml:6: fixed.block_sise: unknown parameter 'block_sise' for ior (did you mean "
+             "'block_size'?", "a parameter's name"),
+            ("six.yaml:8: matrix.api: 'api' is set twice (also at fixed.api)", "set twice"),
+            ("six.yaml:9: zip: zip lists must have equal lengths", "a zip")]
+    for text, kind in want:
+        assert any(text in line for line in lines), (kind, lines)
+    assert len(lines) == 6, lines
+    out = subprocess.run([sys.executable, "-m", "iolab.cli", "validate", str(path)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 6, out.stderr

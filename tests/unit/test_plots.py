@@ -285,3 +285,21 @@ def test_too_many_series_are_pooled_and_too_many_bars_cut_and_the_notes_say_so(t
         plotmod.MAX_BARS = old
     assert any("8 bars are more than 5 a plot can show: the first 5 of 8 values of Block Size" in n
                for n in cut.notes)
+
+
+def test_bandwidth_error_bars_stay_at_or_above_zero_and_the_note_says_so():
+    from iolab import stats
+    from iolab.present.plots import CLIP_NOTE, Point, _yerr
+
+    wide = Point("a", {}, stats.summarize([10.0, 1000.0]), [])     # 505 ± 6290: below 0
+    tight = Point("b", {}, stats.summarize([100.0, 101.0]), [])
+    notes: list[str] = []
+    below, above = _yerr([wide, tight], "MiB/s", notes)
+    assert wide.summary.mean - wide.summary.ci_half_width < 0
+    assert below[0] == wide.summary.mean and above[0] == wide.summary.ci_half_width
+    assert below[1] == above[1] == tight.summary.ci_half_width
+    assert notes == [CLIP_NOTE]
+    notes = []
+    assert _yerr([tight], "s", notes)[0] == [tight.summary.ci_half_width] and notes == []
+    # a quantity that may be negative keeps its interval
+    assert _yerr([wide], "", notes)[0] == [wide.summary.ci_half_width] and notes == []

@@ -6,7 +6,7 @@ from dataclasses import replace
 import json
 
 from iolab.present.publish import html_table
-from iolab.analysis.report import REASON_CHARS, build_tables, render, short_reason
+from iolab.analysis.report import build_tables, note_mark, render, short_reason
 from tests.golden.publish_data import experiment, records
 
 RUN = "20261121T000000Z-aaaaaa"
@@ -25,12 +25,27 @@ def failing_records():
     return recs
 
 
-def test_short_reason():
+def test_a_reason_is_its_first_line_never_cut():
     assert short_reason("ior exited with status 1\nstderr: ...") == "ior exited with status 1"
     assert short_reason(None) == short_reason("  \n") == "no reason recorded"
-    cut = short_reason(LONG)
-    assert cut.endswith("…") and len(cut) <= REASON_CHARS and LONG.startswith(cut[:-1])
-    assert LONG[len(cut) - 1] == " "                         # cut at a word
+    assert short_reason(LONG) == LONG and short_reason(LONG + "\n  more") == LONG
+
+
+def test_the_skip_reason_of_an_absent_benchmark_is_whole_in_every_format():
+    """The three ways to provide a benchmark are all in the footnote, the CSV and the page."""
+    why = ("benchmark binary 'ior' not found on PATH; provide it with Spack (spack.yaml), a module, "
+           "or a prefix (see docs/benchmarks.md)")
+    recs = [replace(r, status="skipped", metrics=[], error=why) if r.case_id == rec0.case_id else r
+            for rec0 in [failing_records()[0]] for r in failing_records()]
+    tables = build_tables(recs)
+    assert f"¹ skipped: {why}" in render(tables, "md").splitlines()
+    assert f"skipped: {why}" in render(tables, "csv")
+    assert f"¹ skipped: {why}" in html_table(tables[0])["footnotes"]
+    assert "…" not in render(tables, "md") + render(tables, "csv")
+
+
+def test_note_marks_stay_readable():
+    assert [note_mark(i) for i in range(6)] == ["†", "††", "†††", "†4", "†5", "†6"]
 
 
 def test_markdown_footnotes_deduplicated():
@@ -41,7 +56,7 @@ def test_markdown_footnotes_deduplicated():
     footnotes = md.split("† striping not applied: ext4: no striping\n")[1].splitlines()
     assert footnotes == ["¹ failed: ior exited with status 1",
                          "² skipped: benchmark binary ior not found",
-                         f"³ failed: {short_reason(LONG)}",
+                         f"³ failed: {LONG}",
                          "⁴ aborted: SIGTERM"]
 
 
@@ -50,7 +65,7 @@ def test_csv_and_json_carry_the_reasons_in_words():
     csv = render(tables, "csv")
     assert csv.count(",†; 1 failed: ior exited with status 1\n") == 2
     assert ",†; 2 skipped: benchmark binary ior not found\n" in csv
-    assert f",†; 1 failed: {short_reason(LONG)}; 1 aborted: SIGTERM\n" in csv
+    assert f",†; 1 failed: {LONG}; 1 aborted: SIGTERM\n" in csv
     rows = json.loads(render(tables, "json"))
     assert rows[3]["failed"] == [LONG] and rows[3]["aborted"] == ["SIGTERM"] and rows[3]["n"] == 0
     assert "run" not in rows[0]                                # no run given: no run field
@@ -60,7 +75,7 @@ def test_report_page_table_has_the_footnotes():
     table = html_table(build_tables(failing_records())[0])
     assert table["footnotes"][1:] == ["¹ failed: ior exited with status 1",
                                       "² skipped: benchmark binary ior not found",
-                                      f"³ failed: {short_reason(LONG)}", "⁴ aborted: SIGTERM"]
+                                      f"³ failed: {LONG}", "⁴ aborted: SIGTERM"]
     assert table["rows"][2][-1]["text"] == "†; 2 skipped²"
 
 

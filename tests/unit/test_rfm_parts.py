@@ -136,7 +136,7 @@ def test_plan_of_an_mpi_case_forwards_hints_and_refuses_what_the_partition_drops
                                       "-x", "ROMIO_PRINT_HINTS"]
     assert p.failure.startswith("job.extra_directives: '#SBATCH --constraint=nvme' cannot be applied")
     assert p.unrunnable == ["benchmark binary 'ior' not found on PATH; provide it with Spack "
-                            "(spack.yaml), a module, or a prefix (see README)"]
+                            "(spack.yaml), a module, or a prefix (see docs/benchmarks.md)"]
     assert not any(line.startswith("rm -rf ") for line in p.postrun), "a read uses its data"
     assert any("lfs setstripe -c 4" in line for line in p.prerun)
     srun = plan.plan(case, exp, repetition=1, run_id="r", stage=tmp_path,

@@ -30,6 +30,7 @@ EVERY_KEY = {
     "stack": {"provider": "spack", "spack_config": "debian12", "install_opts": ["--no-checksum"]},
     "darshan": {"enabled": True, "dxt": True},
     "same_machine_as": ["archer-fpp-ssf"],
+    "strict": True,
 }
 
 
@@ -43,7 +44,7 @@ def test_every_key_is_read_into_its_typed_field():
     conf = site.load(EVERY_KEY, file=CONFIG)
     assert (conf.scratch, conf.burst_buffer, conf.node_local) == (
         "/lustre/scratch/$USER/iolab", "$DW_JOB_STRIPED", "/local")
-    assert conf.cores_per_node == 128 and conf.profile == ("cluster", "local")
+    assert conf.cores_per_node == 128 and conf.profile == ("cluster", "local") and conf.strict
     assert conf.mpi_flavour == "cray-mpich" and conf.launcher_options == ("--mpi=pmix",)
     assert (conf.stack.provider, conf.stack.spack_config, conf.stack.install_opts) == (
         "spack", "debian12", ["--no-checksum"])
@@ -62,7 +63,7 @@ def test_an_absent_key_has_the_default_the_code_had():
     assert (conf.scratch, conf.burst_buffer, conf.node_local) == ("/tmp/iolab-scratch", None, "/tmp")
     assert conf.mpi_flavour == "openmpi-ompio" and conf.stack.provider == "path"
     assert conf.profile == () and conf.cores_per_node is None and not conf.darshan.enabled
-    assert site.load({"profile": "local"}).profile == ("local",)
+    assert site.load({"profile": "local"}).profile == ("local",) and not conf.strict
     assert site.load({"cores_per_node": None}).cores_per_node is None   # os.cpu_count() may say so
 
 
@@ -224,3 +225,13 @@ def test_no_module_reads_extras_but_the_loader():
 def test_the_config_file_is_shown_as_the_user_wrote_it(argv, environ, shown):
     assert rfm_site.shown_source("/proj/reframe/config/mysite.py", argv, environ) == (
         shown, "/proj/reframe/config/mysite.py")
+
+
+def test_the_cluster_configs_are_strict_and_the_local_ones_skip():
+    from iolab.rfm import systems
+
+    slurm = systems.slurm_partition("debug", "srun", "d", [], [], 8, "openmpi-ompio")
+    assert site.load(slurm["extras"]["iolab"]).strict
+    local = systems.local_system("local", "openmpi-ompio", "d")["systems"][0]["partitions"][0]
+    assert not site.load(local["extras"]["iolab"]).strict
+    assert "'strict': True" in (REPO / "reframe" / "config" / "example-cluster.py").read_text()

@@ -2,8 +2,9 @@
 parameter inside a run. A run against a published study is analysis/published/.
 
 Per row: both means with their 95% intervals, the ratio B/A with a 95% interval (delta method on
-the log ratio, stats.ratio_ci), Welch's two-sided t-test at alpha 0.05 and a verdict: faster,
-slower or no clear difference ("n too small" below two repetitions on a side). Bandwidths and
+the log ratio, stats.ratio_ci), Welch's two-sided t-test at alpha 0.05 and a verdict by one rule
+(VERDICT_RULE): faster or slower where interval and test agree, "unclear" (saying which found
+what) where they disagree, no clear difference where neither finds one. Bandwidths and
 operation rates (units ending in /s) are better higher, times (s, ms, us, ns) better lower.
 
 Rows whose settings were not applied as requested (the records' flags) or whose provenance
@@ -21,7 +22,8 @@ from .. import stats
 from ..errors import IolabError
 from .published.study import coerce_param
 from ..results.record import Manifest, Record
-from .report import fmt_mean_ci, fmt_value, metric_label, param_label, tables_from
+from .report import (fmt_mean_ci, fmt_value, metric_label, note_mark, param_label, short_reason,
+                     tables_from)
 from ..results.upgrade import current_ids
 from ..results.run import Run
 
@@ -45,15 +47,34 @@ def direction(metric: str, unit: str | None, benchmark: str | None = None) -> st
     return None
 
 
-def verdict(welch: stats.Welch | None, diff: float | None, better: str | None) -> str:
-    """B against A."""
+def verdict(welch: stats.Welch | None, diff: float | None, better: str | None,
+            ci: tuple[float, float] | None = None) -> str:
+    """B against A, by one rule (VERDICT_RULE): a difference is called when the 95% CI of B/A
+    excludes 1 and Welch's test gives p < alpha; when only one of them finds it, the verdict says
+    they disagree and which way the one that found it points; where the CI cannot be computed,
+    the test alone decides."""
     if welch is None or diff is None:
         return "n too small"
-    if welch.p >= stats.ALPHA:
-        return "no clear difference"
+    by_test = welch.p < stats.ALPHA
+    by_ci = by_test if ci is None else not (ci[0] <= 1 <= ci[1])
     if better is None:
-        return "higher" if diff > 0 else "lower"
-    return "faster" if (diff > 0) == (better == "higher") else "slower"
+        way = "higher" if diff > 0 else "lower"
+    else:
+        way = "faster" if (diff > 0) == (better == "higher") else "slower"
+    if by_test and by_ci:
+        return way
+    if by_ci:
+        return f"unclear: the CI says {way}, Welch p ≥ {stats.ALPHA:g}"
+    if by_test:
+        return f"unclear: Welch says {way}, the CI includes 1"
+    return "no clear difference"
+
+
+VERDICT_RULE = ("Verdict: faster / slower only when both the 95% CI of B/A excludes 1 and Welch's "
+                f"two-sided t-test gives p < {stats.ALPHA:g}; when only one of them finds a "
+                "difference the verdict is 'unclear', says which one found it and which way it "
+                "points; when neither does, no clear difference; n too small below 2 repetitions "
+                "on a side.")
 
 
 # ----------------------------------------------------------------------------------------- sides
@@ -133,7 +154,7 @@ class Pair:
 
     def verdict(self, better: str | None) -> str:
         diff = None if self.a.mean is None or self.b.mean is None else self.b.mean - self.a.mean
-        return verdict(self.welch, diff, better)
+        return verdict(self.welch, diff, better, self.ratio_ci)
 
 
 @dataclass
@@ -217,8 +238,13 @@ def compare_runs(a: Side, b: Side, metrics: list[str] | None = None) -> Comparis
         context.append(f"systems differ: {a.label} on {a.system or 'unknown'}, "
                        f"{b.label} on {b.system or 'unknown'}")
     out = []
+    for part in [p for p in tables_b if p not in {t.part for t in tables_a}]:
+        context.append(f"{part}: left out, only in {b.label}")
     for ta in tables_a:
         tb = tables_b.get(ta.part)
+        if tb is None:
+            context.append(f"{ta.part}: left out, only in {a.label}")
+            continue
         rows_b = {r.case_id: r for r in tb.rows} if tb else {}
         # runs recorded with 8-digit case ids pair with the same cases' 16-digit ids
         in_b = current_ids(rows_b)
@@ -226,6 +252,7 @@ def compare_runs(a: Side, b: Side, metrics: list[str] | None = None) -> Comparis
         only_b = [cid for cid in rows_b if cid not in matched_b]
         if only_b:
             context.append(f"{ta.part}: {len(only_b)} case(s) only in {b.label}: {', '.join(only_b)}")
+        mine = []
         for m in ta.metrics:
             pairs = []
             for ra in ta.rows:
@@ -239,15 +266,40 @@ def compare_runs(a: Side, b: Side, metrics: list[str] | None = None) -> Comparis
                     notes += flag_notes(b.label, rb) + _version_note(a, b, ta.part, ra.case_id, rb.case_id)
                 pairs.append(Pair(_key_values(ta, ra), ra.case_id, rb.case_id if rb else None, sa, sb, notes))
             unit = ta.units.get(m) or (tb.units.get(m) if tb else "") or ""
-            out.append(MetricTable(ta.part, ta.benchmark, m, unit, _headers(ta), pairs))
+            mine.append(MetricTable(ta.part, ta.benchmark, m, unit, _headers(ta), pairs))
+        if any(p.a.n and p.b.n for t in mine for p in t.pairs):
+            out += mine
+        else:
+            context.append(f"{ta.part}: left out, no metric to compare ({_outcomes(a.label, ta)}; "
+                           f"{_outcomes(b.label, tb)})")
     title = f"{a.experiment}: {a.label} vs {b.label}"
-    return Comparison(title, a.label, b.label, context, out)
+    return _something(Comparison(title, a.label, b.label, context, out))
+
+
+def _outcomes(label: str, table) -> str:
+    """'A: 4 skipped (benchmark binary 'ior' not found ...)': what became of a part's jobs."""
+    counts = {"ok": sum(r.ok for r in table.rows)}
+    reasons: list[str] = []
+    for status in ("failed", "skipped", "aborted"):
+        errors = [e for r in table.rows for e in getattr(r, status)]
+        counts[status] = len(errors)
+        reasons += [why for why in dict.fromkeys(map(short_reason, errors)) if why not in reasons]
+    said = ", ".join(f"{n} {status}" for status, n in counts.items() if n) or "no jobs"
+    return f"{label}: {said}" + (f" ({'; '.join(reasons)})" if reasons else "")
+
+
+def _something(c: Comparison) -> Comparison:
+    """The comparison, if at least one row has values on both sides; else why not, as an error."""
+    if any(p.a.n and p.b.n for t in c.tables for p in t.pairs):
+        return c
+    raise IolabError(f"{c.title}: nothing could be compared",
+                     hint="; ".join(c.context[2:]) or "no row has values on both sides")
 
 
 def compare_by_param(side: Side, key: str, baseline: str, metrics: list[str] | None = None) -> Comparison:
     """Each case against the baseline case that differs from it only in `key`."""
     tables = side.tables(metrics)
-    seen_values, out = set(), []
+    seen_values, out, left_out, measured_nothing = set(), [], [], False
     try:
         base_value = coerce_param(key, baseline)
     except ValueError as exc:
@@ -264,7 +316,14 @@ def compare_by_param(side: Side, key: str, baseline: str, metrics: list[str] | N
         for r, rest in zip(rows, others):
             if r.params[key] == base_value:
                 bases.setdefault(rest, r)
+        if rows and bases and not table.metrics:     # every job skipped or failed
+            measured_nothing = True
+            left_out.append(f"{table.part}: left out, no metric to compare "
+                            f"({_outcomes(side.label, table)})")
+            continue
         if not rows or not bases:
+            left_out.append(f"{table.part}: left out, " + (f"no case has {key}" if not rows else
+                            f"no case has the baseline {key} = {baseline}"))
             continue
         shown = _key_values_of(table)
         for m in table.metrics:
@@ -291,15 +350,15 @@ def compare_by_param(side: Side, key: str, baseline: str, metrics: list[str] | N
                          if k.startswith(("lustre.", "mpiio.", "scale.")) or k in _all_varied(side)})
         raise IolabError(f"no case of run {side.run_id} has parameter {key!r}",
                          hint=f"parameters: {', '.join(varied)}")
-    if not any(t.pairs for t in out):
+    if not any(t.pairs for t in out) and not measured_nothing:
         shown = ", ".join(sorted(map(str, seen_values)))
         raise IolabError(f"no case has {key} = {baseline} with another value to compare against",
                          hint=f"values of {key} in this run: {shown}")
     context = [side.describe(),
                f"A = the baseline case ({key} = {baseline}); B = the case in the row, which differs "
-               f"from A only in {key}"]
+               f"from A only in {key}"] + left_out
     title = f"{side.experiment}: {key} against {key} = {baseline}"
-    return Comparison(title, "baseline", "case", context, out)
+    return _something(Comparison(title, "baseline", "case", context, out))
 
 
 def _without(params: dict, key: str) -> str:
@@ -331,14 +390,13 @@ def footnoted(notes: list[str], seen: list[str]) -> str:
     for n in notes:
         if n not in seen:
             seen.append(n)
-        marks.append("†" * (seen.index(n) + 1))
+        marks.append(note_mark(seen.index(n)))
     return " ".join(marks)
 
 
 METHOD = ("B/A: ratio of the means, 95% CI by the delta method on log(B/A) with Welch-Satterthwaite "
-          "degrees of freedom. Verdict: Welch's two-sided t-test at alpha = 0.05 (faster / slower / "
-          "no clear difference); n too small below 2 repetitions on a side. Bandwidths and rates "
-          "(…/s) are better higher, times better lower.")
+          "degrees of freedom. " + VERDICT_RULE + " Bandwidths and rates (…/s) are better higher, "
+          "times better lower.")
 
 
 def render_comparison(c: Comparison) -> str:
@@ -363,6 +421,6 @@ def render_comparison(c: Comparison) -> str:
             out.append("| " + " | ".join(line) + " |")
         out.append("")
         if seen:
-            out += [f"{'†' * (i + 1)} {n}" for i, n in enumerate(seen)] + [""]
+            out += [f"{note_mark(i)} {n}" for i, n in enumerate(seen)] + [""]
     out += [METHOD, ""]
     return "\n".join(out)

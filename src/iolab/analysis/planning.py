@@ -4,31 +4,45 @@ repetitions earlier runs suggest."""
 
 from __future__ import annotations
 
+import textwrap
+
 from ..benchmarks import get as get_benchmark
 from ..errors import IolabError
-from ..experiment.matrix import describe
+from ..experiment.matrix import describe, varied_keys
 from ..units import format_bytes_human
 from . import cost
 
 
-def overview(exp, cases, keys) -> str:
-    """The experiment, its cases as a table (`keys`: the keys that vary anywhere in it) and the
-    totals, as lines ending in a newline."""
+def overview(exp, cases, keys, profile_note: str = "") -> str:
+    """The experiment, its cases and the totals, as lines ending in a newline: one block per part,
+    with what that part fixes and, per case, only what varies between its cases. `keys`: the
+    keys that vary anywhere in the experiment (the order in which they are shown)."""
     lines = [f"{exp.id}: {exp.description.strip()}"]
     if exp.source:
         lines.append(f"source: {exp.source}")
-    lines += [f"profile: {exp.profile or '(base)'}  repetitions: {exp.repetitions}", ""]
-    rows = []
+    lines += [f"profile: {exp.profile or '(base)'}{profile_note}  repetitions: {exp.repetitions}"]
     total = 0
     parts = list(dict.fromkeys(c.part for c in cases))
-    for c in cases:
-        nbytes = get_benchmark(c.benchmark).bytes_written(c)
-        total += nbytes * exp.repetitions
-        rows.append([c.case_id, *([c.part] if len(parts) > 1 else []), c.benchmark, str(c.num_tasks),
-                     format_bytes_human(nbytes), describe(c, keys) or "-"])
-    header = ["case", *(["part"] if len(parts) > 1 else []), "bench", "tasks", "writes/case", "parameters"]
-    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in [header] + rows]
+    for part in parts:
+        mine = [c for c in cases if c.part == part]
+        own = set(varied_keys(mine))
+        varied = [k for k in keys if k in own]
+        fixed = [k for k in mine[0].params if k not in varied and mine[0].params[k] not in (None, [])]
+        name = f"part {part} ({mine[0].benchmark})" if len(parts) > 1 else mine[0].benchmark
+        lines += ["", f"{name}: {len(mine)} case{'s' if len(mine) != 1 else ''}"]
+        if fixed:
+            lines += textwrap.wrap("fixed: " + describe(mine[0], fixed), 100, initial_indent="  ",
+                                   subsequent_indent="    ", break_on_hyphens=False)
+        rows = []
+        for c in mine:
+            nbytes = get_benchmark(c.benchmark).bytes_written(c)
+            total += nbytes * exp.repetitions
+            rows.append([c.case_id, str(c.num_tasks), format_bytes_human(nbytes),
+                         describe(c, varied) if varied else "-"])
+        header = ["case", "tasks", "writes/case", "parameters"]
+        widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
+        lines += ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip()
+                  for r in [header] + rows]
     lines += ["", f"cases: {len(cases)}  jobs: {len(cases) * exp.repetitions}  "
                   f"bytes written: {format_bytes_human(total)} ({total} B)"]
     if exp.search is not None:

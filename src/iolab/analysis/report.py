@@ -11,6 +11,7 @@ import functools
 import io
 import json
 import math
+import re
 from dataclasses import dataclass, field
 
 from ..layers import registry as layers
@@ -246,26 +247,26 @@ def tables_from(facts: digest.Digest, metrics: list[str] | None = None,
     return tables
 
 
-REASON_CHARS = 100
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+MARKS_REPEATED = 3      # †, ††, †††; from the fourth note on, numbered marks (†4)
 
 
 def short_reason(error) -> str:
-    """A record's error for a footnote: its first line, cut at a word near REASON_CHARS."""
+    """A record's error for a footnote or a CSV cell: its first line, whole (never cut: the third
+    way to provide a benchmark is at the end of the line); the lines after it (a benchmark's
+    stderr) stay in the record."""
     lines = str(error or "").strip().splitlines()
     first = " ".join(lines[0].split()) if lines else ""
-    if not first:
-        return "no reason recorded"
-    if len(first) <= REASON_CHARS:
-        return first
-    cut = first[:REASON_CHARS - 1]
-    if " " in cut[REASON_CHARS // 2:]:
-        cut = cut[:cut.rindex(" ")]
-    return cut.rstrip(" ,;:") + "…"
+    return first or "no reason recorded"
 
 
 def reason_mark(index: int) -> str:
     return str(index + 1).translate(_SUPERSCRIPT)
+
+
+def note_mark(index: int) -> str:
+    """The mark of a table's index-th note: †, †† and †††, then †4, †5... (never †††† ††)."""
+    return "†" * (index + 1) if index < MARKS_REPEATED else f"†{index + 1}"
 
 
 def _status(row: Row, reasons: list[tuple[str, str]] | None = None) -> str:
@@ -380,14 +381,14 @@ def table_rows(table: Table, style: str = "md") -> tuple[list[str], list[list[st
         for note in row.notes:
             if note not in notes:
                 notes.append(note)
-            marks.append("†" * (notes.index(note) + 1))
+            marks.append(note_mark(notes.index(note)))
         words = [" ".join(marks), _status(row, reasons if style == "md" else None)]
         if style != "md" and noisy:
             words.append("noisy: " + ", ".join(noisy))
         words += _outlier_notes(row, table.metrics) + set_aside_notes(row, table.metrics)
         line += [str(row.ok), "; ".join(filter(None, words))]
         body.append(line)
-    footnotes = [f"{'†' * (i + 1)} {n}" for i, n in enumerate(notes)]
+    footnotes = [f"{note_mark(i)} {n}" for i, n in enumerate(notes)]
     footnotes += [f"{reason_mark(i)} {status}: {text}" for i, (status, text) in enumerate(reasons)]
     return header, body, footnotes
 
@@ -466,3 +467,33 @@ def render(tables: list[Table], fmt: str, state=None) -> str:
         return to_json(tables, state.as_json() if state is not None else None)
     notes = run_notes_markdown(state.notes()) if state is not None else ""
     return notes + "\n".join(to_markdown(t) for t in tables)
+
+
+_ABSENT = re.compile(r"benchmark binary '([^']+)' not found")
+PROVIDE_DOC = "docs/benchmarks.md"
+
+
+def run_summary(state) -> str:
+    """One line on how a run went: how many of its jobs ran, how many were skipped, for which
+    absent benchmarks (and where to read how to provide them) or for which other reasons."""
+    records = state.records
+    skipped = [r for r in records if r.status == "skipped"]
+    ran = [r for r in records if r.status not in ("skipped", "aborted")]
+    ok = sum(r.status == "ok" for r in ran)
+    text = f"{state.experiment_id} run {state.run_id}: {len(ran)} of {len(records)} jobs ran"
+    if len(ran) != ok:
+        text += f" ({ok} ok, {len(ran) - ok} not)"
+    aborted = sum(r.status == "aborted" for r in records)
+    if aborted:
+        text += f", {aborted} aborted"
+    if not skipped:
+        return text + ", none skipped"
+    absent = sorted({m[1] for r in skipped if (m := _ABSENT.search(str(r.error or "")))})
+    others = list(dict.fromkeys(" ".join(str(r.error or "no reason recorded").split())
+                                for r in skipped if not _ABSENT.search(str(r.error or ""))))
+    why = []
+    if absent:
+        why.append(f"{', '.join(absent)} not installed here (to provide "
+                   f"{'it' if len(absent) == 1 else 'them'}: {PROVIDE_DOC})")
+    why += others
+    return text + f", {len(skipped)} skipped: " + "; ".join(why)

@@ -156,21 +156,38 @@ def load_text(text: str, path, profile: str | None = None, shown: str | None = N
     doc = load_yaml(text, shown)
     if not isinstance(doc.data, dict):
         raise doc.error((), "an experiment must be a mapping of keys (id, description, benchmark, ...)")
-    _check_structure(doc)
+    # Every problem of the file is reported at once: the schema's, then each parameter's where
+    # the document's shape lets them be checked.
+    found = _Found(_structure_problems(doc))
+    try:
+        return _build(doc, path, text, profile, shown, choose_profile, found)
+    except (KeyError, TypeError, AttributeError, ValueError):
+        if not found.errors:
+            raise
+        found.raise_all()       # a part the schema refused could not be read further
+        raise
+
+
+def _build(doc: Located, path: Path, text: str, profile: str | None, shown: str,
+           choose_profile, found: _Found) -> Experiment:
     data = doc.data
+    if found.errors and not (isinstance(data.get("id"), str) and (
+            isinstance(data.get("parts"), dict) or isinstance(data.get("benchmark"), str))):
+        found.raise_all()       # too broken to read its parameters
 
     if data["id"] != path.stem:
-        raise doc.error(("id",), f"id {brief(data['id'])} differs from the file name",
-                        hint=f"rename the file to {data['id']}.yaml or set id: {path.stem}")
+        found.add(doc.error(("id",), f"id {brief(data['id'])} differs from the file name",
+                            hint=f"rename the file to {data['id']}.yaml or set id: {path.stem}"))
     has_parts = "parts" in data
     if has_parts == ("benchmark" in data):
-        raise doc.error((), "give either 'benchmark' (one benchmark) or 'parts' (several), not "
-                        + ("both" if has_parts else "neither"),
-                        hint=f"benchmarks: {', '.join(schemas.benchmarks())}")
+        found.add(doc.error((), "give either 'benchmark' (one benchmark) or 'parts' (several), "
+                            "not " + ("both" if has_parts else "neither"),
+                            hint=f"benchmarks: {', '.join(schemas.benchmarks())}"))
+        found.raise_all()
     if has_parts:
         for key in ("scale", "job") + PARAM_SECTIONS:
             if key in data:
-                raise doc.error((key,), f"with 'parts', put '{key}' inside each part")
+                found.add(doc.error((key,), f"with 'parts', put '{key}' inside each part"))
 
     # Part name -> (benchmark, path of its section in the document)
     parts_at = ({name: (p["benchmark"], ("parts", name)) for name, p in data["parts"].items()}
@@ -178,32 +195,37 @@ def load_text(text: str, path, profile: str | None = None, shown: str | None = N
 
     # Type every parameter where it is written, so errors point at the right line,
     # and bring each section to one canonical form (scale folded into fixed/matrix).
-    base = {name: _canonical(doc, bench, at, _get(data, at)) for name, (bench, at) in parts_at.items()}
+    known = schemas.benchmarks()      # another benchmark: the schema said so already
+    base = {name: _canonical(doc, bench, at, _get(data, at), found)
+            for name, (bench, at) in parts_at.items() if bench in known}
     overrides: dict[str, dict[str, dict]] = {}
     for pname, prof in data.get("profiles", {}).items():
         if "parts" in prof and not has_parts:
-            raise doc.error(("profiles", pname, "parts"), "this experiment has no 'parts'")
+            found.add(doc.error(("profiles", pname, "parts"), "this experiment has no 'parts'"))
         if has_parts:
             # Otherwise these would be silently ignored: overrides are per part.
             for key in ("scale", "job") + PARAM_SECTIONS:
                 if key in prof:
-                    raise doc.error(("profiles", pname, key), f"with 'parts', put '{key}' inside "
-                                    f"profiles.{pname}.parts.<part name>",
-                                    hint=f"parts: {', '.join(parts_at)}")
+                    found.add(doc.error(("profiles", pname, key), f"with 'parts', put '{key}' "
+                                        f"inside profiles.{pname}.parts.<part name>",
+                                        hint=f"parts: {', '.join(parts_at)}"))
         for name in prof.get("parts", {}):
             if name not in parts_at:
-                raise doc.error(("profiles", pname, "parts", name), f"no part named {brief(name)}",
-                                hint=_suggest(name, parts_at))
+                found.add(doc.error(("profiles", pname, "parts", name), f"no part named "
+                                    f"{brief(name)}", hint=_suggest(name, parts_at)))
         overrides[pname] = {}
         for name, (bench, _at) in parts_at.items():
+            if bench not in known:
+                continue
             ppath = ("profiles", pname, "parts", name) if has_parts else ("profiles", pname)
             try:
                 section = _get(data, ppath)
             except KeyError:
                 continue
-            overrides[pname][name] = _canonical(doc, bench, ppath, section)
+            overrides[pname][name] = _canonical(doc, bench, ppath, section, found)
 
-    allow = _allow(doc, data, parts_at, has_parts)
+    allow = found.keep(_allow, doc, data, parts_at, has_parts, default=()) if not found.errors else ()
+    found.raise_all()
 
     if choose_profile is not None:
         profile = choose_profile(list(overrides))
@@ -408,8 +430,37 @@ def _control_characters(doc: Located) -> list[tuple[tuple, IolabError]]:
     return found
 
 
-def _check_structure(doc: Located) -> None:
-    """Check the text rule and the JSON Schema; report every error, one line each, by line."""
+class _Found:
+    """The problems of one file, gathered to be reported at once, one line each, by line."""
+
+    def __init__(self, errors: list[IolabError]):
+        self.errors = list(errors)
+
+    def add(self, error: IolabError) -> None:
+        """Keep `error`, unless a problem at the same key was said already (the schema's)."""
+        if str(error) not in map(str, self.errors) and not (
+                error.key and any(e.key == error.key for e in self.errors)):
+            self.errors.append(error)
+
+    def keep(self, check, *args, default=None):
+        """check(*args), or `default` with its error kept."""
+        try:
+            return check(*args)
+        except IolabErrors as exc:
+            for error in exc.errors:
+                self.add(error)
+        except IolabError as exc:
+            self.add(exc)
+        return default
+
+    def raise_all(self) -> None:
+        if self.errors:
+            problems = sorted(self.errors, key=lambda e: (e.line or 0, len(e.key or ""), str(e)))
+            raise problems[0] if len(problems) == 1 else IolabErrors(problems)
+
+
+def _structure_problems(doc: Located) -> list[IolabError]:
+    """The text rule's and the JSON Schema's problems, one each, by line."""
     found: dict[str, tuple] = {}
     flagged = _control_characters(doc)
     for _path, problem in flagged:
@@ -418,10 +469,7 @@ def _check_structure(doc: Located) -> None:
         for path, problem in _explain_all(doc, err):
             if not any(path[:len(at)] == at for at, _ in flagged):   # else said already, better
                 found.setdefault(str(problem), (problem.line or 0, len(problem.key or ""), problem))
-    if not found:
-        return
-    problems = [p for *_, p in sorted(found.values(), key=lambda t: t[:2] + (str(t[2]),))]
-    raise problems[0] if len(problems) == 1 else IolabErrors(problems)
+    return [p for *_, p in sorted(found.values(), key=lambda t: t[:2] + (str(t[2]),))]
 
 
 def _explain_all(doc: Located, err, base=()) -> list[tuple[tuple, IolabError]]:
@@ -505,17 +553,26 @@ def _unset_or_param(doc: Located, bench: str, path: tuple, key, value):
     return None if value is None else _param(doc, bench, path, key, value)
 
 
-def _canonical(doc: Located, bench: str, at: tuple, section: dict) -> dict:
-    """Typed {fixed, matrix, zips, exclude, job} for one part or one profile override."""
+def _canonical(doc: Located, bench: str, at: tuple, section: dict, found: _Found) -> dict:
+    """Typed {fixed, matrix, zips, exclude, job} for one part or one profile override; each
+    problem is kept in `found` (its value left out) and the next one checked."""
     fixed: dict[str, Any] = {}
     matrix: dict[str, list] = {}
     zips: list[dict[str, list]] = []
     seen: dict[str, tuple] = {}
 
-    def claim(key, path):
+    def claim(key, path) -> bool:
         if key in seen:
-            raise doc.error(path, f"{brief(key)} is set twice (also at {dotted(seen[key])})")
+            found.add(doc.error(path, f"{brief(key)} is set twice (also at {dotted(seen[key])})"))
+            return False
         seen[key] = path
+        return True
+
+    def known(key, path) -> bool:
+        return found.keep(_param_key, doc, bench, path, key) is not None
+
+    def typed(path, key, value):
+        return found.keep(_unset_or_param, doc, bench, path, key, value)
 
     for k, v in section.get("scale", {}).items():
         key = f"scale.{k}"
@@ -525,13 +582,11 @@ def _canonical(doc: Located, bench: str, at: tuple, section: dict) -> dict:
         else:
             fixed[key] = v
     for k, v in section.get("fixed", {}).items():
-        claim(k, at + ("fixed", k))
-        fixed[k] = _param(doc, bench, at + ("fixed", k), k, v)
+        if claim(k, at + ("fixed", k)):
+            fixed[k] = found.keep(_param, doc, bench, at + ("fixed", k), k, v)
     for k, values in section.get("matrix", {}).items():
-        _param_key(doc, bench, at + ("matrix", k), k)
-        claim(k, at + ("matrix", k))
-        matrix[k] = [_unset_or_param(doc, bench, at + ("matrix", k, i), k, v)
-                     for i, v in enumerate(values)]
+        if known(k, at + ("matrix", k)) and claim(k, at + ("matrix", k)):
+            matrix[k] = [typed(at + ("matrix", k, i), k, v) for i, v in enumerate(values)]
     raw_zip = section.get("zip", [])
     listed = isinstance(raw_zip, list)
     for gi, group in enumerate(raw_zip if listed else [raw_zip]):
@@ -539,18 +594,15 @@ def _canonical(doc: Located, bench: str, at: tuple, section: dict) -> dict:
         lengths = {k: len(v) for k, v in group.items()}
         if len(set(lengths.values())) > 1:
             detail = ", ".join(f"{k}: {n}" for k, n in lengths.items())
-            raise doc.error(gpath, f"zip lists must have equal lengths ({detail})")
-        typed = {}
+            found.add(doc.error(gpath, f"zip lists must have equal lengths ({detail})"))
+        lists = {}
         for k, values in group.items():
-            _param_key(doc, bench, gpath + (k,), k)
-            claim(k, gpath + (k,))
-            typed[k] = [_unset_or_param(doc, bench, gpath + (k, i), k, v)
-                        for i, v in enumerate(values)]
-        zips.append(typed)
+            if known(k, gpath + (k,)) and claim(k, gpath + (k,)):
+                lists[k] = [typed(gpath + (k, i), k, v) for i, v in enumerate(values)]
+        zips.append(lists)
     exclude = []
     for i, entry in enumerate(section.get("exclude", [])):
-        exclude.append({k: _unset_or_param(doc, bench, at + ("exclude", i, k), k, v)
-                        for k, v in entry.items()})
+        exclude.append({k: typed(at + ("exclude", i, k), k, v) for k, v in entry.items()})
     out = {"fixed": fixed, "matrix": matrix, "zips": zips, "job": dict(section.get("job", {}))}
     if "exclude" in section:
         out["exclude"] = exclude

@@ -53,6 +53,7 @@ class SiteConfig:
     stack: Stack = field(default_factory=Stack)
     darshan: Darshan = field(default_factory=Darshan)
     same_machine_as: tuple[str, ...] = ()
+    strict: bool = False                     # a case that cannot run fails the run, not skipped
     raw: dict = field(default_factory=dict, compare=False)   # as written: the manifest records it
 
     @property
@@ -70,7 +71,7 @@ def _typed(data: dict) -> SiteConfig:
     profile = data.get("profile") or ()
     return SiteConfig(
         **{k: data[k] for k in ("scratch", "burst_buffer", "node_local", "cores_per_node",
-                                "mpi_flavour") if k in data},
+                                "mpi_flavour", "strict") if k in data},
         profile=(profile,) if isinstance(profile, str) else tuple(profile),
         launcher_options=tuple(data.get("launcher_options", ())),
         stack=from_extras(data),

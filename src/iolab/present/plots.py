@@ -29,6 +29,7 @@ from .. import stats
 from ..layers import registry as layers
 from ..results.digest import shows_effective
 from ..results.record import NUM_TASKS, param_value
+from ..analysis.compare import TIME_UNITS
 from ..analysis.report import Table, fmt_measure, fmt_value, metric_label, param_label, tables_from
 from ..experiment.reportspec import PlotRequest
 
@@ -562,6 +563,27 @@ def _half(p: Point) -> float:
     return p.summary.ci_half_width or 0.0
 
 
+CLIP_NOTE = ("error bars clipped at 0: the interval reaches below 0, where a bandwidth, rate or "
+             "time cannot be (the tables give it whole)")
+
+
+def cannot_be_negative(unit: str | None) -> bool:
+    """Bandwidths and rates (…/s), times and byte counts are never below 0."""
+    return bool(unit) and (unit.endswith("/s") or unit in TIME_UNITS or unit == "B")
+
+
+def _yerr(pts: list[Point], unit: str | None, notes: list[str]) -> list[list[float]]:
+    """Error bars [below, above] the means: the 95% interval, its lower end clipped at 0 for a
+    quantity that cannot be negative (said in the plot's notes)."""
+    above = [_half(p) for p in pts]
+    if not cannot_be_negative(unit):
+        return [above, above]
+    below = [min(h, max(p.summary.mean, 0.0)) for h, p in zip(above, pts)]
+    if below != above and CLIP_NOTE not in notes:
+        notes.append(CLIP_NOTE)
+    return [below, above]
+
+
 def _draw_lines(ax, spec, table, pts, series, notes):
     from matplotlib.lines import Line2D
 
@@ -576,8 +598,8 @@ def _draw_lines(ax, spec, table, pts, series, notes):
         ys = [p.summary.mean for p in gpts]
         label = _series_label(series, skey, bench)
         ax.plot(xs, ys, color=color, linewidth=1.5, zorder=2, gid=f"series-{i}")
-        eb = ax.errorbar(xs, ys, yerr=[_half(p) for p in gpts], fmt="none", ecolor=color,
-                         elinewidth=1.2, capsize=4, capthick=1.2, zorder=2)
+        eb = ax.errorbar(xs, ys, yerr=_yerr(gpts, table.units.get(spec.metric), notes), fmt="none",
+                         ecolor=color, elinewidth=1.2, capsize=4, capthick=1.2, zorder=2)
         for barlines in eb.lines[2]:
             barlines.set_gid(f"errorbar-{i}")
         ok = [(xv, yv) for xv, yv, p in zip(xs, ys, gpts) if not p.flags]
@@ -638,7 +660,8 @@ def _draw_bars(ax, spec, table, pts, series, notes):
                 any_flag = True
                 bar.set_facecolor("white")
                 bar.set_hatch("///")
-        eb = ax.errorbar(xs, [p.summary.mean for p in gpts], yerr=[_half(p) for p in gpts], fmt="none",
+        eb = ax.errorbar(xs, [p.summary.mean for p in gpts], fmt="none",
+                         yerr=_yerr(gpts, table.units.get(spec.metric), notes),
                          ecolor="black", elinewidth=1.1, capsize=4, capthick=1.1, zorder=3)
         for barlines in eb.lines[2]:
             barlines.set_gid(f"errorbar-{i}")
@@ -758,7 +781,7 @@ def render_plot(table: Table, spec: PlotSpec, run, out_dir: Path, prefix: str = 
             handles = _draw_lines(ax, spec, table, pts, series, notes)
         if spec.kind != "heatmap":
             low = min(p.summary.mean - _half(p) for p in pts)
-            if low >= 0:
+            if low >= 0 or cannot_be_negative(unit):
                 ax.set_ylim(bottom=0)
             if any(p.summary.n < 2 for p in pts):
                 notes.append("no error bar: fewer than 2 repetitions (n too small)")

@@ -108,7 +108,7 @@ def plan(case, exp, *, repetition: int, run_id: str, stage: Path, partition: Par
         where = {"prefix": f"in {stack.prefix}/bin or on PATH", "path": "on PATH",
                  "modules": "on PATH, and no module is configured for it"}[stack.provider]
         out.unrunnable.append(f"benchmark binary {spec.executable!r} not found {where}; provide it "
-                              f"with Spack (spack.yaml), a module, or a prefix (see README)")
+                              f"with Spack (spack.yaml), a module, or a prefix (see docs/benchmarks.md)")
 
     # Around it: each layer's lines, environment and launcher options, in the layers' order.
     ctx = replace(ctx, stack=stack)

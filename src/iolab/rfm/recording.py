@@ -36,6 +36,7 @@ class _Run:
         self.planned: list[dict] = []                   # {part, case_id, repetition, system}
         self.counts: collections.Counter = collections.Counter()   # records written, by status
         self.recorded: set[tuple[str, int, str]] = set()            # (case_id, repetition, system)
+        self.skip_reasons: set[str] = set()                         # why its skipped jobs were
         self.unsaved: str | None = None      # why some records are in a fallback file, not records.jsonl
         self.started = time.time()
 
@@ -76,6 +77,8 @@ class _Run:
             getlogger().error(f"iolab: {exc}")
             self.unsaved = str(exc)
         self.counts[rec.status] += 1
+        if rec.status == "skipped" and rec.error:
+            self.skip_reasons.add(rec.error)
         self.recorded.add((rec.case_id, rec.repetition, rec.provenance.system))
         getlogger().info(f"iolab: {self.exp.id} run {self.run_id}: "
                          + progress_text(sum(self.counts.values()), len(self.planned) or None,

@@ -19,6 +19,7 @@ from reframe.core.logging import getlogger
 from reframe.core.meta import make_test
 
 from . import site
+from .systems import system_profile
 from ..errors import IolabError
 from ..experiment.load import load_experiment
 from ..experiment.matrix import expand, producers, varied_keys
@@ -64,16 +65,6 @@ def _check_site() -> None:
     problem = site.problem(_partitions())
     if problem is not None:
         raise problem
-
-
-def system_profile(choices: list, exp_profiles: list[str]) -> str | None:
-    """The profile the system's partitions name (each a name, or names in order of preference,
-    e.g. ['cluster', 'local']): the first that the experiment has. Partitions that disagree
-    choose nothing."""
-    named = {tuple([c] if isinstance(c, str) else c) for c in choices if c}
-    if len(named) != 1:
-        return None
-    return next((p for p in named.pop() if p in exp_profiles), None)
 
 
 def _system_uses_spack() -> bool:

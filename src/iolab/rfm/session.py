@@ -65,6 +65,7 @@ class _Session:
     def __init__(self, testcases, is_case):
         self.cases = [tc for tc in testcases if is_case(tc.check)]
         self.runs: dict[str, _Run] = {}
+        self.idle_failed: str | None = None     # a last skipped job failed: nothing ran
         for tc in self.cases:
             check = tc.check
             run = for_experiment(check._iolab_exp)
@@ -87,6 +88,15 @@ class _Session:
             for run in self.runs.values():
                 if run.dir is not None:
                     run.dir.release()
+
+    def nothing_ran(self) -> str | None:
+        """Why the session measured nothing, when each of its planned jobs was skipped."""
+        counts = [run.counts for run in self.runs.values()]
+        if not counts or any(status != "skipped" and n for c in counts for status, n in c.items()):
+            return None
+        reasons = sorted({r for run in self.runs.values() for r in run.skip_reasons})
+        return (f"iolab: nothing ran: all {sum(c.get('skipped', 0) for c in counts)} planned jobs "
+                f"were skipped: {'; '.join(reasons) or 'see the records'}")
 
     def _end(self, exc: BaseException | None) -> list[str]:
         reason = _reason(exc)
@@ -142,6 +152,20 @@ def _exited(job) -> bool:
     """Whether ReFrame saw the job's process end (its exit code or signal is known)."""
     return job is None or getattr(job, "jobid", None) is None or (
         job.exitcode is not None or job.signal is not None)
+
+
+_CURRENT: _Session | None = None
+
+
+def last_skip_fails() -> str | None:
+    """Why the job being skipped must fail instead: it is the session's last, and no job ran.
+    ReFrame counts a skip as no failure and prints its summary before runall returns, so only a
+    failing case keeps a run of which no job ran from ending "Ran 0/N ... PASSED"."""
+    session = _CURRENT
+    if session is None or any(len(run.recorded) < len(run.planned) for run in session.runs.values()):
+        return None
+    session.idle_failed = session.nothing_ran()
+    return session.idle_failed
 
 
 def _stop_job(job, grace: float = 5.0) -> None:
@@ -206,7 +230,8 @@ def _runall(original, *, is_case, registered):
                                f"test; experiments here: {here}")
         if internals.is_dry_run(runner):
             return original(runner, testcases, *args, **kwargs)
-        session = _Session(testcases, is_case)
+        global _CURRENT
+        session = _CURRENT = _Session(testcases, is_case)
         try:
             result = original(runner, testcases, *args, **kwargs)
         except BaseException as exc:
@@ -215,6 +240,9 @@ def _runall(original, *, is_case, registered):
         problems = session.end(None)
         if problems:
             raise ReframeError("iolab: results could not all be written: " + "; ".join(problems))
+        idle = session.nothing_ran()
+        if idle and not session.idle_failed:    # ReFrame skipped the last job itself
+            raise ReframeError(idle)
         return result
 
     return runall

@@ -124,6 +124,20 @@ def darshan_from_env() -> dict:
             "dxt": os.environ.get("IOLAB_DARSHAN_DXT") == "1"}
 
 
+def system_profile(choices: list, exp_profiles: list[str]) -> str | None:
+    """The profile the system's partitions name (each a name, or names in order of preference,
+    e.g. ['cluster', 'local']): the first that the experiment has. Partitions that disagree
+    choose nothing."""
+    named = {tuple([c] if isinstance(c, str) else c) for c in choices if c}
+    if len(named) != 1:
+        return None
+    return next((p for p in named.pop() if p in exp_profiles), None)
+
+
+# The profile the local systems run (`iolab plan` shows it by default).
+LOCAL_PROFILE = "local"
+
+
 def local_system(name: str, mpi_flavour: str, descr: str) -> dict:
     """This machine, no scheduler, Open MPI's mpirun: a whole site configuration."""
     return {
@@ -148,7 +162,7 @@ def local_system(name: str, mpi_flavour: str, descr: str) -> dict:
                         "scratch": os.environ.get("IOLAB_SCRATCH", "/tmp/iolab-scratch"),
                         "node_local": os.environ.get("IOLAB_NODE_LOCAL", "/tmp"),
                         "cores_per_node": os.cpu_count(),
-                        "profile": "local",
+                        "profile": LOCAL_PROFILE,
                         "mpi_flavour": mpi_flavour,
                         "stack": stack_from_env(),
                         "darshan": darshan_from_env(),
@@ -187,6 +201,8 @@ def slurm_partition(name: str, launcher: str, descr: str, env_vars: list, launch
                 "profile": profile,
                 "mpi_flavour": mpi_flavour,
                 "launcher_options": launcher_options,
+                # A campaign on a cluster fails on a case it could not run, never skips it.
+                "strict": True,
                 "stack": stack_from_env(),
                 "darshan": darshan_from_env(),
             },
