@@ -60,6 +60,8 @@ def _default(spec: dict) -> str:
 
 def _meaning(spec: dict) -> str:
     parts = [spec.get("title", ""), spec.get("description", "")]
+    for branch in spec.get("oneOf", []) + spec.get("anyOf", []):
+        parts.append(branch.get("x-allowed", ""))
     if spec.get("x-unit"):
         parts.append(f"shown in {spec['x-unit']}")
     for bound in ("minimum", "maximum"):
@@ -100,6 +102,9 @@ def rows_of(schema: dict, top: dict) -> list[tuple[str, dict]]:
         if ref:
             seen.add(ref)
         for key, spec in node.get("properties", {}).items():
+            target, _ = _deref(schema, spec)
+            if "description" in target and "description" not in spec:
+                spec = {**spec, "description": target["description"]}     # the $def's own words
             rows.append((prefix + key, spec))
             walk(prefix + key + ".", spec)
         extra = node.get("additionalProperties")

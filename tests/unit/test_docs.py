@@ -140,6 +140,12 @@ def test_a_broken_link_fails_the_build(tmp_path):
     assert "no-such-heading" in out.stderr
 
 
+def test_the_readme_is_one_screen_or_two_with_the_test_command_near_the_top():
+    lines = (REPO / "README.md").read_text().splitlines()
+    assert len(lines) < 200
+    assert any(line.startswith("python -m pytest tests") for line in lines[:40])
+
+
 # -- relative links of the Markdown pages (README.md is not part of the Sphinx build) ------------
 
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
