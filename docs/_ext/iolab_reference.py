@@ -187,6 +187,9 @@ def cli_page() -> str:
         parser.prog = f"iolab {name}"
         out += [f"## `iolab {name}`", "", _cell(summary) + ".", "", "```text", parser.format_usage().strip(),
                 "```", ""]
+        for text in (parser.description, parser.epilog):     # as the terminal shows them
+            if text:
+                out += ["```text", text.strip(), "```", ""]
         rows = []
         for action in parser._actions:
             if isinstance(action, argparse._HelpAction):
