@@ -733,7 +733,7 @@ def run_search(root, exp, config, system, batch: int, rounds: int | None = None,
 
     if exp.search is None:
         raise IolabError(f"{exp.id} has no search: section", file=str(exp.path),
-                         hint="add search: {objective: METRIC, budget: N} (docs/search.md)")
+                         hint="add search: {objective: METRIC, budget: N} (docs/searching.md)")
     space = Space.of(expand(exp))
     chain = None if new else search_chain(root, exp.id)
     if chain is not None:
