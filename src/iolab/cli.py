@@ -671,8 +671,62 @@ def cmd_publish(args) -> int:
     return 0
 
 
+DESCRIPTION = """\
+Parallel I/O experiments made reproducible: check and plan an experiment YAML, run it with
+`scripts/run ID SYSTEM` (ReFrame), then read its results as tables, comparisons and pages."""
+
+# A few lines a user can copy, per verb; `iolab VERB --help` ends with them, and the generated
+# CLI reference shows them (a test keeps every verb covered).
+EXAMPLES = {
+    "validate": ["iolab validate experiments/quickstart.yaml", "iolab validate experiments/*.yaml"],
+    "list": ["iolab list"],
+    "plan": ["iolab plan quickstart", "iolab plan kaust-stripe-count --profile full --budget 50",
+             "iolab plan quickstart --suggest-reps --target-ci 5"],
+    "render": ["iolab render", "iolab render --check"],
+    "table": ["iolab table quickstart", "iolab table quickstart --format csv",
+              "iolab table quickstart --since 2026-11-01 --metrics write_bw,read_bw",
+              "iolab table cephfs-striping --storage osds,objects"],
+    "compare": ["iolab compare quickstart RUN_A RUN_B",
+                "iolab compare kaust-stripe-count --by lustre.stripe_count --baseline 1",
+                "iolab compare archer-fpp-vs-ssf RUN published:archer-fpp-ssf"],
+    "parse": ["iolab parse fio fio.json", "iolab parse ior ior-summary.json"],
+    "import": ["iolab import ior out/*.json --into kaust-stripe-count --param lustre.stripe_count=4"],
+    "darshan": ["iolab darshan quickstart", "iolab darshan quickstart --case 3f2a --html page/",
+                "iolab darshan job.darshan"],
+    "runs": ["iolab runs quickstart", "iolab runs quickstart --stack"],
+    "verify": ["iolab verify quickstart", "iolab verify quickstart RUN"],
+    "reproduce": ["iolab reproduce quickstart RUN CASE", "iolab reproduce --record line.json"],
+    "status": ["iolab status quickstart", "iolab status quickstart --watch 10"],
+    "resume": ["iolab resume archer-fpp-vs-ssf RUN --failed-only",
+               "iolab resume archer-fpp-vs-ssf --missing-only --dry-run"],
+    "search": ["iolab search fio-search", "iolab search fio-search --rounds 2 --batch 4"],
+    "search-report": ["iolab search-report fio-search"],
+    "publish": ["iolab publish quickstart --out quickstart-page",
+                "iolab publish quickstart --runs RUN_A RUN_B --out page --force"],
+}
+SESSION = """\
+a first session:
+  scripts/run quickstart local            run the quickstart on this machine, print its table
+  iolab list                              the experiments and their last runs
+  iolab plan kaust-stripe-count           cases, jobs, bytes and node-hours, before you spend them
+  iolab compare quickstart RUN_A RUN_B    what changed between two runs, with a verdict
+  iolab publish quickstart --out page     a page with provenance, tables and plots
+
+`iolab VERB --help` shows a verb's options and examples; docs/ has the rest."""
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Descriptions wrapped as usual; the examples kept line by line."""
+
+    def _fill_text(self, text, width, indent):
+        if text.startswith(("examples:", "a first session:")):
+            return "\n".join(indent + line for line in text.splitlines())
+        return super()._fill_text(text, width, indent)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="iolab", description=__doc__)
+    p = argparse.ArgumentParser(prog="iolab", description=DESCRIPTION, epilog=SESSION,
+                                formatter_class=_Formatter)
     p.add_argument("--version", action="version", version=f"iolab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -879,6 +933,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show the records that pass the integrity checks and name the others in a "
                         "note (default: refuse a run with records that fail them)")
     s.set_defaults(func=cmd_publish)
+    for name, verb in sub.choices.items():
+        verb.formatter_class = _Formatter
+        verb.epilog = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES.get(name, ()))
     return p
 
 

@@ -431,3 +431,24 @@ def test_list_shows_each_experiment_its_profiles_parts_and_last_run(results, cap
     assert ("quickstart  profiles: local, full  parts: ior (ior), fio (fio)  last run "
             "20260101T000000Z-abcdef (complete: 8 ok, 4 skipped)") in lines
     assert "fio-search  profiles: -  parts: fio  never run" in lines
+
+
+def test_every_verb_has_examples_that_its_parser_takes():
+    """`iolab VERB --help` ends with examples a user can copy: each verb has some, and each
+    parses as written (a verb or option renamed without its examples fails here)."""
+    import shlex
+
+    from iolab.cli import EXAMPLES, build_parser
+
+    parser = build_parser()
+    verbs = set(parser._subparsers._group_actions[0].choices)
+    assert verbs == set(EXAMPLES), verbs ^ set(EXAMPLES)
+    for verb, lines in EXAMPLES.items():
+        assert lines, verb
+        for line in lines:
+            words = shlex.split(line)
+            assert words[:2] == ["iolab", verb], line
+            assert parser.parse_args(words[1:]).command == verb, line
+    out = subprocess.run([sys.executable, "-m", "iolab.cli", "plan", "--help"], capture_output=True,
+                         text=True)
+    assert out.stdout.rstrip().endswith("iolab plan quickstart --suggest-reps --target-ci 5"), out.stdout
