@@ -629,8 +629,11 @@ def cmd_search(args) -> int:
         chain = None if args.new else search_chain(root, exp.id)
         config, system = (campaign.config_for(chain, root) if chain is not None
                           else (root / "reframe" / "config" / "local.py", None))
+    from .rfm.systems import OUTPUT
+
     status = run_search(root, exp, config, system, args.batch, args.rounds, args.new,
-                        args.allow_changes, args.reframe_args, args.dry_run)
+                        args.allow_changes, args.reframe_args, args.dry_run,
+                        log_dir=Path(OUTPUT) / "search")
     if args.dry_run:
         return status
     chain = search_chain(root, exp.id)

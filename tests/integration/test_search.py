@@ -4,6 +4,8 @@ with real fio; it resumes from its records, and its report states the answer."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -55,6 +57,13 @@ def test_search_rounds_are_continuation_runs_and_resume(rfm_env, tmp_path):
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert f"continuing the search of run {first.name} (1 rounds so far)" in out.stdout
     assert "the search's budget is spent" in out.stdout
+    # one line per round (and one more with its outcome and the time left), ReFrame's output in
+    # a log each line names: a search's terminal stays readable
+    lines = out.stdout.splitlines()
+    assert len(lines) <= 30, out.stdout
+    logs = re.findall(r"ReFrame's output: (\S+\.log)", out.stdout)
+    assert logs and all("[ReFrame Setup]" in Path(p).read_text() for p in logs), out.stdout
+    assert "[ReFrame Setup]" not in out.stdout and re.search(r"jobs, \d+ s", out.stdout), out.stdout
     runs = sorted((p for p in results.iterdir() if p.is_dir()),
                   key=lambda p: json.loads((p / "manifest.json").read_text())["search_round"])
     assert len(runs) >= 3

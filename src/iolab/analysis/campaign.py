@@ -65,9 +65,10 @@ class Continuation:
 
 def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None,
                 reframe_args=(), dry_run: bool = False, cwd: Path | None = None,
-                env_changes: dict | None = None) -> tuple[int, Path | None]:
+                env_changes: dict | None = None, log: Path | None = None) -> tuple[int, Path | None]:
     """ReFrame on only the continuation's jobs, in `cwd` (default: the project) with
-    `env_changes` (None removes a variable); (exit status, the new run's directory or None)."""
+    `env_changes` (None removes a variable), its output to the terminal or into `log`; (exit
+    status, the new run's directory or None)."""
     import subprocess
     import sys
     import tempfile
@@ -99,8 +100,10 @@ def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None
             return 0, None
         continued = (holding(res / cont.experiment / cont.parent, cont.kind)
                      if cont.parent and cont.kind != "reproduce" else contextlib.nullcontext())
-        with continued:     # one continuation of a chain at a time
-            status = subprocess.run(cmd, cwd=cwd or root, env=env).returncode
+        with continued, (open(log, "w") if log else contextlib.nullcontext()) as out:
+            # one continuation of a chain at a time
+            status = subprocess.run(cmd, cwd=cwd or root, env=env, stdout=out,
+                                    stderr=subprocess.STDOUT if out else None).returncode
     new = [p for p in list_runs(res, cont.experiment) if p.name not in before]
     return status, (new[-1] if new else None)
 

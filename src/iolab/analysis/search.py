@@ -30,6 +30,7 @@ import math
 import random
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .. import stats
 from ..errors import IolabError
@@ -724,9 +725,14 @@ def search_chain(root, exp_id: str):
 
 
 def run_search(root, exp, config, system, batch: int, rounds: int | None = None, new: bool = False,
-               allow_changes: bool = False, reframe_args=(), dry_run: bool = False, say=print) -> int:
+               allow_changes: bool = False, reframe_args=(), dry_run: bool = False, say=print,
+               log_dir: Path | None = None) -> int:
     """`iolab search`: rounds of proposed jobs, each a ReFrame run of only those jobs (a
-    continuation of the search's previous round), until the budget is spent (or `rounds`)."""
+    continuation of the search's previous round), until the budget is spent (or `rounds`).
+    One line per round; with `log_dir`, ReFrame's output of each round goes to a file there,
+    which the round's line names."""
+    import time
+
     from . import campaign
     from ..experiment.matrix import expand
     from ..results.run import Run
@@ -745,16 +751,25 @@ def run_search(root, exp, config, system, batch: int, rounds: int | None = None,
                              hint="--new starts another search; --allow-changes continues anyway")
         say(f"continuing the search of run {chain.run_id} ({len(chain.chain) or 1} rounds so far)")
 
+    started, measured = time.monotonic(), 0
+    limit = exp.search.budget * max(1, exp.search.repetitions)     # jobs the budget allows
+    if log_dir is not None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+
     def measure(jobs, records):
         """One round: a ReFrame run of only `jobs`, continuing the search's chain."""
-        nonlocal chain
+        nonlocal chain, measured
         last = (chain.chain[-1] if chain and chain.chain else chain)
         number = (len(chain.chain) or 1) + 1 if chain is not None else 1
         cont = campaign.Continuation(exp.id, last.run_id if last else "", chain.run_id if chain else "",
                                      exp.profile, [list(j) for j in jobs], kind="search", round=number)
         cases = list(dict.fromkeys(cid for _p, cid, _r in jobs))
-        say(f"round {number}: {len(cases)} case(s), {len(jobs)} job(s): {', '.join(cases)}")
-        status, path = campaign.run_reframe(root, cont, config, system, reframe_args, dry_run)
+        log = (log_dir / f"{exp.id}-round{number}-{time.strftime('%Y%m%dT%H%M%S')}.log"
+               if log_dir is not None and not dry_run else None)
+        head = f"round {number}: {len(cases)} case(s), {len(jobs)} job(s): {', '.join(cases)}"
+        say(head if log is None else f"{head}; ReFrame's output: {log}")
+        status, path = campaign.run_reframe(root, cont, config, system, reframe_args, dry_run,
+                                            log=log)
         if dry_run:
             return None
         if path is None:
@@ -763,7 +778,15 @@ def run_search(root, exp, config, system, batch: int, rounds: int | None = None,
         got = [r for r in chain.records if r.run_id == path.name]
         if not got:
             raise IolabError(f"round {number}: run {path.name} recorded nothing (exit status "
-                             f"{status}): the search stops here")
+                             f"{status}): the search stops here"
+                             + (f"; ReFrame's output: {log}" if log else ""))
+        measured += len(got)
+        spent = time.monotonic() - started
+        done = len(chain.records)
+        left = max(0, limit - done)
+        eta = f", about {spent / measured * left:.0f} s left" if left and measured else ""
+        say(f"  {sum(r.ok for r in got)} of {len(got)} ok; {done} of at most {limit} jobs, "
+            f"{spent:.0f} s{eta}")
         return chain.records
 
     drive(exp.search, space, measure, chain.records if chain is not None else [], batch, rounds,
