@@ -1,0 +1,49 @@
+"""README's set-up and first run, exactly as README gives them, on a fresh clone: the block under
+"Set up, run, test" runs in bash and must end green with the table and the summary line."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+import pytest
+
+from .conftest import REPO, have
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(not have("mpirun"), reason="mpirun (Open MPI) is not installed"),
+              pytest.mark.skipif(not have("fio"), reason="fio is not installed"),
+              pytest.mark.skipif(not (REPO / ".git").exists(), reason="not a git checkout")]
+
+
+def readme_setup_block() -> str:
+    """The first shell block of README's "Set up, run, test" section."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("## Set up, run, test", 1)[1]
+    return re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_readme_block_is_the_set_up_and_the_first_run():
+    block = readme_setup_block()
+    assert "scripts/setup" in block and "scripts/run quickstart local" in block, block
+
+
+def test_readme_set_up_and_first_run_on_a_fresh_clone(tmp_path):
+    clone = tmp_path / "iolab"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("VIRTUAL_ENV", "PYTHONPATH") and not k.startswith(("IOLAB_", "RFM_"))}
+    # the tests' stand-ins are not a newcomer's PATH; Spack's clone (no network here) is skipped
+    # by setup with a word, and its default place must not be a real one
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
+                                  if p and "tests/bin" not in p and ".venv" not in p)
+    env["SPACK_ROOT"] = str(tmp_path / "no-spack")
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    out = subprocess.run(["bash", "-euo", "pipefail", "-c", readme_setup_block()], cwd=clone,
+                         env=env, capture_output=True, text=True, timeout=1200)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-4000:]
+    assert "### quickstart" in out.stdout, text[-4000:]
+    assert re.search(r"^quickstart run \S+: \d+ of \d+ jobs ran", out.stdout, re.M), text[-4000:]
+    assert "\x1b[" not in out.stdout        # plain output when it is not a terminal
