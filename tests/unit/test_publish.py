@@ -234,7 +234,9 @@ def test_experiment_without_a_study(results, tmp_path):
     make_run(results, exp, RUN_A, records(exp, RUN_A))
     out = tmp_path / "site"
     publish_archer(results, out)
-    assert "No published study is paired with archer-fpp-vs-ssf" in (out / "index.html").read_text()
+    page = (out / "index.html").read_text()
+    assert "No published study is paired with archer-fpp-vs-ssf" in page
+    assert "report: {published: ...}" in page and "PUBLISHED_STUDIES" not in page   # names no code
 
 
 def test_study_parts_and_groups(results, tmp_path):
