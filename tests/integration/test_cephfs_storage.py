@@ -115,3 +115,44 @@ def test_the_demonstration_on_cephfs_records_layouts_and_placement(rfm_env, tmp_
     finally:
         if run is not None:
             shutil.rmtree(MOUNT / "iolab-scratch" / "cephfs-striping" / run.name, ignore_errors=True)
+
+
+def _pinned_pools(env: dict) -> set[str]:
+    """The data pools of the file system that `ceph-local up --pinned-pools` made (ost0, ost1...)."""
+    out = subprocess.run(["ceph", "fs", "ls", "-f", "json"], capture_output=True, text=True, env=env,
+                         timeout=60)
+    pools = {p for fs in (json.loads(out.stdout) if out.returncode == 0 else [])
+             for p in fs.get("data_pools", [])}
+    return {p for p in pools if p.startswith("ost")}
+
+
+def test_a_pinned_pool_puts_every_object_on_its_osd(rfm_env, tmp_path):
+    """cephfs.pool: ost1 (a pool whose CRUSH rule picks only osd.1): the server shows every object
+    of the file on osd.1; the default pool of the same case is recorded as it spread."""
+    why = _why_not()
+    env = {**rfm_env, "IOLAB_PROFILE": "ceph", "IOLAB_CEPH_MOUNT": str(MOUNT), "CEPH_CONF": str(CONF)}
+    if why is None and "ost1" not in _pinned_pools(env):
+        why = "the CephFS has no pinned pools: scripts/ceph-local up --pinned-pools"
+    if why:
+        if REQUIRED:
+            pytest.fail(f"IOLAB_REQUIRE_CEPH=1 but: {why}")
+        pytest.skip(why)
+    out = reframe(["-r", "-n", "cephfs_pinned_pool"], env, config="reframe/config/localceph.py")
+    run = None
+    try:
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+        run = only_run(tmp_path / "results", "cephfs-pinned-pool")
+        by_pool = {rec["params"]["cephfs.pool"]: rec for rec in records(run)}
+        assert set(by_pool) == {"cephfs_data", "ost1"}
+        for pool, rec in by_pool.items():
+            assert rec["status"] == "ok", rec.get("error")
+            seen = rec["observed"]["cephfs"]
+            (written,) = seen["files"]
+            assert written["layout"]["pool"] == pool and seen["applied"] is True, seen
+            (spread,) = seen["spread"]["files"]
+            assert spread["pool"] == pool and spread["objects"] == spread["mapped"] == 16, spread
+        pinned = by_pool["ost1"]["observed"]["cephfs"]["spread"]["files"][0]
+        assert pinned["objects_per_osd"] == {"1": 16}, pinned
+    finally:
+        if run is not None:
+            shutil.rmtree(MOUNT / "iolab-scratch" / "cephfs-pinned-pool" / run.name, ignore_errors=True)
