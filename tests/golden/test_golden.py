@@ -70,7 +70,7 @@ def _records(experiment, run_id):
             recs.append(Record(
                 experiment=experiment.id, run_id=run_id, case_id=case.case_id, part=case.part,
                 benchmark="ior", repetition=rep, params=case.params, varied=varied, status="ok",
-                metrics=list(parsed.metrics), observed=Observed.of(lustre=NOT_APPLIED)))
+                metrics=list(parsed.metrics), observed=Observed.from_json(dict(lustre=NOT_APPLIED))))
     recs[-1] = dataclasses.replace(recs[-1], status="failed", metrics=[], error="ior exited with status 1")
     return recs
 
@@ -103,7 +103,8 @@ def _stats_records(experiment, run_id, shift=0, version="4.0.0"):
             recs.append(Record(
                 experiment=experiment.id, run_id=run_id, case_id=case.case_id, part=case.part,
                 benchmark="ior", repetition=rep, params=case.params, varied=varied, status="ok",
-                metrics=list(parsed.metrics), observed=Observed.of(lustre=NOT_APPLIED if i == 5 else None),
+                metrics=list(parsed.metrics),
+                observed=Observed.from_json(dict(lustre=NOT_APPLIED if i == 5 else None)),
                 provenance=Provenance(extra={"binary": {"name": "ior", "version": version}})))
     return recs
 

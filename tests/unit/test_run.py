@@ -49,14 +49,14 @@ def test_an_old_record_loads_with_defaults_and_keeps_what_it_had():
 
 def test_derived_facts_have_one_home():
     assert num_tasks({"scale.nodes": 2, "scale.tasks_per_node": 4}) == 8 and num_tasks({}) == 1
-    seen = Observed.of(mpiio_hints={"flavour": "openmpi-romio", "requested": {"cb_nodes": "4"},
-                                 "effective": {"cb_nodes": "1", "cb_config_list": "*:2"}})
+    seen = Observed.from_json(dict(mpiio_hints={"flavour": "openmpi-romio", "requested": {"cb_nodes": "4"},
+                                 "effective": {"cb_nodes": "1", "cb_config_list": "*:2"}}))
     assert seen.effective("mpiio.cb_nodes") == 1 and seen.effective("mpiio.aggregators") == 1
     assert seen.effective("mpiio.aggregators_per_node") == 2
     assert seen.effective("mpiio.cb_config_list") == "*:2"     # the hint itself stays as written
     assert seen.effective_shown("mpiio.romio_cb_write") == "absent"
-    assert Observed.of(mpiio_hints={"flavour": "ompio", "requested": {"cb_nodes": "2"},
-                                 "effective": None}).effective_shown("mpiio.cb_nodes") == "unverified"
+    assert Observed.from_json(dict(mpiio_hints={"flavour": "ompio", "requested": {"cb_nodes": "2"},
+                                 "effective": None})).effective_shown("mpiio.cb_nodes") == "unverified"
     assert hint_value("mpiio.cb_buffer_size", " 16777216") == 16777216
 
 

@@ -202,7 +202,8 @@ def _case(space, **want):
 def test_lowered_hint_counts_as_the_setting_in_effect(hints_space):
     space = hints_space
     asked = _case(space, mpiio__cb_nodes=4, lustre__stripe_count=1)
-    lowered = Observed.of(mpiio_hints={"requested": {"cb_nodes": "4"}, "effective": {"cb_nodes": "2"}})
+    lowered = Observed.from_json(dict(
+        mpiio_hints={"requested": {"cb_nodes": "4"}, "effective": {"cb_nodes": "2"}}))
     state = S.observe(space, [_record(asked, 900.0, lowered)], "write_bw")
     (point,) = state.points
     assert point.case is _case(space, mpiio__cb_nodes=2, lustre__stripe_count=1)
@@ -215,8 +216,8 @@ def test_striping_not_applied_is_off_the_grid_and_never_the_best(hints_space):
     space = hints_space
     striped = _case(space, mpiio__cb_nodes=1, lustre__stripe_count=4)
     plain = _case(space, mpiio__cb_nodes=2, lustre__stripe_count=1)
-    off = Observed.of(lustre={"requested": {"stripe_count": 4}, "applied": False,
-                           "reason": "ext4: no striping"})
+    off = Observed.from_json(dict(lustre={"requested": {"stripe_count": 4}, "applied": False,
+                           "reason": "ext4: no striping"}))
     records = [_record(striped, 5000.0, off), _record(plain, 100.0),
                _record(plain, 0.0, rep=2, status="failed")]
     state = S.observe(space, records, "write_bw")
@@ -380,8 +381,10 @@ def test_progress_is_the_order_the_jobs_ran_with_the_best_so_far(hints_space):
     a = _case(space, mpiio__cb_nodes=1, lustre__stripe_count=1)
     b = _case(space, mpiio__cb_nodes=4, lustre__stripe_count=1)
     striped = _case(space, mpiio__cb_nodes=2, lustre__stripe_count=4)
-    lowered = Observed.of(mpiio_hints={"requested": {"cb_nodes": "4"}, "effective": {"cb_nodes": "2"}})
-    off = Observed.of(lustre={"requested": {"stripe_count": 4}, "applied": False, "reason": "ext4"})
+    lowered = Observed.from_json(dict(
+        mpiio_hints={"requested": {"cb_nodes": "4"}, "effective": {"cb_nodes": "2"}}))
+    off = Observed.from_json(dict(
+        lustre={"requested": {"stripe_count": 4}, "applied": False, "reason": "ext4"}))
     r1 = [replace(_record(a, 100.0), run_id="R1", recorded="2026-11-23T10:00:02Z"),
           replace(_record(a, 120.0, rep=2), run_id="R1", recorded="2026-11-23T10:00:01Z")]
     r2 = [replace(_record(b, 150.0, lowered), run_id="R2", recorded="2026-11-23T09:00:00Z"),
@@ -417,7 +420,8 @@ def test_progress_plot_draws_every_job(hints_space, tmp_path):
     space = hints_space
     a = _case(space, mpiio__cb_nodes=1, lustre__stripe_count=1)
     striped = _case(space, mpiio__cb_nodes=2, lustre__stripe_count=4)
-    off = Observed.of(lustre={"requested": {"stripe_count": 4}, "applied": False, "reason": "ext4"})
+    off = Observed.from_json(dict(
+        lustre={"requested": {"stripe_count": 4}, "applied": False, "reason": "ext4"}))
     records = [_record(a, 100.0), _record(a, 130.0, rep=2), _record(striped, 900.0, off),
                _record(striped, 0.0, rep=2, status="failed")]
     s = Search("write_bw", "max", 4, "bayes", 2, 0, 1)

@@ -96,10 +96,6 @@ class Layer:
     def owns(self, key: str) -> bool:
         return key in self.keys or key.startswith(self.prefixes)
 
-    def requested(self, params: dict) -> dict:
-        """Its parameters of a case, as given (prefix kept)."""
-        return {k: v for k, v in params.items() if self.owns(k)}
-
     # --- before the job
     def check(self, case) -> str | None:
         """Why the case's request cannot be made anywhere (None: it can)."""

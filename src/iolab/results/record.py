@@ -64,11 +64,6 @@ class Observed:
     _OWN = ("benchmark", "replayed")
 
     @classmethod
-    def of(cls, **parts) -> Observed:
-        """An Observed of these parts (by their names in a record)."""
-        return cls.from_json(parts)
-
-    @classmethod
     def from_json(cls, data) -> Observed:
         data = _dict(data)
         keys = observed_keys()

@@ -42,6 +42,7 @@ class FileSystem:
     """A file system that can lay out a case directory as asked."""
 
     name = ""                   # as the job's detection names it ("lustre")
+    title = ""                  # as messages name it ("Lustre", "CephFS")
     fstypes: tuple[str, ...] = ()  # the detected types that are its own, where not only `name`
     prefix = ""                 # its parameters ("lustre.")
     observed_key = ""           # its part of a record's `observed`

@@ -291,6 +291,7 @@ def data_pools(conf: str) -> frozenset[str]:
 
 class CephFS(FileSystem):
     name = "cephfs"
+    title = "CephFS"
     fstypes = FSTYPES
     prefix = "cephfs."
     observed_key = "cephfs"

@@ -102,7 +102,7 @@ class StorageLayer(Layer):
         for fs in file_systems():
             lay = observed.get(fs.observed_key) or {}
             if verify.layout == "fail" and lay.get("mismatches"):
-                return f"{fs.name.capitalize()} layout not as requested: {lay['reason']}"
+                return f"{fs.title or fs.name} layout not as requested: {lay['reason']}"
         return None
 
     def flags(self, observed) -> list[str]:

@@ -18,9 +18,6 @@ GETSTRIPE_FILE = "iolab-getstripe.txt"
 GETDIRSTRIPE_FILE = "iolab-getdirstripe.txt"
 LFSDF_FILE = "iolab-lfsdf.txt"
 MAX_FILES = 64  # enough to see the layout; a 12288-rank file-per-process run would take minutes
-KEYS = ("lustre.stripe_count", "lustre.overstripe_count", "lustre.stripe_size",
-        "lustre.stripe_offset", "lustre.pool", "lustre.osts", "lustre.components",
-        "lustre.dir_stripe_count")
 DIR_KEYS = ("dir_stripe_count",)  # lfs setdirstripe: the directory over MDTs, not the files' layout
 ALL_OSTS = -1    # stripe_count -1: stripe over every OST of the file system
 
@@ -32,7 +29,8 @@ def all_osts(key: str, value) -> bool:
 
 
 def requested(params: dict) -> dict:
-    return {k.removeprefix("lustre."): params[k] for k in KEYS if k in params}
+    """The Lustre layout a case asks for (lustre.* without the prefix)."""
+    return FILE_SYSTEM.requested(params)
 
 
 def setdirstripe_args(req: dict, default: bool = False) -> list[str]:
@@ -594,6 +592,7 @@ def compare_layout(req: dict, files: list[dict], ost_count: int | None) -> list[
 
 class Lustre(FileSystem):
     name = "lustre"
+    title = "Lustre"
     prefix = "lustre."
     observed_key = "lustre"
     schema_file = "lustre.json"
