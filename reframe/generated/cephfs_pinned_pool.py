@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "6a539045aef836b076f73bb7231318d24a1dfe9454de930bfa9aa7cb1445fc06"
+IOLAB_YAML_SHA256 = "e39bb08425292eaea5ec1991a8e2e648cd3bd5bbc138cb9f753b1cb6dd867940"
 
 register_experiment(__name__, __file__, "../../experiments/cephfs-pinned-pool.yaml", IOLAB_YAML_SHA256)
