@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import replace
+from markupsafe import escape as html_escape   # as the page escapes it (Jinja)
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from iolab.errors import IolabError
 from iolab.experiment.load import load_text
 from iolab.results.record import Observed
 from iolab.analysis import doc
+from iolab.analysis.published.compare import SHAPE_RULE
 from iolab.present.publish import MARKER, publish
 from iolab.analysis.report import build_tables, render
 from iolab.experiment.reportspec import StudyLink
@@ -118,6 +120,8 @@ def test_page_contents(results, tmp_path):
     assert "Transcribed from: <span class=\"mono\">001_a4fc0f76de13e6e1.txt" in published
     assert "<strong>verdict: " in published
     assert "rows: 5 matched, 0 without a matching case, 0 ambiguous" in published
+    # the rule the verdict follows, stated where it is given, as `iolab compare` states it
+    assert html_escape(SHAPE_RULE) in published
 
 
 def test_page_is_self_contained(results, tmp_path):

@@ -17,7 +17,7 @@ from ...experiment.matrix import format_param, show_value
 from .study import DEFAULT, DESCRIPTIVE, VALUE_COLUMNS, PublishedRow, Study, coerce_param
 from .study import spec_of as _param_spec
 from ...results.record import Manifest, Record, param_value
-from ..report import fmt_measure, fmt_value, spec_label
+from ..report import fmt_measure, fmt_value, note_mark, spec_label
 from ..compare import (Side, direction, flag_notes, footnoted, mean_ci_cell, ratio_cell,
                        set_aside_notes)
 
@@ -37,6 +37,15 @@ def same_machine_studies(manifest: Manifest) -> list[str]:
 # ------------------------------------------------------------------------------------- published
 
 MIN_VERDICT_ROWS = 3   # fewer matched rows: the verdict says so instead of guessing a shape
+# The rule a study's verdict follows, printed under every comparison with a study (compare and the
+# page), as VERDICT_RULE is under every comparison of runs.
+SHAPE_RULE = (f"rule: a verdict against a study judges the shape, not the numbers (the study has "
+              f"no intervals to test against): reproduced when the study's best setting is also the "
+              f"run's best and the ordering agrees (Spearman's ρ ≥ {SHAPE_RHO} over the matched "
+              f"rows); partly reproduced when one of the two holds; not reproduced when neither "
+              f"does; not assessed under {MIN_VERDICT_ROWS} matched rows. Absolute values are "
+              f"judged only on the machine the study was measured on. Runs set against runs "
+              f"(iolab compare) follow the rule of faster / slower where interval and test agree.")
 
 
 @dataclass
@@ -446,7 +455,7 @@ def published_blocks(pc: PublishedComparison, heading: bool = True,
         rows.append(cells)
     out += [doc.table(header, rows), doc.line()]
     if seen:
-        out += [doc.line(f"{'†' * (i + 1)} {n}") for i, n in enumerate(seen)] + [doc.line()]
+        out += [doc.line(f"{note_mark(i)} {n}") for i, n in enumerate(seen)] + [doc.line()]
     out += verdict_blocks(pc)
     out.append(doc.line())
     return out
@@ -473,6 +482,7 @@ def verdict_blocks(pc: PublishedComparison) -> list[doc.Block]:
                         f"ordering: not tested (n = {n} matched rows; Spearman's ρ needs "
                         f"{MIN_VERDICT_ROWS} with spread on both sides)"))
     out.append(doc.verdict(f"verdict: {pc.shape_verdict()}"))
+    out.append(doc.line(SHAPE_RULE))
     if pc.same_machine and pc.comparable_units and pc.matched:
         worst = max(p.deviation for p in pc.matched)
         inside = sum(1 for p in pc.matched if p.run.ci and p.run.ci[0] <= p.row.value <= p.run.ci[1])
