@@ -1,10 +1,11 @@
 """The reference pages, generated from the code when the docs are built (a Sphinx extension).
 
-Four pages, each read from the one place iolab itself reads: the experiment YAML from the JSON
+Five pages, each read from the one place iolab itself reads: the experiment YAML from the JSON
 schema (iolab.experiment.schema.experiment_schema(), with the layers' and benchmarks' fragments
 merged in), every verb of `iolab` from its argument parser (iolab.cli.build_parser), each
 benchmark's parameters and metrics from its descriptor (iolab.benchmarks.registry()), and the
-system config's extras['iolab'] keys from their schema (iolab.experiment.site). A key or a verb
+system config's extras['iolab'] keys from their schema (iolab.experiment.site), and the figures
+the bench scripts recorded (docs/perf/*.json) on the Performance page. A key or a verb
 added to the code is on its page at the next build; tests/unit/test_docs.py checks that none is
 missing.
 
@@ -222,8 +223,64 @@ def system_page() -> str:
     return "\n".join(out)
 
 
+PERF = Path(__file__).resolve().parent.parent / "perf"     # docs/perf/*.json, written by scripts
+PERF_FORMAT = 1
+PERF_KEYS = ("format", "script", "command", "date", "commit", "machine", "load_average", "tables",
+             "notes")
+
+
+def perf_files(folder: Path = PERF) -> list[tuple[Path, dict]]:
+    """The figures files of docs/perf/, each checked: a file a script did not write (another
+    layout, a missing key, a table whose rows do not fit its header) stops the build, naming it."""
+    out = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path.name}: not a figures file: {exc}") from None
+        missing = [k for k in PERF_KEYS if not isinstance(data, dict) or k not in data]
+        if missing:
+            raise ValueError(f"{path.name}: not a figures file written by a scripts/bench* --record "
+                             f"(missing {', '.join(missing)})")
+        if data["format"] != PERF_FORMAT:
+            raise ValueError(f"{path.name}: figures format {data['format']!r}, this page reads {PERF_FORMAT}")
+        for table in data["tables"]:
+            bad = [i for i, row in enumerate(table["rows"]) if len(row) != len(table["header"])]
+            if bad:
+                raise ValueError(f"{path.name}: table {table['title']!r}: row {bad[0] + 1} has "
+                                 f"{len(table['rows'][bad[0]])} cells for {len(table['header'])} columns")
+        out.append((path, data))
+    return out
+
+
+def performance_page(folder: Path = PERF) -> str:
+    out = ["# Performance", "",
+           "Generated from the figures files in `docs/perf/`, each written by a bench script run",
+           "with `--record FILE` (`scripts/bench`, `scripts/bench-analysis`, `scripts/bench-search`):",
+           "every number here is one a script printed, with the command, the commit and the machine",
+           "it ran on. Speed goals are ratios against a floor measured in the same run; the",
+           "figures are of one shared machine and move with its load. How the scripts measure:",
+           "[Testing](../testing.md).", ""]
+    files = perf_files(folder)
+    if not files:
+        out += ["No figures are recorded yet.", ""]
+    for path, data in files:
+        out += [f"## `{data['command']}`", "",
+                f"{data['date']}, commit `{data['commit'] or 'unknown'}`, {data['machine']}, load "
+                f"average {data['load_average']} at the start (`docs/perf/{path.name}`).", ""]
+        out += [f"{_cell(n)}" for n in data["notes"]] + ([""] if data["notes"] else [])
+        for table in data["tables"]:
+            out += [f"**{_cell(table['title'])}**", "",
+                    "| " + " | ".join(_cell(h) or " " for h in table["header"]) + " |",
+                    "|" + "---|" * len(table["header"])]
+            out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in table["rows"]]
+            out += [""] + [f"{_cell(n)}" for n in table["notes"]] + ([""] if table["notes"] else [])
+    return "\n".join(out)
+
+
 PAGES = {"experiment-yaml.md": experiment_page, "cli.md": cli_page,
-         "benchmarks.md": benchmarks_page, "system-config.md": system_page}
+         "benchmarks.md": benchmarks_page, "system-config.md": system_page,
+         "performance.md": performance_page}
 
 
 def write(outdir: Path) -> list[Path]:

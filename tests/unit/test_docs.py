@@ -124,7 +124,7 @@ def test_the_docs_build_with_warnings_as_errors(tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     for page in ("index", "reference/cli", "reference/experiment-yaml",
-                 "reference/benchmarks", "reference/system-config"):
+                 "reference/benchmarks", "reference/system-config", "reference/performance"):
         assert (tmp_path / "html" / f"{page}.html").is_file(), page
     html = (tmp_path / "html" / "reference" / "cli.html").read_text()
     assert "iolab validate" in html and "iolab publish" in html

@@ -1,0 +1,71 @@
+"""Figures in the docs are figures a script printed: `scripts/bench --record` writes what it
+printed as a figures file (scripts/figures.py), the Performance page is generated from
+docs/perf/*.json, and a file no script wrote stops the docs build, naming it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location(
+    "iolab_reference", REPO / "docs" / "_ext" / "iolab_reference.py")
+reference = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(reference)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """One real run of scripts/bench's steps section with --record."""
+    folder = tmp_path_factory.mktemp("perf")
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "bench"), "--repeat", "1",
+                          "--record", str(folder / "steps.json")], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    return folder, out.stdout
+
+
+def test_record_keeps_what_was_printed(recorded):
+    folder, printed = recorded
+    data = json.loads((folder / "steps.json").read_text())
+    # the command as typed, the file written named without the directories of this machine
+    assert data["command"] == "scripts/bench --repeat 1 --record steps.json"
+    assert data["script"] == "scripts/bench" and data["format"] == reference.PERF_FORMAT
+    (table,) = data["tables"]
+    assert table["header"] == ["step", "items", "median ms"]
+    steps = {row[0]: row for row in table["rows"]}
+    assert "load+expand quickstart" in steps and "table from records" in steps
+    assert steps["table from records"][1] == "3000"
+    for row in table["rows"]:                     # every row kept is a row printed, same cells
+        assert any(line.split() == " ".join(row).split() for line in printed.splitlines()), row
+    assert not list(folder.glob(".*.tmp"))         # written whole: the temporary file is gone
+
+
+def test_the_page_shows_each_recorded_table_with_its_provenance(recorded):
+    folder, _ = recorded
+    data = json.loads((folder / "steps.json").read_text())
+    page = reference.performance_page(folder)
+    assert f"## `{data['command']}`" in page
+    assert f"commit `{data['commit']}`" in page and data["machine"] in page
+    assert "| step | items | median ms |" in page
+    assert sum(1 for line in page.splitlines() if line.startswith("| load+expand ")) == \
+        sum(1 for row in data["tables"][0]["rows"] if row[0].startswith("load+expand "))
+
+
+@pytest.mark.parametrize("damage, phrase", [
+    (lambda d: d.pop("commit"), "missing commit"),
+    (lambda d: d.update(format=2), "figures format 2"),
+    (lambda d: d["tables"][0]["rows"][0].pop(), "row 1 has 2 cells for 3 columns"),
+])
+def test_a_figures_file_no_script_wrote_stops_the_page(recorded, tmp_path, damage, phrase):
+    folder, _ = recorded
+    data = json.loads((folder / "steps.json").read_text())
+    damage(data)
+    (tmp_path / "typed-by-hand.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="typed-by-hand.json: .*" + phrase):
+        reference.performance_page(tmp_path)
