@@ -69,3 +69,11 @@ def test_a_figures_file_no_script_wrote_stops_the_page(recorded, tmp_path, damag
     (tmp_path / "typed-by-hand.json").write_text(json.dumps(data))
     with pytest.raises(ValueError, match="typed-by-hand.json: .*" + phrase):
         reference.performance_page(tmp_path)
+
+
+def test_the_shipped_figures_files_are_well_formed():
+    files = reference.perf_files()
+    assert files, "docs/perf/ holds no figures: record them with scripts/bench* --record"
+    for path, data in files:
+        assert data["script"].startswith("scripts/bench"), path
+        assert data["tables"] or data["notes"], f"{path.name} records nothing"
