@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "6cbe35eb26996d45041b776eb0dd3a44339185dee3276192c571d873669086e3"
+IOLAB_YAML_SHA256 = "2f5a2f589d5793e05824664c8e3e25a12cb19887aab483525fd62503ef207bbb"
 
 register_experiment(__name__, __file__, "../../experiments/archer-fpp-vs-ssf.yaml", IOLAB_YAML_SHA256)

@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "1d0aa86d1ea2c4f1fd903cc3fb32a6a1ff3612f8063ccf312bd7dfedb4cb8671"
+IOLAB_YAML_SHA256 = "caff94e2299f148ff71e8fd75045af616c4e00bbb22b39b4cdc08e6ba290a633"
 
 register_experiment(__name__, __file__, "../../experiments/kaust-stripe-count.yaml", IOLAB_YAML_SHA256)

@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "6717cbac2ab02ba6da2e7d4020d620a0bd1d20594cebb578b9c991cc4c254c21"
+IOLAB_YAML_SHA256 = "c1abd8c0453cbcf64f7506e069800481c0f28d06df56e15deea6d3f1a46f5166"
 
 register_experiment(__name__, __file__, "../../experiments/lustre-adio-io-size.yaml", IOLAB_YAML_SHA256)

@@ -160,7 +160,8 @@ def _run_state(exp_id: str, run: str | None, include_imported: bool, set_aside: 
 
 
 def _tables(state, metrics, darshan_columns: str | None = None, storage_columns: str | None = None):
-    from .analysis.report import build_tables, default_metrics, tables_from, with_layer_columns
+    from .analysis.report import (build_tables, default_metrics, layer_metric_names, tables_from,
+                                  with_layer_columns)
 
     asked = {name: text for name, text in (("darshan", darshan_columns),
                                            ("storage", storage_columns)) if text}
@@ -176,7 +177,7 @@ def _tables(state, metrics, darshan_columns: str | None = None, storage_columns:
             layer = get(name)
             columns = layer.parse_columns(text)
             records = with_layer_columns(records, layer, columns)
-            metrics = metrics + [f"{layer.name}.{c}" for c in columns]
+            metrics = metrics + layer_metric_names(records, layer, columns)
         return build_tables(records, metrics, state.report)
     return tables_from(state.digest, metrics, state.report)
 

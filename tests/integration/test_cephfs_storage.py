@@ -9,6 +9,7 @@ CephFS is up the test skips with the reason; IOLAB_REQUIRE_CEPH=1 makes that a f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -46,6 +47,38 @@ def _why_not() -> str | None:
     return None
 
 
+def ceph_env(rfm_env: dict, pinned: bool = False, ior: bool = False) -> dict:
+    """The job environment for localceph with the `ceph` profile, or a skip with the reason
+    (a failure under IOLAB_REQUIRE_CEPH=1, unless only IOR is missing: CI has none)."""
+    why = _why_not()
+    if why is None and ior and not have("ior"):
+        why = ("IOR is not installed (its test stand-in replays recorded outputs and writes no "
+               "file to lay out)")
+    env = {**rfm_env, "IOLAB_PROFILE": "ceph", "IOLAB_CEPH_MOUNT": str(MOUNT), "CEPH_CONF": str(CONF)}
+    if why is None and pinned and "ost1" not in _pinned_pools(env):
+        why = "the CephFS has no pinned pools: scripts/ceph-local up --pinned-pools"
+    if why:
+        if REQUIRED and not why.startswith("IOR is not installed"):
+            pytest.fail(f"IOLAB_REQUIRE_CEPH=1 but: {why}")
+        pytest.skip(why)
+    return env
+
+
+@contextlib.contextmanager
+def run_records(env: dict, experiment: str, tmp_path: Path):
+    """`reframe -r` of one experiment on localceph; yields its run's records, then removes the
+    run's scratch from the CephFS (memstore OSDs hold it in memory)."""
+    out = reframe(["-r", "-n", experiment.replace("-", "_")], env, config="reframe/config/localceph.py")
+    run = None
+    try:
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+        run = only_run(tmp_path / "results", experiment)
+        yield records(run)
+    finally:
+        if run is not None:
+            shutil.rmtree(MOUNT / "iolab-scratch" / experiment / run.name, ignore_errors=True)
+
+
 def objects_of(size: int, layout: dict) -> int:
     """How many objects a file of `size` bytes has under a layout (Ceph's file striping: unit
     b of the file goes to object (b // count // units per object) * count + b % count)."""
@@ -63,22 +96,11 @@ def test_objects_of_follows_ceph_striping():
 
 
 def test_the_demonstration_on_cephfs_records_layouts_and_placement(rfm_env, tmp_path):
-    why = _why_not()
-    if why:
-        if REQUIRED:
-            pytest.fail(f"IOLAB_REQUIRE_CEPH=1 but: {why}")
-        pytest.skip(why)
-    env = {**rfm_env, "IOLAB_PROFILE": "ceph", "IOLAB_CEPH_MOUNT": str(MOUNT), "CEPH_CONF": str(CONF)}
-    out = reframe(["-r", "-n", "cephfs_striping"], env, config="reframe/config/localceph.py")
-    run = None
-    try:
-        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
-        run = only_run(tmp_path / "results", "cephfs-striping")
-        recs = records(run)
+    env = ceph_env(rfm_env)
+    with run_records(env, "cephfs-striping", tmp_path) as recs:
         cases = expand(load_experiment(REPO / "experiments" / "cephfs-striping.yaml", "ceph"))
         assert len(recs) == len(cases) == 9
-        osd_ids = {int(i) for i in subprocess.run(["ceph", "osd", "ls"], capture_output=True, text=True,
-                                                  env=env, timeout=60, check=True).stdout.split()}
+        osd_ids = _osd_ids(env)
         for rec in recs:
             assert rec["status"] == "ok", rec.get("error")
             assert rec["provenance"]["system"] == "localceph:default"
@@ -100,6 +122,7 @@ def test_the_demonstration_on_cephfs_records_layouts_and_placement(rfm_env, tmp_
             assert seen["spread"]["note"].startswith(
                 f"stripe count {asked['stripe_count']} reached {len(spread['osds'])} OSD(s)")
             assert rec["flags"] == []       # fewer OSDs than the stripe count is no flag
+            check_bytes(seen, osd_ids)
         # one object mapped again here, independently of the job
         first = recs[0]["observed"]["cephfs"]["spread"]["files"][0]
         obj = f"{first['inode_hex']}.00000000"
@@ -108,13 +131,30 @@ def test_the_demonstration_on_cephfs_records_layouts_and_placement(rfm_env, tmp_
                                            check=True).stdout)
         assert str(mapped["up_primary"]) in first["objects_per_osd"]
         # the table: requested, applied, and the OSDs that got data
-        table = iolab(["table", "cephfs-striping", "--storage", "osds"], env)
+        table = iolab(["table", "cephfs-striping", "--storage", "osds,bytes_per_osd"], env)
         assert table.returncode == 0, table.stderr
         assert "| Stripe Count | Stripe Count (effective) |" in table.stdout
         assert "Storage osds" in table.stdout
-    finally:
-        if run is not None:
-            shutil.rmtree(MOUNT / "iolab-scratch" / "cephfs-striping" / run.name, ignore_errors=True)
+        for osd in sorted(osd_ids):
+            assert f"Storage bytes_per_osd.osd.{osd} " in table.stdout
+
+
+def check_bytes(seen: dict, osd_ids: set[int]) -> None:
+    """The server's bytes per OSD: one entry per OSD of the cluster, summing to the data files'
+    sizes (every file mapped and every object sized), non-zero exactly on the OSDs that hold
+    objects."""
+    spread = seen["spread"]
+    assert "bytes_partial" not in spread, spread
+    assert {int(k) for k in spread["bytes_per_osd"]} == osd_ids == set(spread["cluster_osds"])
+    assert sum(spread["bytes_per_osd"].values()) == sum(f["size"] for f in seen["files"])
+    assert {int(k) for k, v in spread["bytes_per_osd"].items() if v} == set(spread["osds"])
+    for f in spread["files"]:
+        assert f["sized"] == f["objects"] == f["mapped"], f
+
+
+def _osd_ids(env: dict) -> set[int]:
+    return {int(i) for i in subprocess.run(["ceph", "osd", "ls"], capture_output=True, text=True,
+                                           env=env, timeout=60, check=True).stdout.split()}
 
 
 def _pinned_pools(env: dict) -> set[str]:
@@ -129,20 +169,9 @@ def _pinned_pools(env: dict) -> set[str]:
 def test_a_pinned_pool_puts_every_object_on_its_osd(rfm_env, tmp_path):
     """cephfs.pool: ost1 (a pool whose CRUSH rule picks only osd.1): the server shows every object
     of the file on osd.1; the default pool of the same case is recorded as it spread."""
-    why = _why_not()
-    env = {**rfm_env, "IOLAB_PROFILE": "ceph", "IOLAB_CEPH_MOUNT": str(MOUNT), "CEPH_CONF": str(CONF)}
-    if why is None and "ost1" not in _pinned_pools(env):
-        why = "the CephFS has no pinned pools: scripts/ceph-local up --pinned-pools"
-    if why:
-        if REQUIRED:
-            pytest.fail(f"IOLAB_REQUIRE_CEPH=1 but: {why}")
-        pytest.skip(why)
-    out = reframe(["-r", "-n", "cephfs_pinned_pool"], env, config="reframe/config/localceph.py")
-    run = None
-    try:
-        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
-        run = only_run(tmp_path / "results", "cephfs-pinned-pool")
-        by_pool = {rec["params"]["cephfs.pool"]: rec for rec in records(run)}
+    env = ceph_env(rfm_env, pinned=True)
+    with run_records(env, "cephfs-pinned-pool", tmp_path) as recs:
+        by_pool = {rec["params"]["cephfs.pool"]: rec for rec in recs}
         assert set(by_pool) == {"cephfs_data", "ost1"}
         for pool, rec in by_pool.items():
             assert rec["status"] == "ok", rec.get("error")
@@ -153,6 +182,33 @@ def test_a_pinned_pool_puts_every_object_on_its_osd(rfm_env, tmp_path):
             assert spread["pool"] == pool and spread["objects"] == spread["mapped"] == 16, spread
         pinned = by_pool["ost1"]["observed"]["cephfs"]["spread"]["files"][0]
         assert pinned["objects_per_osd"] == {"1": 16}, pinned
-    finally:
-        if run is not None:
-            shutil.rmtree(MOUNT / "iolab-scratch" / "cephfs-pinned-pool" / run.name, ignore_errors=True)
+        for rec in by_pool.values():
+            check_bytes(rec["observed"]["cephfs"], _osd_ids(env))
+        assert {k: v for k, v in by_pool["ost1"]["observed"]["cephfs"]["spread"]["bytes_per_osd"].items()
+                if v} == {"1": 16 << 20}
+
+
+def test_the_archer_ceph_profile_with_the_real_ior(rfm_env, tmp_path):
+    """archer-fpp-vs-ssf's `ceph` profile (its lustre.* axes dropped, cephfs.* ones in their
+    place) through `reframe -r` on localceph with the real IOR: every case applied as asked, the
+    bytes of every file on the server, and the pinned file-per-process case all on osd.1."""
+    env = ceph_env(rfm_env, pinned=True, ior=True)
+    with run_records(env, "archer-fpp-vs-ssf", tmp_path) as recs:
+        assert len(recs) == len(expand(load_experiment(
+            REPO / "experiments" / "archer-fpp-vs-ssf.yaml", "ceph"))) == 15
+        osd_ids = _osd_ids(env)
+        for rec in recs:
+            assert rec["status"] == "ok", rec.get("error")
+            assert rec["provenance"]["binary"]["name"] == "ior" and "replayed" not in rec["observed"]
+            assert not any(k.startswith("lustre.") for k in rec["params"])
+            seen = rec["observed"]["cephfs"]
+            assert (seen["applied"], seen["verified"]) == (True, True), seen
+            fpp = rec["params"]["file_per_process"]
+            assert len(seen["files"]) == (4 if fpp else 1)
+            assert sum(f["size"] for f in seen["files"]) == (64 if fpp else 16) << 20
+            check_bytes(seen, osd_ids)
+        pinned = [r for r in recs if r["params"].get("cephfs.pool") == "ost1"]
+        assert len(pinned) == 3
+        for rec in pinned:
+            assert {k: v for k, v in rec["observed"]["cephfs"]["spread"]["bytes_per_osd"].items()
+                    if v} == {"1": 64 << 20}

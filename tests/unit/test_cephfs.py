@@ -313,3 +313,81 @@ def test_a_pool_the_file_system_lacks_is_refused_before_the_job(tmp_path, monkey
         assert CEPHFS.check_at({"pool": "nopool"}, "/m") is None     # no cluster to ask
     finally:
         cephfs.data_pools.cache_clear()
+
+
+# --- bytes per OSD (rados stat of each object, recorded) -------------------------------------
+
+def test_bytes_per_osd_from_the_recorded_object_sizes(tmp_path):
+    """10 MiB at stripe count 4, 1 MiB units, 4 MiB objects: objects of 3, 3, 2 and 2 MiB (units
+    go round-robin), on osd.3, osd.0, osd.0 and osd.3; osd.1 and osd.2 got none of it."""
+    req = {"stripe_unit": MIB, "stripe_count": 4, "object_size": 4 * MIB}
+    out = observe_recorded("count4-unit1m-sized", req, tmp_path)
+    spread = out["spread"]
+    (f,) = spread["files"]
+    assert (f["objects"], f["mapped"], f["sized"]) == (4, 4, 4)
+    assert f["bytes_per_osd"] == {"3": 5 * MIB, "0": 5 * MIB}
+    assert spread["cluster_osds"] == [0, 1, 2, 3]
+    assert spread["bytes_per_osd"] == {"0": 5 * MIB, "1": 0, "2": 0, "3": 5 * MIB}
+    assert sum(spread["bytes_per_osd"].values()) == out["files"][0]["size"] == 10 * MIB
+    assert "bytes_partial" not in spread
+    layer = get("storage")
+    assert layer.column_values({"cephfs": out}, ["osds", "bytes_per_osd"]) == [
+        ("osds", 2.0, "OSDs"), ("bytes_per_osd.osd.0", 5.0, "MiB"), ("bytes_per_osd.osd.1", 0.0, "MiB"),
+        ("bytes_per_osd.osd.2", 0.0, "MiB"), ("bytes_per_osd.osd.3", 5.0, "MiB")]
+
+
+def test_a_pinned_pool_puts_every_byte_on_its_osd(tmp_path):
+    """Pool ost1 (one OSD's): both files' bytes on osd.1, including the one written without
+    fsync (the job lines sync each file before asking the server)."""
+    req = {"stripe_unit": MIB, "stripe_count": 4, "object_size": MIB, "pool": "ost1"}
+    out = observe_recorded("pinned-ost1-two-files", req, tmp_path)
+    assert out["applied"] is True
+    assert [(f["path"], f["bytes_per_osd"]) for f in out["spread"]["files"]] == [
+        ("a", {"1": 6 * MIB}), ("b", {"1": 3 * 64 * KIB})]
+    assert out["spread"]["bytes_per_osd"] == {"0": 0, "1": 6 * MIB + 3 * 64 * KIB, "2": 0, "3": 0}
+
+
+def test_bytes_per_osd_is_not_shown_where_some_bytes_were_not_witnessed(tmp_path):
+    """Fewer objects sized than listed, or data files left unmapped: what was seen stays in the
+    record with why it is short, and the table shows no bytes column rather than a low one."""
+    text = (DATA / "count4-unit1m-sized" / cephfs.SPREAD_FILE).read_text()
+    lines = text.splitlines()
+    stat = next(i for i, line in enumerate(lines) if line.startswith("cephfs_data/"))
+    shutil.copytree(DATA / "count4-unit1m-sized", tmp_path / "stage")
+    (tmp_path / "stage" / cephfs.SPREAD_FILE).write_text(
+        "\n".join(lines[:stat] + ["error stat-ing cephfs_data/x: (2) No such file or directory"]
+                  + lines[stat + 1:]) + "\n")
+    req = {"stripe_unit": MIB, "stripe_count": 4, "object_size": 4 * MIB}
+    out = observed_layout(CEPHFS, tmp_path / "stage", req)
+    assert out["spread"]["bytes_partial"] == "data: 3 of 4 objects sized"
+    assert out["spread"]["bytes_per_osd"] == {"0": 5 * MIB, "1": 0, "2": 0, "3": 2 * MIB}
+    names = [n for n, *_ in get("storage").column_values({"cephfs": out}, ["osds", "bytes_per_osd"])]
+    assert names == ["osds"]
+    # a recording from before sizes were asked for has no bytes at all, and says nothing false
+    old = observe_recorded("count4-unit64k-obj1m", {"stripe_count": 4}, tmp_path / "old")
+    assert "bytes_per_osd" not in old["spread"] and "cluster_osds" not in old["spread"]
+    assert get("storage").column_values({"cephfs": old}, ["bytes_per_osd"]) == []
+
+
+def test_parse_rados_stat():
+    assert cephfs.parse_rados_stat("ost1/100000001fb.00000000 mtime 2026-11-26T18:52:01.000000+0000, "
+                                   "size 196608") == ("100000001fb.00000000", 196608)
+    with pytest.raises(ValueError):
+        cephfs.parse_rados_stat(" error stat-ing cephfs_data/x: (2) No such file or directory")
+
+
+def test_the_table_shows_a_column_per_osd(tmp_path):
+    from iolab.analysis.report import layer_metric_names, with_layer_columns
+    from iolab.parsers import Metric
+    from iolab.results.record import Observed, Record
+
+    out = observe_recorded("count4-unit1m-sized",
+                           {"stripe_unit": MIB, "stripe_count": 4, "object_size": 4 * MIB}, tmp_path)
+    rec = Record(experiment="e", case_id="c", benchmark="fio", status="ok", repetition=1, params={},
+                 metrics=[Metric("write_bw", 1.0, "MiB/s", "fio-json")],
+                 observed=Observed.from_json({"cephfs": out}))
+    layer = get("storage")
+    (got,) = with_layer_columns([rec], layer, ["bytes_per_osd", "objects"])
+    assert layer_metric_names([got], layer, ["bytes_per_osd", "objects"]) == [
+        "storage.bytes_per_osd.osd.0", "storage.bytes_per_osd.osd.1", "storage.bytes_per_osd.osd.2",
+        "storage.bytes_per_osd.osd.3", "storage.objects"]

@@ -55,6 +55,19 @@ def with_layer_columns(records: list[Record], layer, columns: list[str]) -> list
     return out
 
 
+def layer_metric_names(records: list[Record], layer, columns: list[str]) -> list[str]:
+    """The metrics with_layer_columns added for the asked columns, in their order; a column of
+    several (`bytes_per_osd`: one per OSD) as each of its parts, in natural order."""
+    added = {m.name for rec in records for m in rec.metrics if m.source == layer.name}
+    out = []
+    for column in columns:
+        name = f"{layer.name}.{column}"
+        parts = sorted((n for n in added if n.startswith(name + ".")),
+                       key=lambda n: [int(w) if w.isdigit() else w for w in n.split(".")])
+        out += parts or [name]
+    return out
+
+
 DERIVED = {
     # name: (header, display divisor)
     "file_size": ("File Size (GiB)", float(UNIT_BYTES["GiB"])),

@@ -222,8 +222,21 @@ def _build(doc: Located, path: Path, text: str, profile: str | None, shown: str,
                 section = _get(data, ppath)
             except KeyError:
                 continue
-            overrides[pname][name] = _canonical(doc, bench, ppath, section, found)
+            overrides[pname][name] = _canonical(doc, bench, ppath, section, found, profile=True)
+            if name in base:
+                _check_drops(doc, base[name], overrides[pname][name], found)
 
+    # after the problems above: a mistyped key to drop would show here as a second request
+    for pname in [None, *overrides] if not found.errors else []:
+        for name, (_bench, at) in parts_at.items():
+            if name not in base:
+                continue
+            section = base[name]
+            where = at
+            if pname and name in overrides[pname]:
+                section = _apply_profile(section, overrides[pname][name])
+                where = ("profiles", pname, "parts", name) if has_parts else ("profiles", pname)
+            found.keep(_one_file_system, doc, where, section, pname)
     allow = found.keep(_allow, doc, data, parts_at, has_parts, default=()) if not found.errors else ()
     found.raise_all()
 
@@ -344,9 +357,10 @@ def _allow(doc: Located, data: dict, parts_at: dict, has_parts: bool) -> tuple[s
 def _values(section: dict, at: tuple):
     """(path, key, value) of every value a parameter takes in a section: fixed, matrix, zip."""
     for key, value in (section.get("fixed") or {}).items():
-        yield at + ("fixed", key), key, value
+        if value is not None:           # a profile's null drops the parameter
+            yield at + ("fixed", key), key, value
     for key, values in (section.get("matrix") or {}).items():
-        for i, value in enumerate(values):
+        for i, value in enumerate(values or ()):
             yield at + ("matrix", key, i), key, value
     raw_zip = section.get("zip") or []
     groups = [(at + ("zip", gi), g) for gi, g in enumerate(raw_zip)] if isinstance(raw_zip, list) \
@@ -553,13 +567,16 @@ def _unset_or_param(doc: Located, bench: str, path: tuple, key, value):
     return None if value is None else _param(doc, bench, path, key, value)
 
 
-def _canonical(doc: Located, bench: str, at: tuple, section: dict, found: _Found) -> dict:
-    """Typed {fixed, matrix, zips, exclude, job} for one part or one profile override; each
-    problem is kept in `found` (its value left out) and the next one checked."""
+def _canonical(doc: Located, bench: str, at: tuple, section: dict, found: _Found,
+               profile: bool = False) -> dict:
+    """Typed {fixed, matrix, zips, exclude, job, drop} for one part or one profile override; each
+    problem is kept in `found` (its value left out) and the next one checked. In a profile, null
+    as a parameter's value in fixed or matrix drops it (drop: key -> where it is written)."""
     fixed: dict[str, Any] = {}
     matrix: dict[str, list] = {}
     zips: list[dict[str, list]] = []
     seen: dict[str, tuple] = {}
+    drop: dict[str, tuple] = {}
 
     def claim(key, path) -> bool:
         if key in seen:
@@ -582,11 +599,20 @@ def _canonical(doc: Located, bench: str, at: tuple, section: dict, found: _Found
         else:
             fixed[key] = v
     for k, v in section.get("fixed", {}).items():
-        if claim(k, at + ("fixed", k)):
+        if v is None and not profile:
+            found.add(doc.error(at + ("fixed", k), "null drops a parameter only in a profile",
+                                hint="leave the key out to keep the benchmark's default"))
+        elif v is None:
+            if known(k, at + ("fixed", k)) and claim(k, at + ("fixed", k)):
+                drop[k] = at + ("fixed", k)
+        elif claim(k, at + ("fixed", k)):
             fixed[k] = found.keep(_param, doc, bench, at + ("fixed", k), k, v)
     for k, values in section.get("matrix", {}).items():
         if known(k, at + ("matrix", k)) and claim(k, at + ("matrix", k)):
-            matrix[k] = [typed(at + ("matrix", k, i), k, v) for i, v in enumerate(values)]
+            if values is None:
+                drop[k] = at + ("matrix", k)
+            else:
+                matrix[k] = [typed(at + ("matrix", k, i), k, v) for i, v in enumerate(values)]
     raw_zip = section.get("zip", [])
     listed = isinstance(raw_zip, list)
     for gi, group in enumerate(raw_zip if listed else [raw_zip]):
@@ -603,7 +629,8 @@ def _canonical(doc: Located, bench: str, at: tuple, section: dict, found: _Found
     exclude = []
     for i, entry in enumerate(section.get("exclude", [])):
         exclude.append({k: typed(at + ("exclude", i, k), k, v) for k, v in entry.items()})
-    out = {"fixed": fixed, "matrix": matrix, "zips": zips, "job": dict(section.get("job", {}))}
+    out = {"fixed": fixed, "matrix": matrix, "zips": zips, "job": dict(section.get("job", {})),
+           "drop": drop, "at": seen}
     if "exclude" in section:
         out["exclude"] = exclude
     else:
@@ -635,11 +662,83 @@ def type_param(bench: str, key: str, value, where: str):
     return _param(doc, bench, (key,), key, value)
 
 
-def _apply_profile(base: dict, override: dict) -> dict:
-    """A key the profile sets (fixed, matrix or zip) replaces the base's setting of it."""
-    keys = set(override["fixed"]) | set(override["matrix"])
-    for group in override["zips"]:
+def _set_keys(section: dict) -> set[str]:
+    """The parameters a typed section sets: fixed, matrix and zip."""
+    keys = set(section["fixed"]) | set(section["matrix"])
+    for group in section["zips"]:
         keys |= set(group)
+    return keys
+
+
+def _check_drops(doc: Located, base: dict, override: dict, found: _Found) -> None:
+    """A profile's null drops a parameter the experiment sets, and leaves no exclude entry of the
+    experiment naming it (such an entry would silently match nothing any more)."""
+    keys = _set_keys(base)
+    for key, where in override["drop"].items():
+        if key not in keys:
+            found.add(doc.error(where, f"null drops {brief(key)}, which the experiment does not "
+                                "set here", hint="remove the key from the profile"))
+        elif override.get("_no_exclude"):
+            named = [i for i, entry in enumerate(base["exclude"]) if key in entry]
+            if named:
+                found.add(doc.error(where, f"dropping {brief(key)} leaves the experiment's exclude "
+                                    f"entr{'y' if len(named) == 1 else 'ies'} "
+                                    f"{', '.join(map(str, named))} matching nothing",
+                                    hint="give the profile its own exclude (exclude: [] for none)"))
+
+
+def _one_file_system(doc: Located, at: tuple, section: dict, profile: str | None) -> None:
+    """A part's cases ask for the layout of one file system at most: a case directory is on one,
+    so a request for another could never be applied."""
+    from ..layers.storage.base import file_systems
+
+    keys = _set_keys(section)
+    named = [(fs, sorted(k for k in keys if k.startswith(fs.prefix))) for fs in file_systems()]
+    named = [(fs, ks) for fs, ks in named if ks]
+    for fs, _keys in named:
+        for req in _layouts(section, fs):
+            problem = fs.check(req)
+            if problem:
+                # the message names the key first ("cephfs.object_size 1MiB is not ...")
+                key = problem.split(" ", 1)[0]
+                raise doc.error(section["at"].get(key, at), problem)
+    if len(named) > 1:
+        (a, ka), (b, kb) = named[:2]
+        how = (f"drop one with null in profile {profile}" if profile
+               else "keep one, or move the other into a profile")
+        raise doc.error(at, f"asks for a {a.title} layout ({', '.join(ka)}) and a {b.title} layout "
+                        f"({', '.join(kb)}): a case directory is on one file system, so one "
+                        "request could never be applied", hint=how)
+
+
+def _layouts(section: dict, fs) -> list[dict]:
+    """Every layout of one file system the section's cases ask for (its keys only, without the
+    prefix): the cross product of its matrix lists and zip groups, over its fixed values."""
+    import itertools
+
+    def own(params: dict) -> dict:
+        return {k: v for k, v in params.items() if k.startswith(fs.prefix)}
+
+    dims = [[{k: v} for v in vs] for k, vs in own(section["matrix"]).items()]
+    for group in section["zips"]:
+        mine = own(group)
+        if mine:
+            dims.append([dict(zip(mine, row)) for row in zip(*mine.values())])
+    out = []
+    for combo in itertools.product(*dims):
+        params = dict(own(section["fixed"]))
+        for piece in combo:
+            params.update(piece)
+        req = fs.requested({k: v for k, v in params.items() if v is not None})
+        if req and req not in out:
+            out.append(req)
+    return out
+
+
+def _apply_profile(base: dict, override: dict) -> dict:
+    """A key the profile sets (fixed, matrix or zip) replaces the base's setting of it; a key it
+    drops (null) is removed from the base's fixed, matrix and zip groups."""
+    keys = _set_keys(override) | set(override.get("drop", ()))
     fixed = {k: v for k, v in base["fixed"].items() if k not in keys}
     matrix = {k: v for k, v in base["matrix"].items() if k not in keys}
     zips = []
@@ -652,4 +751,6 @@ def _apply_profile(base: dict, override: dict) -> dict:
     zips += override["zips"]
     exclude = base["exclude"] if override.get("_no_exclude") else override["exclude"]
     return {"fixed": fixed, "matrix": matrix, "zips": zips, "exclude": exclude,
-            "job": {**base["job"], **override["job"]}}
+            "job": {**base["job"], **override["job"]},
+            "at": {**{k: v for k, v in base.get("at", {}).items() if k not in keys},
+                   **override.get("at", {})}}

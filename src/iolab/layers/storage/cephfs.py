@@ -27,6 +27,7 @@ MAX_OBJECTS = 32        # objects mapped per file: each `ceph osd map` is a ~0.2
 CEPH_TIMEOUT = 30       # seconds for one rados/ceph command: a lost monitor must not hang the job
 FIELDS = ("stripe_unit", "stripe_count", "object_size", "pool")
 SIZE_FIELDS = ("stripe_unit", "object_size")
+MIB = 1 << 20
 UNIT = 65536            # the stripe unit's granularity (CEPH_MIN_STRIPE_UNIT)
 STORED_MINUS_ONE = 4294967295   # what Ceph stores for a stripe count of -1
 # findmnt's types: ceph-fuse's FUSE mount, and the kernel client
@@ -91,8 +92,10 @@ def postrun_lines(case_dir: str, req: dict | None = None) -> list[str]:
     """After the benchmark, before cleanup, on CephFS: for up to MAX_FILES data files of the case
     directory, `### <name> inode=<n> size=<bytes>` and getfattr's layout; for up to SPREAD_FILES
     of them, where the ceph and rados CLIs and CEPH_CONF are there, the file's objects (named
-    `<inode hex>.<index>`) and `ceph osd map` of up to MAX_OBJECTS of them. Nothing here can fail
-    the benchmark: a witness that is missing is recorded as missing."""
+    `<inode hex>.<index>`), and `ceph osd map` and `rados stat` (its size) of up to MAX_OBJECTS of
+    them, after the OSDs of the cluster (`ceph osd ls`). Each of those files is synced first, so
+    that what the client still holds has reached the OSDs. Nothing here can fail the benchmark: a
+    witness that is missing is recorded as missing."""
     d = shell.path_word(case_dir, "case directory")
     files = (f"ls -1 {d} | head -n {MAX_FILES} | while IFS= read -r f; do "
              f"[ -f {d}/\"$f\" ] || continue; echo \"$f\"; done")
@@ -102,7 +105,9 @@ def postrun_lines(case_dir: str, req: dict | None = None) -> list[str]:
                f"getfattr -n ceph.file.layout --only-values {d}/\"$f\" < /dev/null; echo; done; }} "
                f"> {FILES_FILE} 2>&1")
     t = f"timeout {CEPH_TIMEOUT}"
-    spread = (f"{{ {files} | head -n {SPREAD_FILES} | while IFS= read -r f; do "
+    spread = (f"{{ printf 'cluster_osds=%s\\n' \"$({t} ceph osd ls < /dev/null | tr '\\n' ' ')\"; "
+              f"{files} | head -n {SPREAD_FILES} | while IFS= read -r f; do "
+              f"{t} sync {d}/\"$f\" < /dev/null; "
               f"hex=$(printf '%x' \"$(stat -c %i {d}/\"$f\")\"); "
               f"pool=$(getfattr -n ceph.file.layout.pool --only-values {d}/\"$f\" 2>/dev/null "
               f"< /dev/null); "
@@ -110,7 +115,8 @@ def postrun_lines(case_dir: str, req: dict | None = None) -> list[str]:
               f"objs=$({t} rados -p \"$pool\" ls < /dev/null | grep \"^$hex\\.\" | sort); "
               f"printf 'objects=%s\\n' \"$(printf '%s' \"$objs\" | grep -c .)\"; "
               f"printf '%s\\n' \"$objs\" | grep . | head -n {MAX_OBJECTS} | while read -r o; do "
-              f"{t} ceph osd map \"$pool\" \"$o\" < /dev/null; done; done; }} > {SPREAD_FILE} 2>&1")
+              f"{t} ceph osd map \"$pool\" \"$o\" < /dev/null; "
+              f"{t} rados -p \"$pool\" stat \"$o\" < /dev/null; done; done; }} > {SPREAD_FILE} 2>&1")
     no_cli = (f"echo 'no server-side witness: the ceph and rados CLIs and CEPH_CONF are not all "
               f"in the job environment' > {SPREAD_FILE}")
     return [_on_cephfs(
@@ -123,6 +129,8 @@ def postrun_lines(case_dir: str, req: dict | None = None) -> list[str]:
 _HEADER = re.compile(r"^### (.*) inode=(\d*) size=(\d*)$")
 _LAYOUT = re.compile(r"(stripe_unit|stripe_count|object_size|pool)=(\S+)")
 _SPREAD_HEADER = re.compile(r"^### (.*) inode_hex=([0-9a-f]*) pool=(\S*)$")
+_RADOS_STAT = re.compile(r"^[^/\s]+/(\S+) mtime .*, size (\d+)$")
+_CLUSTER_OSDS = re.compile(r"^cluster_osds=([0-9 ]*)$")
 _OSD_MAP = re.compile(r"object '([^']+)' -> pg (\S+) \(([^)]*)\) -> up \(\[([0-9,\s]*)\], p(-?\d+)\)")
 
 
@@ -169,15 +177,31 @@ def parse_osd_map(text: str) -> dict:
     return {"object": m.group(1), "pg": m.group(3), "up": up, "primary": int(m.group(5))}
 
 
+def parse_rados_stat(text: str) -> tuple[str, int]:
+    """One line of `rados -p POOL stat OBJECT` -> (object, size in bytes).
+    Raises ValueError on any other text."""
+    m = _RADOS_STAT.match(text.strip())
+    if not m:
+        raise ValueError(f"not rados stat output: {text.strip()[:80]!r}")
+    return m.group(1), int(m.group(2))
+
+
 def parse_spread(text: str) -> dict:
-    """SPREAD_FILE -> {files: [{path, inode_hex, pool, objects, mapped, osds, objects_per_osd}],
-    osds, reason}; reason where there was no server-side witness at all."""
+    """SPREAD_FILE -> {files: [{path, inode_hex, pool, objects, mapped, osds, objects_per_osd,
+    sized, bytes_per_osd}], osds, cluster_osds, bytes_per_osd, reason}; reason where there was no
+    server-side witness at all. An object's bytes (its size, `rados stat`) count on every OSD of
+    its up set (each holds a copy); its object count on the primary only."""
     files: list[dict] = []
     other: list[str] = []
+    cluster: list[int] | None = None
+    up_of: dict[str, list[int]] = {}
     for line in text.splitlines():
         if m := _SPREAD_HEADER.match(line):
             files.append({"path": m.group(1), "inode_hex": m.group(2), "pool": m.group(3) or None,
-                          "objects": None, "mapped": 0, "objects_per_osd": {}, "errors": []})
+                          "objects": None, "mapped": 0, "objects_per_osd": {}, "sized": 0,
+                          "bytes_per_osd": {}, "errors": []})
+        elif not files and (m := _CLUSTER_OSDS.match(line.strip())):
+            cluster = sorted(int(x) for x in m.group(1).split()) or None
         elif not files:
             if line.strip():
                 other.append(line.strip())
@@ -186,6 +210,16 @@ def parse_spread(text: str) -> dict:
         elif line.strip():
             cur = files[-1]
             try:
+                name, size = parse_rados_stat(line)
+            except ValueError:
+                pass
+            else:
+                if name in up_of:       # sized only where its OSDs are known
+                    cur["sized"] += 1
+                    for osd in up_of.pop(name):
+                        cur["bytes_per_osd"][str(osd)] = cur["bytes_per_osd"].get(str(osd), 0) + size
+                continue
+            try:
                 mapped = parse_osd_map(line)
             except ValueError:
                 if len(cur["errors"]) < 3:
@@ -193,6 +227,7 @@ def parse_spread(text: str) -> dict:
                 continue
             if not mapped["object"].startswith(cur["inode_hex"] + "."):
                 continue
+            up_of[mapped["object"]] = mapped["up"]
             cur["mapped"] += 1
             for osd in mapped["up"][:1]:    # the primary holds the data (pools of one copy here)
                 key = str(osd)
@@ -201,7 +236,18 @@ def parse_spread(text: str) -> dict:
         f["osds"] = sorted(int(k) for k in f["objects_per_osd"])
         if not f["errors"]:
             del f["errors"]
+        if not f["sized"]:      # no size witnessed (an older recording, or rados stat failed)
+            del f["sized"], f["bytes_per_osd"]
     out: dict = {"files": files, "osds": sorted({o for f in files for o in f["osds"]})}
+    if cluster:
+        out["cluster_osds"] = cluster
+    sized = [f for f in files if "bytes_per_osd" in f]
+    if sized:
+        total: dict[str, int] = {str(o): 0 for o in cluster or ()}
+        for f in sized:
+            for osd, nbytes in f["bytes_per_osd"].items():
+                total[osd] = total.get(osd, 0) + nbytes
+        out["bytes_per_osd"] = dict(sorted(total.items(), key=lambda kv: int(kv[0])))
     if not files:
         out["reason"] = " ".join(other)[:200] or "no data file to map"
     return out
@@ -255,7 +301,22 @@ def _spread(stage: Path, files: list[dict]) -> dict:
         exact = all("capped" not in f for f in spread["files"])
         spread["note"] = (f"stripe count {count} reached {'' if exact else 'at least '}"
                           f"{len(spread['osds'])} OSD(s); {PLACEMENT}")
+    if "bytes_per_osd" in spread:
+        short = _bytes_short(spread, len(files))
+        if short:
+            spread["bytes_partial"] = short
     return spread
+
+
+def _bytes_short(spread: dict, data_files: int) -> str | None:
+    """Why bytes_per_osd counts less than every byte of the case's data files, if it does."""
+    mapped = spread["files"]
+    if data_files > len(mapped):
+        return f"{len(mapped)} of {data_files} data files mapped"
+    for f in mapped:
+        if f.get("sized", 0) < (f["objects"] or 0):
+            return f"{f['path']}: {f.get('sized', 0)} of {f['objects']} objects sized"
+    return None
 
 
 def effective(lay: dict, key: str):
@@ -326,8 +387,13 @@ class CephFS(FileSystem):
         spread = lay.get("spread") or {}
         if not spread.get("files"):
             return {}
-        return {"osds": (float(len(spread["osds"])), "OSDs"),
-                "objects": (float(sum(f["objects"] or 0 for f in spread["files"])), "objects")}
+        out = {"osds": (float(len(spread["osds"])), "OSDs"),
+               "objects": (float(sum(f["objects"] or 0 for f in spread["files"])), "objects")}
+        if "bytes_per_osd" in spread and "bytes_partial" not in spread:
+            # every OSD of the cluster, 0 where none of the files' objects is: a column each
+            for osd, nbytes in spread["bytes_per_osd"].items():
+                out[f"bytes_per_osd.osd.{osd}"] = (nbytes / MIB, "MiB")
+        return out
 
 
 FILE_SYSTEM = CephFS()

@@ -20,7 +20,11 @@ NOT_APPLIED = "not applied"
 # The columns a table may add (`iolab table --storage osds`), from the server-side witnesses
 COLUMNS = {"osds": "OSDs that hold the objects of the data files mapped (CephFS: rados ls and "
                    "ceph osd map; at most 4 files, 32 objects each)",
-           "objects": "objects of those files, as rados ls lists them"}
+           "objects": "objects of those files, as rados ls lists them",
+           "bytes_per_osd": "MiB of those files' objects on each OSD of the cluster, one column per "
+                            "OSD, 0 where none is (CephFS: rados stat of each object, summed over "
+                            "the OSDs that hold it; shown only where every object of every data "
+                            "file was sized)"}
 
 
 def prerun_lines(case_dir: str, params: dict, stop_on_failure: bool = True) -> list[str]:
@@ -152,10 +156,13 @@ class StorageLayer(Layer):
         return names
 
     def column_values(self, observed, names: list[str]) -> list[tuple[str, float, str]]:
+        """The asked columns a record has; a column of several (bytes_per_osd: one per OSD) gives
+        each as `<name>.<part>`."""
         given: dict[str, tuple[float, str]] = {}
         for fs in file_systems():
             given.update(fs.columns(observed.get(fs.observed_key) or {}))
-        return [(name, *given[name]) for name in names if name in given]
+        return [(key, *value) for name in names for key, value in given.items()
+                if key == name or key.startswith(name + ".")]
 
     def special_value(self, key: str, value) -> str | None:
         for fs in file_systems():
