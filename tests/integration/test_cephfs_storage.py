@@ -134,9 +134,9 @@ def test_the_demonstration_on_cephfs_records_layouts_and_placement(rfm_env, tmp_
         table = iolab(["table", "cephfs-striping", "--storage", "osds,bytes_per_osd"], env)
         assert table.returncode == 0, table.stderr
         assert "| Stripe Count | Stripe Count (effective) |" in table.stdout
-        assert "Storage osds" in table.stdout
+        assert "OSDs with data" in table.stdout
         for osd in sorted(osd_ids):
-            assert f"Storage bytes_per_osd.osd.{osd} " in table.stdout
+            assert f"Data on osd.{osd} " in table.stdout
 
 
 def check_bytes(seen: dict, osd_ids: set[int]) -> None:

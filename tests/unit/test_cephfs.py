@@ -391,3 +391,12 @@ def test_the_table_shows_a_column_per_osd(tmp_path):
     assert layer_metric_names([got], layer, ["bytes_per_osd", "objects"]) == [
         "storage.bytes_per_osd.osd.0", "storage.bytes_per_osd.osd.1", "storage.bytes_per_osd.osd.2",
         "storage.bytes_per_osd.osd.3", "storage.objects"]
+
+
+def test_storage_columns_are_named_in_words():
+    from iolab.analysis.report import metric_label
+
+    assert metric_label("storage.osds") == "OSDs with data"
+    assert metric_label("storage.objects") == "Objects"
+    assert metric_label("storage.bytes_per_osd.osd.2") == "Data on osd.2"
+    assert metric_label("darshan.small_write_pct") == "Darshan small_write_pct"

@@ -39,7 +39,7 @@ def metric_label(name: str) -> str:
     head, _, rest = name.partition(".")
     layer = layers.find(head) if rest else None
     if layer is not None and layer.title:    # a layer's column: "Darshan small_write_pct"
-        return f"{layer.title} {rest}"
+        return layer.column_label(rest)
     return " ".join(_WORDS.get(w, w.capitalize()) for w in name.split("_"))
 
 

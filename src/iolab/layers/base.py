@@ -163,6 +163,10 @@ class Layer:
         known ones."""
         return []
 
+    def column_label(self, name: str) -> str:
+        """A table's header for one of its columns ("Darshan small_write_pct")."""
+        return f"{self.title} {name}"
+
     def column_values(self, observed, names: list[str]) -> list[tuple[str, float, str]]:
         """(name, value, unit) of each asked column that the record has a number for; a value
         it cannot give is left out, never 0."""

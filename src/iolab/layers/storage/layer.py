@@ -63,6 +63,14 @@ class StorageLayer(Layer):
         self.observed_keys = (STORAGE, *(fs.observed_key for fs in file_systems()))
         self.preferred_axes = tuple(f"{fs.prefix}stripe_count" for fs in file_systems())
 
+    def column_label(self, name: str) -> str:
+        """'OSDs with data', 'Objects', 'Data on osd.2' (one column per OSD)."""
+        column, _, part = name.partition(".")
+        words = {"osds": "OSDs with data", "objects": "Objects", "bytes_per_osd": "Data on"}
+        if column not in words:
+            return super().column_label(name)
+        return f"{words[column]} {part}" if part else words[column]
+
     def check(self, case) -> str | None:
         for fs, req in requests(case.params):
             problem = fs.check(req)
