@@ -118,6 +118,7 @@ class Experiment:
     report: reportspec.Report = field(default_factory=reportspec.Report)
     search: Search | None = None
     allow: tuple[str, ...] = ()         # guarded benchmark options extra_args may pass
+    order: str = "blocks"               # the jobs' run order (order.py): blocks or matrix
 
     @property
     def benchmarks(self) -> list[str]:
@@ -269,6 +270,7 @@ def _build(doc: Located, path: Path, text: str, profile: str | None, shown: str,
         require_file_system=data.get("require_file_system"), verify=Verify(**data.get("verify", {})),
         darshan=Darshan(**data["darshan"]) if "darshan" in data else None,
         report=reportspec.from_doc(data.get("report") or {}), search=search, allow=allow,
+        order=data.get("order", "blocks"),
     )
 
 
