@@ -78,6 +78,9 @@ class _Run:
             # held by this process until the session ends (session.py): one writer per run
             self.dir = RunDir.create(results_root(self.exp.root), self.exp.id, self.run_id, manifest,
                                      hold=True)
+            if self.order is not None:
+                getlogger().info(f"iolab: {self.exp.id} run {self.run_id}: {len(self.planned)} jobs, "
+                                 f"{self.order.describe()}")
         return self.dir
 
     def append(self, rec: Record) -> None:
