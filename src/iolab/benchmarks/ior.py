@@ -89,7 +89,8 @@ class Ior(Benchmark):
                    "bytes the phase moved, wear-out included, over which IOR computes its "
                    "bandwidth (with a stonewall: xsizeMiB)"),
         MetricSpec("*_ops_stddev", "ops/s", None, "spread of transfers per second"),
-        MetricSpec("*_bw*", "MiB/s", "higher", "bandwidth: IOR's summary mean, max or min"),
+        MetricSpec("*_bw*", "MiB/s", "higher", "bandwidth: IOR's summary mean, max or min (with a "
+                   "stonewall: over every byte the phase moved, wear-out included, as IO500 scores it)"),
         MetricSpec("*_ops*", "ops/s", "higher", "transfers per second"),
         MetricSpec("*_time", "s", "lower", "seconds of the phase (open, io, close, total)"),
     )
