@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "999770e360772b53c849f250b84b4ea38ac405472134a0b09c602d54df73cda1"
+IOLAB_YAML_SHA256 = "4ce8c9ab7b9b57bbcd31fa77c0db02fb1583bd18205dca89534d07c51d8d4f35"
 
 register_experiment(__name__, __file__, "../../experiments/io500-like.yaml", IOLAB_YAML_SHA256)

@@ -362,6 +362,10 @@ def cmd_runs(args) -> int:
     paths = list_runs(root, args.experiment)
     if not paths:
         raise no_runs_error(root, args.experiment)
+    if args.run:
+        from .results.lookup import find_run
+
+        paths = [find_run(root, args.experiment, args.run, include_imported=True)]
     status = 0
     for path in paths:
         try:
@@ -385,7 +389,12 @@ def cmd_runs(args) -> int:
         line += _integrity_text(state)
         if state.unsaved:
             line += f"; unmerged: {', '.join(state.unsaved)}"
+        order = _order_text(state)
+        if order:
+            line += f"; {order}"
         print(line)
+        if args.run:
+            _print_run_order(state)
         if args.stack:
             from .software import summarize
 
@@ -394,6 +403,35 @@ def cmd_runs(args) -> int:
     if status:
         print(f"iolab: error: some runs of {args.experiment!r} are unreadable (see above)", file=sys.stderr)
     return status
+
+
+def _order_text(run) -> str | None:
+    """How a run ordered its jobs, from its manifest (experiment/order.py)."""
+    from .experiment.order import Order
+
+    data = run.manifest.get("order")
+    if data is None:
+        return None
+    try:
+        return Order.from_dict(data).describe()
+    except ValueError:
+        return "run order unreadable"
+
+
+def _print_run_order(run) -> None:
+    """`iolab runs ID RUN`: the run's jobs in the order they ran, each with its last record."""
+    planned = [j for j in run.manifest.planned or [] if isinstance(j, dict)]
+    if not planned:
+        print("    no plan in the manifest (an imported run, or one older than plans)")
+        return
+    status = {}
+    for rec in run.records:
+        status[(rec.case_id, rec.repetition)] = rec.status
+    print(f"    {len(planned)} jobs in the order they ran:")
+    for n, job in enumerate(planned, 1):
+        key = (str(job.get("case_id")), job.get("repetition"))
+        print(f"    {n:4}  {job.get('part') or 'main'}  {key[0]}  rep {key[1]}  "
+              f"{status.get(key, 'no record')}")
 
 
 MAX_WATCH = 86400.0        # seconds: --watch reads a run again at least once a day
@@ -593,7 +631,8 @@ def cmd_resume(args) -> int:
                               "the differences in the new run's manifest")
     config, system = (Path(args.config), None) if args.config else campaign.config_for(chain, root)
     cont = campaign.Continuation(chain.experiment_id, last.run_id, chain.run_id, chain.manifest.profile,
-                                 [list(j) for j in jobs], changed, added)
+                                 [list(j) for j in jobs], changed, added,
+                                 order=campaign.order_of(chain))
     print(f"resuming {chain.experiment_id} run {chain.run_id}: {len(jobs)} job(s) "
           f"({', '.join(f'{c} rep {r}' for _p, c, r in jobs[:6])}{', …' if len(jobs) > 6 else ''})")
     for line in added + [f"allowed change: {c}" for c in changed]:
@@ -697,7 +736,7 @@ EXAMPLES = {
     "import": ["iolab import ior out/*.json --into kaust-stripe-count --param lustre.stripe_count=4"],
     "darshan": ["iolab darshan quickstart", "iolab darshan quickstart --case 3f2a --html page/",
                 "iolab darshan job.darshan"],
-    "runs": ["iolab runs quickstart", "iolab runs quickstart --stack"],
+    "runs": ["iolab runs quickstart", "iolab runs quickstart --stack", "iolab runs quickstart RUN"],
     "verify": ["iolab verify quickstart", "iolab verify quickstart RUN"],
     "reproduce": ["iolab reproduce quickstart RUN CASE", "iolab reproduce --record line.json"],
     "status": ["iolab status quickstart", "iolab status quickstart --watch 10"],
@@ -839,8 +878,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_darshan)
 
     s = sub.add_parser("runs", help="list an experiment's results runs: origin, system, records by "
-                       "status, complete or not")
+                       "status, complete or not, the order its jobs ran in")
     s.add_argument("experiment", metavar="ID")
+    s.add_argument("run", nargs="?", metavar="RUN",
+                   help="only this run, with its jobs in the order they ran (the order and its "
+                        "seed are in the run's manifest)")
     s.add_argument("--stack", action="store_true",
                    help="also show what supplied each run's benchmarks: provider, spack.lock sha256, "
                         "binaries and their versions")

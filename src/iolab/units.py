@@ -69,6 +69,35 @@ def parse_time_limit(text: str) -> int:
     return total
 
 
+DURATION_HELP = "seconds, or a duration such as 300s, 5m or 1h30m"
+MAX_DURATION = 7 * 24 * 3600      # a week: a longer timed phase is a typo
+
+
+def parse_duration(value) -> int:
+    """Seconds in a timed phase's length ("300s", "5m", "1h30m" or 300), from 0 (off) to
+    MAX_DURATION. Raises ValueError (OutOfRange for a well-formed value too long)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a duration; use {DURATION_HELP}")
+    if isinstance(value, int):
+        seconds = value
+    else:
+        m = _DURATION_RE.match(value.strip()) if isinstance(value, str) and value.strip() else None
+        if not m:
+            raise ValueError(f"{_shown(value)} is not a duration; use {DURATION_HELP}")
+        days, hours, minutes, secs = (int(g or 0) for g in m.groups())
+        seconds = ((days * 24 + hours) * 60 + minutes) * 60 + secs
+    if seconds < 0:
+        raise ValueError(f"{_shown(value)} is negative; use {DURATION_HELP}")
+    if seconds > MAX_DURATION:
+        raise OutOfRange(f"{_shown(value)} is longer than a week, the longest timed phase iolab accepts")
+    return seconds
+
+
+def format_duration(seconds: int) -> str:
+    """300 -> '300s' (as the YAML may write it; IOR and fio take plain seconds)."""
+    return f"{seconds}s"
+
+
 def is_size(value) -> bool:
     try:
         parse_size(value)

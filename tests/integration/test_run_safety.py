@@ -60,7 +60,7 @@ description: hostile hint values and IOR arguments
 benchmark: ior
 scale: {{nodes: 1, tasks_per_node: 2}}
 fixed: {{api: MPIIO, transfer_size: 1MiB, block_size: 2MiB,
-        extra_args: ["-O", {json.dumps("stoneWallingWearOut=" + evil[1])}],
+        extra_args: ["-O", {json.dumps("minTimeDuration=" + evil[1])}],
         mpiio.cb_config_list: {json.dumps(evil[7])},
         mpiio.romio_my_hint: {json.dumps(evil[7].replace("ifs", "hint"))}}}
 """
@@ -79,7 +79,7 @@ fixed: {{api: MPIIO, transfer_size: 1MiB, block_size: 2MiB,
     (ior_rec, *_rest) = records(only_run(tmp_path / "results", "evil-ior"))
     if (tmp_path / "standin-bin" / "ior").exists():
         logged = [json.loads(line) for line in (tmp_path / "ior-args.log").read_text().splitlines()]
-        assert logged and all(["-O", "stoneWallingWearOut=" + evil[1]] == a[-2:] for a in logged), logged
+        assert logged and all(["-O", "minTimeDuration=" + evil[1]] == a[-2:] for a in logged), logged
         stage = only_run(tmp_path / "results", "evil-ior") / ior_rec["raw"]["dir"]
         hints = (stage / "iolab-romio-hints.txt").read_text()
         assert f"cb_config_list {evil[7]}\n" in hints

@@ -55,13 +55,16 @@ fixed:
   fsync: true
   keep_file: true
   random_offsets: true
-  extra_args: ["-g", "-O", "stoneWallingWearOut=1"]
+  stonewall: 5m
+  stonewall_wearout: true
+  extra_args: ["-g"]
+job: {time_limit: 30m}
 """)
     args = get_benchmark("ior").run_spec(case, "/d").args
     assert args == ["-a", "POSIX", "-b", "3m", "-t", "1536k", "-s", "16", "-i", "2",
-                    "-F", "-C", "-e", "-w", "-r", "-k", "-z", "-o", "/d/testfile",
-                    "-O", "summaryFormat=JSON", "-O", f"summaryFile={SUMMARY}",
-                    "-g", "-O", "stoneWallingWearOut=1"]
+                    "-F", "-C", "-e", "-w", "-r", "-k", "-z", "-D", "300",
+                    "-O", "stoneWallingWearOut=1", "-o", "/d/testfile",
+                    "-O", "summaryFormat=JSON", "-O", f"summaryFile={SUMMARY}", "-g"]
 
 
 def test_ior_argv_write_only_and_odd_sizes(write_experiment):
@@ -176,7 +179,7 @@ def test_ior_impossible_cases(write_experiment, fixed, fragment):
         _cases(write_experiment, "impossible", f"benchmark: ior\nfixed: {fixed}\n")
 
 
-@pytest.mark.parametrize("extra", ['["-O", "stoneWallingWearOut=1"]', '["-Ominimumtime=1"]',
+@pytest.mark.parametrize("extra", ['["-O", "minTimeDuration=1"]', '["-Ominimumtime=1"]',
                                    '["-O", "x=1#summaryFile=y"]', '["--mpiio.showHints"]'])
 def test_ior_other_directives_pass(write_experiment, extra):
     [case] = _cases(write_experiment, "extra",
@@ -188,10 +191,10 @@ def test_ior_other_directives_pass(write_experiment, extra):
 def test_ior_allowed_extra_args(write_experiment):
     [case] = _cases(write_experiment, "hints", """
 benchmark: ior
-fixed: {api: MPIIO, extra_args: ["--mpiio.showHints", "-O", "stoneWallingWearOut=1"]}
+fixed: {api: MPIIO, extra_args: ["--mpiio.showHints", "-O", "minTimeDuration=1"]}
 """)
     assert get_benchmark("ior").run_spec(case, "/d").args[-3:] == [
-        "--mpiio.showHints", "-O", "stoneWallingWearOut=1"]
+        "--mpiio.showHints", "-O", "minTimeDuration=1"]
 
 
 # ---------------------------------------------------------------- fio

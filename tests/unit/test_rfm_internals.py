@@ -50,6 +50,14 @@ def test_a_test_case_has_what_the_session_reads():
         assert isinstance(inspect.getattr_static(RfmTestCase, attr), property), attr
 
 
+def test_the_runner_starts_the_cases_in_the_order_of_its_list():
+    """rfm/runorder.py hands runall the cases in the run's order: ReFrame's runner must start
+    them in the order of that list (tests/integration/test_run_order.py sees it happen)."""
+    assert re.search(r"for t in testcases:\s*\n\s*self\._policy\.runcase\(t\)",
+                     inspect.getsource(Runner._runall)), \
+        "Runner._runall no longer starts the cases in the order of its list: runorder.arrange must follow"
+
+
 def test_wrap_runall_puts_the_wrapper_on_runner(monkeypatch):
     original = Runner.runall
     monkeypatch.setattr(Runner, "runall", original)     # restored after the test

@@ -37,6 +37,8 @@ class Continuation:
     kind: str = "resume"              # resume: continues the chain; reproduce: a run of its own;
                                       # search: a round of a search (the first has no parent)
     round: int | None = None          # search: which round
+    order: dict | None = None         # the chain's run order (experiment/order.py), kept by
+                                      # its continuations; None: the new run draws its own
 
     def write(self, path: Path) -> Path:
         path.write_text(json.dumps(asdict(self), indent=1) + "\n")
@@ -61,6 +63,16 @@ class Continuation:
             return {"reproduces": {"run": self.parent, "jobs": self.jobs}, "differences": self.changes}
         return {"parent": self.parent, "chain_root": self.root, "resumed_jobs": len(self.jobs),
                 "allowed_changes": self.changes}
+
+
+def order_of(chain: Run | None) -> dict | None:
+    """The run order of a chain's first run, as its manifest records it (None: no chain, or a
+    run made before runs recorded their order)."""
+    if chain is None:
+        return None
+    first = chain.chain[0] if chain.chain else chain
+    order = first.manifest.get("order")
+    return order if isinstance(order, dict) else None
 
 
 def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None,

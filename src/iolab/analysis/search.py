@@ -762,7 +762,8 @@ def run_search(root, exp, config, system, batch: int, rounds: int | None = None,
         last = (chain.chain[-1] if chain and chain.chain else chain)
         number = (len(chain.chain) or 1) + 1 if chain is not None else 1
         cont = campaign.Continuation(exp.id, last.run_id if last else "", chain.run_id if chain else "",
-                                     exp.profile, [list(j) for j in jobs], kind="search", round=number)
+                                     exp.profile, [list(j) for j in jobs], kind="search", round=number,
+                                     order=campaign.order_of(chain))
         cases = list(dict.fromkeys(cid for _p, cid, _r in jobs))
         log = (log_dir / f"{exp.id}-round{number}-{time.strftime('%Y%m%dT%H%M%S')}.log"
                if log_dir is not None and not dry_run else None)

@@ -12,7 +12,7 @@ from .base import Benchmark, MetricSpec, RunSpec, read_output
 OUTPUT = "fio.json"
 JOBFILE = "fio-job.fio"
 _OWNED = ("output", "output-format", "directory", "filename", "name", "rw", "bs", "size", "numjobs",
-          "direct", "ioengine", "iodepth")
+          "direct", "ioengine", "iodepth", "runtime", "time_based")
 
 # fio 3.33's options that run a program, load code, talk to other hosts or change the node, and
 # those that name a path (fio --cmdhelp=all, fio --help): `allow:` name -> what it does. fio
@@ -96,6 +96,12 @@ class Fio(Benchmark):
             return "MPI-IO hints have no effect on fio"
         if case.params["size"] < case.params["bs"]:
             return "size must be at least bs"
+        runtime = case.params["runtime"]
+        if case.params["time_based"] and not runtime:
+            return "time_based runs for runtime seconds: set runtime (e.g. 60s)"
+        if runtime and runtime >= case.job.time_limit_seconds:
+            return (f"runtime {runtime} s is not shorter than the job's time limit "
+                    f"({case.job.time_limit}): raise job.time_limit")
         for arg in case.params["extra_args"]:
             if not arg.startswith("-"):
                 return (f"extra_args {arg!r}: fio reads it as a job file, with jobs of its own; give "
@@ -135,15 +141,17 @@ class Fio(Benchmark):
         return fio_json.parse(read_output(stage / OUTPUT, "fio JSON output"), OUTPUT)
 
     echo_params = {k: k for k in ("rw", "bs", "size", "numjobs", "ioengine", "iodepth", "direct",
-                                  "end_fsync")}
+                                  "end_fsync", "runtime", "time_based")}
 
     def requested_echo(self, case, spec) -> dict:
         p = case.params
         want = super().requested_echo(case, spec)
         # every byte of every job moves once, unless the run is bounded by time or count instead
-        bounded = ("--time_based", "--runtime", "--io_size", "--io_limit", "--number_ios", "--loops")
-        if not any(a.split("=", 1)[0] in bounded for a in p["extra_args"]):
+        bounded = ("--io_size", "--io_limit", "--number_ios", "--loops")
+        if not p["runtime"] and not any(a.split("=", 1)[0] in bounded for a in p["extra_args"]):
             want["io_bytes"] = p["size"] * p["numjobs"]
+        if p["time_based"]:     # every job ran for the whole runtime (fio's job_runtime)
+            want["ran_runtime"] = True
         return want
 
     def error_lines(self, stdout, stderr, spec):

@@ -20,7 +20,10 @@ _OWNED = {
     "-F": "file_per_process", "-c": "collective", "--collective": "collective",
     "-C": "reorder_tasks", "-e": "fsync", "-i": "iterations", "-w": "write", "-r": "read",
     "-k": "keep_file", "-z": "random_offsets", "-o": "the case directory (iolab sets it)",
+    "-D": "stonewall",
 }
+# IOR directives (-O key=value, keys in any case) that a typed parameter owns
+_OWNED_DIRECTIVES = {"stonewallingwearout": "stonewall_wearout"}
 _REJECTED = {
     "-U": "IOR 4 removed -U: give hints as mpiio.<hint> parameters",
     "-H": "IOR 4 removed -H: effective hints are collected by iolab",
@@ -74,8 +77,20 @@ class Ior(Benchmark):
     guarded_options = GUARDED
     metrics = (
         MetricSpec("*_bw_stddev", "MiB/s", None, "spread of bandwidth over IOR's repetitions"),
+        MetricSpec("*_stonewall_rank_bw", "MiB/s", "higher",
+                   "IOR's StoneWallbwMeanMIB (with stonewall_wearout): the bytes one rank moved by "
+                   "the stonewall, on average, over the stonewall time: a per-rank figure"),
+        MetricSpec("*_stonewall_bw", "MiB/s", "higher",
+                   "all ranks' bytes by the stonewall over the stonewall time: IOR's per-rank "
+                   "StoneWallbwMeanMIB times the tasks (with stonewall_wearout)"),
+        MetricSpec("*_stonewall_time", "s", None,
+                   "IOR's StoneWallTime: seconds until every rank stopped at the stonewall"),
+        MetricSpec("*_moved_bytes", "B", None,
+                   "bytes the phase moved, wear-out included, over which IOR computes its "
+                   "bandwidth (with a stonewall: xsizeMiB)"),
         MetricSpec("*_ops_stddev", "ops/s", None, "spread of transfers per second"),
-        MetricSpec("*_bw*", "MiB/s", "higher", "bandwidth: IOR's summary mean, max or min"),
+        MetricSpec("*_bw*", "MiB/s", "higher", "bandwidth: IOR's summary mean, max or min (with a "
+                   "stonewall: over every byte the phase moved, wear-out included, as IO500 scores it)"),
         MetricSpec("*_ops*", "ops/s", "higher", "transfers per second"),
         MetricSpec("*_time", "s", "lower", "seconds of the phase (open, io, close, total)"),
     )
@@ -83,7 +98,9 @@ class Ior(Benchmark):
     def reported(self, params: dict) -> tuple[str, ...] | None:
         """Per phase run (-w, -r), the summary's figures and the phase's times (parsers/ior_json)."""
         names = ([n for n, _key, _unit in ior_json.SUMMARY_METRICS]
-                 + [n for n, _key in ior_json.PHASE_TIMES])
+                 + [n for n, _key in ior_json.PHASE_TIMES]
+                 + (list(ior_json.STONEWALL_METRICS) if params.get("stonewall") else [])
+                 + (list(ior_json.WEAROUT_METRICS) if params.get("stonewall_wearout") else []))
         return tuple(f"{op}_{n}" for op in ("write", "read") if params[op] for n in names)
 
     def check(self, case) -> str | None:
@@ -108,6 +125,13 @@ class Ior(Benchmark):
             return "IOR rejects random_offsets with HDF5, NCMPI and collective MPIIO"
         if p["api"] == "NCMPI" and p["file_per_process"]:
             return "IOR's NCMPI backend rejects file_per_process"
+        if p["stonewall_wearout"] and not p["stonewall"]:
+            return "stonewall_wearout goes on after a stonewall: set stonewall (e.g. 300s)"
+        phases = (p["write"] + p["read"]) * p["iterations"]
+        if p["stonewall"] and p["stonewall"] * phases >= case.job.time_limit_seconds:
+            return (f"{phases} stonewalled phase(s) of {p['stonewall']} s take at least "
+                    f"{p['stonewall'] * phases} s, not less than the job's time limit "
+                    f"({case.job.time_limit}): raise job.time_limit")
         args = p["extra_args"]
         for i, arg in enumerate(args):
             problem = extra_arg_problem(arg, _OWNED, _REJECTED)
@@ -116,6 +140,12 @@ class Ior(Benchmark):
             owned = _summary_directive(args, i)
             if owned:
                 return f"extra_args {owned!r}: iolab owns the summary file ({SUMMARY}, JSON)"
+            directives = args[i + 1] if arg == "-O" and i + 1 < len(args) else \
+                arg[2:] if arg.startswith("-O") else None
+            typed = [_OWNED_DIRECTIVES[k] for k in sorted(_directive_keys(directives or ""))
+                     if k in _OWNED_DIRECTIVES]
+            if directives is not None and typed:
+                return f"extra_args {directives!r}: use the parameter {typed[0]!r} instead"
         return None
 
     def guarded_arg(self, arg: str, previous: str | None) -> str | None:
@@ -156,6 +186,10 @@ class Ior(Benchmark):
                           ("random_offsets", "-z")):
             if p[key] or (key == "keep_file" and keep_files):
                 args.append(flag)
+        if p["stonewall"]:
+            args += ["-D", str(p["stonewall"])]
+        if p["stonewall_wearout"]:
+            args += ["-O", "stoneWallingWearOut=1"]
         args += ["-o", JobPath(f"{case_dir}/testfile"),
                  "-O", "summaryFormat=JSON", "-O", f"summaryFile={SUMMARY}"]
         files = {}
@@ -180,7 +214,8 @@ class Ior(Benchmark):
                    "filePerProc": "file_per_process", "collective": "collective", "fsync": "fsync",
                    "reorderTasks": "reorder_tasks", "randomOffset": "random_offsets",
                    "writeFile": "write", "readFile": "read", "nodes": "scale.nodes",
-                   "tasksPerNode": "scale.tasks_per_node"}
+                   "tasksPerNode": "scale.tasks_per_node", "deadlineForStonewall": "stonewall",
+                   "stoneWallingWearOut": "stonewall_wearout"}
     # -k (iolab adds it to its own runs for lfs getstripe, so a run's check leaves it out)
     imported_echo = {"keepFile": "keep_file"}
 

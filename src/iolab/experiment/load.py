@@ -17,7 +17,7 @@ from typing import Any
 from . import reportspec
 from . import schema as schemas
 from ..errors import IolabError, IolabErrors
-from ..units import SIZE_HELP, OutOfRange
+from ..units import DURATION_HELP, SIZE_HELP, OutOfRange
 from .yamlpos import CONTROL, Located, brief, char_name, decode, dotted, load_yaml
 
 PARAM_SECTIONS = ("fixed", "matrix", "zip", "exclude")
@@ -37,6 +37,12 @@ class Job:
 
     def __post_init__(self):
         object.__setattr__(self, "extra_directives", tuple(self.extra_directives))
+
+    @property
+    def time_limit_seconds(self) -> int:
+        from ..units import parse_time_limit
+
+        return parse_time_limit(self.time_limit)
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,7 @@ class Experiment:
     report: reportspec.Report = field(default_factory=reportspec.Report)
     search: Search | None = None
     allow: tuple[str, ...] = ()         # guarded benchmark options extra_args may pass
+    order: str = "blocks"               # the jobs' run order (order.py): blocks or matrix
 
     @property
     def benchmarks(self) -> list[str]:
@@ -276,6 +283,7 @@ def _build(doc: Located, path: Path, text: str, profile: str | None, shown: str,
         require_file_system=data.get("require_file_system"), verify=Verify(**data.get("verify", {})),
         darshan=Darshan(**data["darshan"]) if "darshan" in data else None,
         report=reportspec.from_doc(data.get("report") or {}), search=search, allow=allow,
+        order=data.get("order", "blocks"),
     )
 
 
@@ -525,6 +533,8 @@ def _explain(doc: Located, err, base) -> IolabError:
             return doc.error(path, str(cause))
         if err.validator_value == "size":
             return doc.error(path, f"{brief(err.instance)} is not a size", hint=f"use {SIZE_HELP}")
+        if err.validator_value == "duration":
+            return doc.error(path, f"{brief(err.instance)} is not a duration", hint=f"use {DURATION_HELP}")
     if v == "maxLength":
         return doc.error(path, f"{brief(err.instance)} is longer than {err.validator_value} characters")
     if v in ("minProperties", "minItems"):

@@ -55,9 +55,10 @@ def _echo(doc: dict, jobs: list) -> dict:
     """fio's options as it read them (global then job section), typed, and the bytes it moved.
     fio lists only the options its job file gives: one it does not give ran at fio's default
     (fio's HOWTO: numjobs 1, iodepth 1, direct 0, end_fsync 0)."""
-    from ..units import parse_size
+    from ..units import parse_duration, parse_size
 
-    options = {"numjobs": "1", "iodepth": "1", "direct": "0", "end_fsync": "0",
+    options = {"numjobs": "1", "iodepth": "1", "direct": "0", "end_fsync": "0", "runtime": "0",
+               "time_based": "0",
                **(doc.get("global options") or {}), **(jobs[0].get("job options") or {})}
     out: dict = {}
     for key in ("rw", "ioengine"):
@@ -71,8 +72,18 @@ def _echo(doc: dict, jobs: list) -> dict:
     for key in ("numjobs", "iodepth"):
         if str(options.get(key, "")).isdigit():
             out[key] = int(options[key])
-    for key in ("direct", "end_fsync"):
+    for key in ("direct", "end_fsync", "time_based"):
         if key in options:
             out[key] = str(options[key]) not in ("0", "false")
+    try:      # fio reads a bare number as seconds
+        text = str(options["runtime"]).strip()
+        out["runtime"] = parse_duration(int(text) if text.isdigit() else text)
+    except ValueError:
+        pass
+    runs = [j.get("job_runtime") for j in jobs]
+    if out.get("runtime") and all(isinstance(r, (int, float)) for r in runs):
+        # fio stops a time-based job once runtime has passed: each ran at least that long
+        # (1% slack for the timer's granularity)
+        out["ran_runtime"] = min(runs) >= 0.99 * 1000 * out["runtime"]
     out["io_bytes"] = int(sum(j.get(d, {}).get("io_bytes", 0) for j in jobs for d in ("read", "write")))
     return out

@@ -8,11 +8,20 @@ from ..errors import ParseError
 from . import Metric, Parsed, mean, number
 
 SOURCE = "ior-json"
+MIB = 1024 * 1024
 SUMMARY_METRICS = (
     ("bw", "bwMeanMIB", "MiB/s"), ("bw_max", "bwMaxMIB", "MiB/s"), ("bw_min", "bwMinMIB", "MiB/s"),
     ("bw_stddev", "bwStdMIB", "MiB/s"), ("ops", "OPsMean", "ops/s"), ("ops_max", "OPsMax", "ops/s"),
     ("ops_min", "OPsMin", "ops/s"), ("ops_stddev", "OPsSD", "ops/s"),
 )
+
+# With a stonewall (-D), the bytes the phase moved: IOR's bandwidth is over them, not over the
+# block size asked for (IOR warns "Using actual aggregate bytes moved")
+STONEWALL_METRICS = {"moved_bytes": ("xsizeMiB", "B")}
+# With stoneWallingWearOut=1, IOR's figures at the stonewall (stonewall_bw: iolab's, from them)
+WEAROUT_METRICS = {"stonewall_time": ("StoneWallTime", "s"),
+                   "stonewall_rank_bw": ("StoneWallbwMeanMIB", "MiB/s"),
+                   "stonewall_bw": ("StoneWallbwMeanMIB", "MiB/s")}
 
 # each phase's mean over IOR's iterations of these times
 PHASE_TIMES = (("open_time", "openTime"), ("io_time", "wrRdTime"), ("close_time", "closeTime"),
@@ -61,6 +70,7 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
         for name, key in PHASE_TIMES:
             values = [number(r.get(key), f"{op} {key}", source) for r in runs]
             metrics.append(Metric(f"{op}_{name}", mean(values), "s", SOURCE))
+        metrics += _stonewall(entry, params, op, source)
     if not metrics:
         raise ParseError(f"{source}: the IOR summary has neither a write nor a read result")
     details = {
@@ -73,13 +83,30 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
     return Parsed(metrics, version=doc.get("Version"), details=details, echo=_echo(summary[0], params))
 
 
+def _stonewall(entry: dict, params: dict, op: str, source: str) -> list[Metric]:
+    """A stonewalled phase's own figures: the bytes it moved (its bandwidth's numerator) and,
+    with wear-out, IOR's stonewall time and per-rank stonewall bandwidth, and all ranks' (that
+    times the tasks)."""
+    out = []
+    if params.get("deadlineForStonewall"):
+        moved = number(entry.get("xsizeMiB"), f"{op} xsizeMiB", source)
+        out.append(Metric(f"{op}_moved_bytes", moved * MIB, "B", SOURCE))
+    if params.get("stoneWallingWearOut"):
+        tasks = number(entry.get("numTasks"), f"{op} numTasks", source)
+        for name, (key, unit) in WEAROUT_METRICS.items():
+            value = number(entry.get(key), f"{op} {key}", source)
+            out.append(Metric(f"{op}_{name}", value * tasks if name == "stonewall_bw" else value,
+                              unit, SOURCE))
+    return out
+
+
 # What IOR says it ran: the summary's and the test's parameters, under IOR's own names.
 _ECHO_INTS = {"numTasks": "summary", "blockSize": "summary", "transferSize": "summary",
               "segmentCount": "summary", "repetitions": "summary", "tasksPerNode": "summary",
-              "nodes": "params"}
+              "nodes": "params", "deadlineForStonewall": "params"}
 _ECHO_FLAGS = {"filePerProc": "summary", "collective": "params", "fsync": "params",
                "reorderTasks": "params", "randomOffset": "params", "writeFile": "params",
-               "readFile": "params", "keepFile": "params"}
+               "readFile": "params", "keepFile": "params", "stoneWallingWearOut": "params"}
 
 
 def _echo(summary: dict, params: dict) -> dict:

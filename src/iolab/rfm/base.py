@@ -59,6 +59,7 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
     _iolab_producer: dict = {}      # read case id -> write case id
     _iolab_consumers: dict = {}     # write case id -> read case ids
     _iolab_param_vars: dict = {}    # loggable variable name -> (parameter key, shown as text)
+    _iolab_repetitions: int = 1     # repetitions this process has tests for
 
     @run_after("init")
     def _iolab_init(self):

@@ -1,6 +1,6 @@
 """`iolab resume` on the ReFrame side: in a continuation, only the jobs it names are built (the
-others are skipped while ReFrame loads tests, so they are neither planned nor recorded), and the
-new run's manifest names the run it continues."""
+others are skipped while ReFrame loads tests, so they are neither planned nor recorded), they
+run in the chain's order, and the new run's manifest names the run it continues."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import functools
 import os
 
 from ..analysis.campaign import RESUME_ENV, Continuation
+from ..errors import IolabError
+from ..experiment.order import Order
 
 
 @functools.cache
@@ -34,3 +36,16 @@ def skip_done(test, case) -> None:
 def manifest_extra(experiment: str) -> dict:
     cont = current(experiment)
     return cont.manifest_extra() if cont is not None else {}
+
+
+def order(exp, repetitions: int) -> Order:
+    """The order this process runs `exp`'s jobs in: a continuation's (the chain's, so `iolab
+    resume` and each round of `iolab search` keep it), else a new one as the experiment says."""
+    cont = current(exp.id)
+    if cont is not None and cont.order is not None:
+        try:
+            return Order.from_dict(cont.order)
+        except ValueError as exc:
+            raise IolabError(f"the continuation of run {cont.root} names no usable run order: "
+                             f"{exc}") from None
+    return Order.new(exp.order, repetitions)

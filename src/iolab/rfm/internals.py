@@ -19,6 +19,8 @@ def wrap_runall(make_wrapper: Callable[[Callable], Callable]) -> None:
     before the first job starts, every test case (reframe.frontend.executors.TestCase: .check,
     .partition, .environ, .deps) it will run, and sees how the session ends (KeyboardInterrupt,
     ForceExitError on SIGTERM, FailureLimitError, RunSessionTimeout), which iolab must record.
+    The runner starts the cases in the order of that list, which is how iolab's run order
+    (runorder.py) becomes ReFrame's.
     """
     from reframe.frontend.executors import Runner
 

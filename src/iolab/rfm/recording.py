@@ -15,6 +15,7 @@ from reframe.core.logging import getlogger
 from . import site
 from ..errors import IolabError
 from ..experiment.load import Experiment
+from ..experiment.order import Order
 from ..results.record import Observed, Provenance, Record
 from ..results.run import progress_text
 from .shims import shim_path
@@ -39,6 +40,15 @@ class _Run:
         self.skip_reasons: set[str] = set()                         # why its skipped jobs were
         self.unsaved: str | None = None      # why some records are in a fallback file, not records.jsonl
         self.started = time.time()
+        self.order: Order | None = None      # the jobs' run order (runorder.py), once asked
+
+    def run_order(self, test_cls) -> list[tuple[str, str, int]]:
+        """Every job of the experiment's test class in this run's order (experiment/order.py):
+        the order is decided at the first call, and the manifest records it."""
+        if self.order is None:
+            self.order = continuation.order(self.exp, test_cls._iolab_repetitions)
+        reps = max(self.order.repetitions, test_cls._iolab_repetitions)
+        return self.order.jobs(list(test_cls._iolab_cases.values()), test_cls._iolab_producer, reps)
 
     def store_lock(self, lock: Path) -> None:
         """The Spack environment's spack.lock, once per run, next to the manifest."""
@@ -55,7 +65,9 @@ class _Run:
                      # e.g. same_machine_as: which published studies this system reproduces
                      "system_extras": system_extras or {}}
             if self.planned:
-                extra["planned"] = self.planned
+                extra["planned"] = self.planned         # in the order the jobs run
+            if self.order is not None:
+                extra["order"] = self.order.as_dict()
             extra.update(continuation.manifest_extra(self.exp.id))
             config = _config_file(self.exp.root)
             if config:
@@ -66,6 +78,9 @@ class _Run:
             # held by this process until the session ends (session.py): one writer per run
             self.dir = RunDir.create(results_root(self.exp.root), self.exp.id, self.run_id, manifest,
                                      hold=True)
+            if self.order is not None:
+                getlogger().info(f"iolab: {self.exp.id} run {self.run_id}: {len(self.planned)} jobs, "
+                                 f"{self.order.describe()}")
         return self.dir
 
     def append(self, rec: Record) -> None:

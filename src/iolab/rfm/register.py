@@ -103,6 +103,7 @@ def _register(module_name: str, exp) -> None:
                           for part in dict.fromkeys(c.part for c in cases)},
         "_iolab_producer": producer,
         "_iolab_consumers": consumers,
+        "_iolab_repetitions": repetitions,      # the run order's blocks (experiment/order.py)
     }
     # Each varied parameter as a loggable variable (stripe_count, cb_nodes...), so ReFrame's
     # results database can group by it: reframe --performance-compare=.../mean:+stripe_count/...

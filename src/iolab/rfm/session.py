@@ -24,7 +24,8 @@ from . import site
 from ..results.provenance import utcnow
 from ..shell import has_variables
 from ..experiment.load import class_name
-from . import internals
+from . import internals, runorder
+from ..errors import IolabError
 from .recording import _Run, for_experiment, record
 from .spack import build_iolab_stack, failure
 
@@ -231,6 +232,11 @@ def _runall(original, *, is_case, registered):
         if internals.is_dry_run(runner):
             return original(runner, testcases, *args, **kwargs)
         global _CURRENT
+        try:
+            testcases = runorder.arrange(
+                testcases, is_case, lambda check: for_experiment(check._iolab_exp).run_order(type(check)))
+        except IolabError as exc:
+            raise ReframeError(f"iolab: {exc}") from None
         session = _CURRENT = _Session(testcases, is_case)
         try:
             result = original(runner, testcases, *args, **kwargs)

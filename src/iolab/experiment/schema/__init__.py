@@ -10,7 +10,7 @@ from importlib import resources
 
 import jsonschema
 
-from ...units import OutOfRange, format_size, is_size, parse_size, parse_time_limit
+from ...units import OutOfRange, format_size, is_size, parse_duration, parse_size, parse_time_limit
 from ..yamlpos import brief
 
 _FORMATS = jsonschema.FormatChecker()
@@ -49,6 +49,12 @@ def _check_time_limit(value) -> bool:
         raise
     except ValueError:
         pass      # how it is written is the pattern's to say
+    return True
+
+
+@_FORMATS.checks("duration", raises=ValueError)
+def _check_duration(value) -> bool:
+    parse_duration(value)     # its ValueError says why (not a duration, negative, over a week)
     return True
 
 
@@ -172,11 +178,17 @@ def is_size_param(spec: dict) -> bool:
     return spec.get("format") == "size"
 
 
+def is_duration_param(spec: dict) -> bool:
+    return spec.get("format") == "duration"
+
+
 def typed(spec: dict, value):
     """A validated value with every size in it (nested ones too) turned into bytes."""
     spec = resolve(spec)
     if is_size_param(spec) and is_size(value):
         return parse_size(value)
+    if is_duration_param(spec) and not isinstance(value, bool) and isinstance(value, (int, str)):
+        return parse_duration(value)
     for branch in spec.get("oneOf", []):
         if validator(branch).is_valid(value):
             return typed(branch, value)
