@@ -537,7 +537,30 @@ def test_progress_plot_draws_every_job(hints_space, tmp_path):
     assert _svg_markers(svg, plots.SEARCH_GIDS["no_value"]) == 1
     assert _svg_markers(svg, plots.SEARCH_GIDS["lowered"]) == 0
     assert "1 job(s) whose striping was not applied" in "; ".join(plot.notes)
+    assert _svg_markers(svg, plots.SEARCH_GIDS["again"]) == 0
+    assert f'id="{plots.SEARCH_GIDS["best_ci"]}"' in svg        # the best's interval, from 2 values
+    assert plot.xlabel.startswith("Jobs spent")
     assert plots.search_progress_plot([], "write_bw", "", True, tmp_path) is None
+
+
+def test_progress_plot_rings_the_jobs_that_separate_the_best(grid, tmp_path):
+    pytest.importorskip("matplotlib")
+    from iolab.present import plots
+
+    space, by_job = grid
+    s = search("model", budget=18, seed=1, initial=6)
+    records = S.drive(s, space, replay(by_job))
+    steps = S.search_progress(s, space, records)
+    again = [st for st in steps if st.again]
+    assert again and all(st.record.repetition > 3 for st in again)
+    assert [st.index for st in steps] == list(range(1, len(records) + 1))
+    plot = plots.search_progress_plot(steps, "write_bw", " MiB/s", True, tmp_path)
+    svg = plot.files["svg"].read_text()
+    assert _svg_markers(svg, plots.SEARCH_GIDS["again"]) == len(again)
+    assert f"{len(again)} job(s) measured a case again" in "; ".join(plot.notes)
+    last = steps[-1]
+    assert last.best == S.observe(space, records, "write_bw").best(True).mean
+    assert last.best_ci == stats.summarize(S.observe(space, records, "write_bw").best(True).values).ci
 
 
 def _file_search(results, root, records_by_round, yaml_extra):

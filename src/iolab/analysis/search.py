@@ -226,6 +226,8 @@ class Step:
     on_grid: bool                   # its value counts as a case of the grid (what was in effect)
     lowered: bool                   # counted as another case than asked for (a lowered hint)
     best: float | None              # the best mean on the grid after this job
+    best_ci: tuple | None = None    # its 95% interval (None below 2 values)
+    again: bool = False             # a repetition beyond those asked for: separating the best
 
 
 def search_progress(search: Search, space: Space, records: list[Record],
@@ -249,7 +251,9 @@ def search_progress(search: Search, space: Space, records: list[Record],
                           p.values[-1] if p is not None else None,
                           p is not None and p.case is not None,
                           p is not None and p.case is not None and p.case.case_id != r.case_id,
-                          best.mean if best is not None else None))
+                          best.mean if best is not None else None,
+                          stats.summarize(best.values).ci if best is not None else None,
+                          search.strategy != GRID and r.repetition > search.repetitions))
     return steps
 
 
