@@ -612,6 +612,10 @@ def test_publish_of_a_search_shows_its_answer_and_progress(results, tmp_path, ca
     text, _ = S.report_run(_chain(results, ids[-1]))
     shown = html.unescape(page.split('<pre class="search-answer">')[1].split("</pre>")[0])
     assert "best found: " in text and shown == text
+    # which cases the search could not tell from the best, or that none is left
+    found = S.answer(s, space, records)
+    assert ("statistically indistinguishable from the best (" in shown) == bool(found.indistinguishable)
+    assert ("the best is separated" in shown) == (not found.indistinguishable)
     assert "(the rounds of iolab search)" in page and "run incomplete" not in page
     assert '<img src="plots/search-progress.png"' in page
     assert "18 jobs in 2 rounds" in page
