@@ -77,10 +77,12 @@ def test_search_rounds_are_continuation_runs_and_resume(rfm_env, tmp_path):
         want = S.propose(exp.search, space, seen, 2 if i == 0 else 1)
         assert sorted(r.job for r in recs) == sorted(want)
         seen += recs
-    # budget 4 x 2 repetitions: 8 jobs, on more than 4 cases; the answer has both repetitions
+    # budget 4 x 2 repetitions: 8 jobs, on 4 cases or more (a quarter of the jobs is kept to
+    # measure again the cases that overlap the best: here each of them gets its 2); the answer
+    # has both repetitions or more
     cases = len({r.case_id for r in seen})
-    assert cases > 4 and 7 <= len(seen) <= 8
-    assert len(S.observe(space, seen, "write_bw").best(True).values) == 2
+    assert cases >= 4 and 7 <= len(seen) <= 8
+    assert len(S.observe(space, seen, "write_bw").best(True).values) >= 2
 
     report = iolab(["search-report", "fio-search"], env, cwd=root)
     assert report.returncode == 0, report.stderr

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from iolab import stats
 from iolab.analysis import search as S
 from iolab.errors import IolabError
-from iolab.experiment.load import Search, load_experiment
+from iolab.experiment.load import Search, default_initial, load_experiment
 from iolab.experiment.matrix import expand
 from iolab.parsers import Metric
 from iolab.results.record import Observed, Record
@@ -30,8 +31,12 @@ def grid():
 
 def replay(by_job):
     """`measure` for search.drive, the loop `iolab search` runs: the grid's recorded jobs, as if
-    each round measured them now."""
-    return lambda jobs, records: records + [by_job[(cid, rep)] for _part, cid, rep in jobs]
+    each round measured them now. A repetition beyond the 3 recorded (a re-measurement) replays
+    them again in turn: repetition 4 is the record of repetition 1, as repetition 4."""
+    def rerun(cid, rep):
+        return replace(by_job[(cid, (rep - 1) % 3 + 1)], repetition=rep)
+
+    return lambda jobs, records: records + [rerun(cid, rep) for _part, cid, rep in jobs]
 
 
 def search(strategy="model", budget=10, repetitions=3, seed=1, initial=4):
@@ -63,9 +68,12 @@ def test_budget_spent_exactly_once_per_case(grid, strategy):
         full = [c for c, reps in state.spent.items() if reps == {1, 2, 3}]
         assert 1 <= len(full) < len(state.spent)
         if strategy != "halving":
-            # every case begins with one repetition; the answer has all of them
-            assert all(reps in ({1}, {1, 2, 3}) for reps in state.spent.values())
-            assert len(state.best(True).values) == 3
+            # every case begins with one repetition; the answer has all of them, and the cases
+            # that overlap it get theirs and more (4, 5, ...: beyond the 3 asked for) to separate
+            # them; the budget's end may cut one short
+            assert all(reps == set(range(1, len(reps) + 1)) for reps in state.spent.values())
+            assert sum(len(reps) == 2 for reps in state.spent.values()) <= 1
+            assert len(state.best(True).values) >= 3
             assert len(records) >= s.budget * s.repetitions - 2
     else:
         assert len(state.spent) == s.budget and len(records) == s.budget * s.repetitions
@@ -244,6 +252,11 @@ def _file_run(results, records, search_yaml=None):
     manifest = json.loads((GRID / "manifest.json").read_text())
     if search_yaml:
         manifest["experiment_yaml"] += search_yaml
+    # a search's rounds plan the repetitions they run, those beyond the grid's 3 too
+    planned = {(j["part"], j["case_id"], j["repetition"]) for j in manifest["planned"]}
+    manifest["planned"] += [{**manifest["planned"][0], "case_id": r.case_id,
+                             "repetition": r.repetition} for r in records
+                            if (r.part, r.case_id, r.repetition) not in planned]
     run = results / "grid-ior-local" / RUN_ID
     run.mkdir(parents=True)
     (run / "manifest.json").write_text(json.dumps(manifest))
@@ -319,6 +332,94 @@ def test_report_says_when_two_best_cannot_be_told_apart(hints_space):
     assert "model's optimum" not in text        # two cases: too few for the model
     one = S.render_answer(S.answer(s, space, records[:1] + records[3:4]), space)
     assert "n too small for Welch's test" in one and "(n too small for an interval)" in one
+
+
+def test_report_names_the_cases_that_overlap_the_best_with_their_intervals(hints_space):
+    space = hints_space
+    a, b, c = (_case(space, mpiio__cb_nodes=n, lustre__stripe_count=1) for n in (1, 2, 4))
+    records = [_record(a, v, rep=i) for i, v in enumerate([100, 140, 120], 1)]
+    records += [_record(b, v, rep=i) for i, v in enumerate([105, 125, 115], 1)]
+    records += [_record(c, v, rep=i) for i, v in enumerate([20, 22, 21], 1)]
+    s = Search("write_bw", "max", 4, "random", 3, 0, 1)
+    found = S.answer(s, space, records)
+    assert [p.case for p in found.indistinguishable] == [b]        # c is far below: separated
+    text = S.render_answer(found, space)
+    lo, hi = stats.summarize([100, 140, 120]).ci
+    assert (f"statistically indistinguishable from the best (1: their 95% intervals overlap the "
+            f"best's, {lo:.4g} to {hi:.4g}; more repetitions of them would tell them apart):\n"
+            "    lustre.stripe_count=1, mpiio.cb_nodes=2: 95% CI ") in text
+    alone = S.answer(s, space, records[:3] + records[6:])
+    assert alone.indistinguishable == []
+    assert "the best is separated: no other case's 95% interval reaches its own" in \
+        S.render_answer(alone, space)
+    # one value has no interval: it is taken as noisy as the best
+    near = S.answer(s, space, records[:3] + records[3:4])
+    assert [p.case for p in near.indistinguishable] == [b]
+    assert "n=1: one value, taken as noisy as the best" in S.render_answer(near, space)
+    assert S.agree(found, S.answer(s, space, records[3:6] + records[6:] + records[:3]))
+    assert not S.agree(alone, S.answer(s, space, records[3:]))
+
+
+def test_before_answering_the_cases_that_overlap_the_best_are_measured_again(grid):
+    """A model search re-measures the cases whose intervals overlap the best's (repetitions
+    beyond the 3 asked for) until none overlaps or the budget is spent."""
+    space, by_job = grid
+    again = 0
+    for seed in range(6):
+        s = search("model", budget=18, seed=seed, initial=6)
+        records = S.drive(s, space, replay(by_job))
+        found = S.answer(s, space, records)
+        assert len(records) == s.budget * s.repetitions or found.indistinguishable == []
+        more = {r.case_id for r in records if r.repetition > s.repetitions}
+        assert more <= {p.case.case_id for p in found.ranked[:1] + found.indistinguishable} | {
+            r.case_id for r in records if r.repetition > s.repetitions}
+        again += bool(more)
+        # what is re-measured is the best or a case that overlapped it when it was proposed
+        for k, r in enumerate(records):
+            if r.repetition > s.repetitions:
+                then = S.answer(s, space, records[:k])
+                assert r.case_id in {p.case.case_id for p in then.ranked[:1]
+                                     + then.indistinguishable}
+    assert again >= 3
+
+
+def _deal(grid_dir: Path, seed: int):
+    """`measure` replaying a measured grid with its noise: each job of a case is the next of the
+    case's recorded repetitions, dealt in an order drawn from the seed and dealt again once all
+    are used (so a case's first 3 values are its 3 measured ones, and no value twice in them)."""
+    import random
+
+    records = grid_records(grid_dir)
+    recorded: dict[str, list] = {}
+    for r in records:
+        recorded.setdefault(r.case_id, []).append(r)
+    rng, decks = random.Random(f"{grid_dir.name}/{seed}"), {}
+
+    def run(cid, rep):
+        if not decks.get(cid):
+            decks[cid] = list(recorded[cid])
+            rng.shuffle(decks[cid])
+        return replace(decks[cid].pop(), repetition=rep)
+
+    return lambda jobs, done: done + [run(cid, rep) for _part, cid, rep in jobs]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in GRID.parent.iterdir() if p.is_dir()))
+def test_two_seeds_agree_or_report_their_answers_indistinguishable(name):
+    """On each measured grid, with the noise of its measured repetitions: every pair of 10
+    seeded searches (the default strategy, a budget of half the grid, 3 repetitions) gives the
+    same answer, or answers that one of the two reports calls indistinguishable from its best."""
+    root = GRID.parent / name
+    (yaml,) = root.glob("grid-*.yaml")
+    space = S.Space.of(expand(load_experiment(yaml)))
+    budget = len(space.cases) // 2
+    answers = []
+    for seed in range(10):
+        s = Search("write_bw", "max", budget, "model", 3, seed, default_initial(budget))
+        answers.append(S.answer(s, space, S.drive(s, space, _deal(root, seed))))
+    apart = [(i, j) for i in range(len(answers)) for j in range(i + 1, len(answers))
+             if not S.agree(answers[i], answers[j])]
+    assert apart == [], [(answers[i].best.setting, answers[j].best.setting) for i, j in apart]
 
 
 def test_an_interrupted_case_is_finished_before_anything_new(grid):
@@ -436,7 +537,30 @@ def test_progress_plot_draws_every_job(hints_space, tmp_path):
     assert _svg_markers(svg, plots.SEARCH_GIDS["no_value"]) == 1
     assert _svg_markers(svg, plots.SEARCH_GIDS["lowered"]) == 0
     assert "1 job(s) whose striping was not applied" in "; ".join(plot.notes)
+    assert _svg_markers(svg, plots.SEARCH_GIDS["again"]) == 0
+    assert f'id="{plots.SEARCH_GIDS["best_ci"]}"' in svg        # the best's interval, from 2 values
+    assert plot.xlabel.startswith("Jobs spent")
     assert plots.search_progress_plot([], "write_bw", "", True, tmp_path) is None
+
+
+def test_progress_plot_rings_the_jobs_that_separate_the_best(grid, tmp_path):
+    pytest.importorskip("matplotlib")
+    from iolab.present import plots
+
+    space, by_job = grid
+    s = search("model", budget=18, seed=1, initial=6)
+    records = S.drive(s, space, replay(by_job))
+    steps = S.search_progress(s, space, records)
+    again = [st for st in steps if st.again]
+    assert again and all(st.record.repetition > 3 for st in again)
+    assert [st.index for st in steps] == list(range(1, len(records) + 1))
+    plot = plots.search_progress_plot(steps, "write_bw", " MiB/s", True, tmp_path)
+    svg = plot.files["svg"].read_text()
+    assert _svg_markers(svg, plots.SEARCH_GIDS["again"]) == len(again)
+    assert f"{len(again)} job(s) measured a case again" in "; ".join(plot.notes)
+    last = steps[-1]
+    assert last.best == S.observe(space, records, "write_bw").best(True).mean
+    assert last.best_ci == stats.summarize(S.observe(space, records, "write_bw").best(True).values).ci
 
 
 def _file_search(results, root, records_by_round, yaml_extra):
@@ -488,6 +612,10 @@ def test_publish_of_a_search_shows_its_answer_and_progress(results, tmp_path, ca
     text, _ = S.report_run(_chain(results, ids[-1]))
     shown = html.unescape(page.split('<pre class="search-answer">')[1].split("</pre>")[0])
     assert "best found: " in text and shown == text
+    # which cases the search could not tell from the best, or that none is left
+    found = S.answer(s, space, records)
+    assert ("statistically indistinguishable from the best (" in shown) == bool(found.indistinguishable)
+    assert ("the best is separated" in shown) == (not found.indistinguishable)
     assert "(the rounds of iolab search)" in page and "run incomplete" not in page
     assert '<img src="plots/search-progress.png"' in page
     assert "18 jobs in 2 rounds" in page

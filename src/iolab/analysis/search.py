@@ -9,8 +9,12 @@ named by its case id. A strategy reads the records so far and proposes the next 
   setting so far its other repetitions (so the answer has an interval), within budget x
   repetitions jobs. New cases: `initial` in that random order, then those a model rates best:
   `model`, a main-effects model (each axis value its own effect, ridge least squares, with a
-  bonus for axis values seen little); `bayes`, Optuna's TPE sampler (multivariate) over the
-  axes (numbers as ordered integer indexes, anything else categorical);
+  bonus for axis values seen little), every other new case one next to the best (`neighbours`:
+  the model is blind to how axes interact); `bayes`, Optuna's TPE sampler (multivariate) over
+  the axes (numbers as ordered integer indexes, anything else categorical). Before answering,
+  the cases whose 95% intervals overlap the best's are measured again (repetitions beyond
+  `repetitions`, with a quarter of the jobs kept for it: `reserve`) until none overlaps or the
+  budget is spent; the answer names those still overlapping (`indistinguishable`);
 - `halving`: successive halving over repetitions: many cases with one repetition, the better
   half gets twice as many, and so on up to `repetitions`.
 
@@ -222,6 +226,8 @@ class Step:
     on_grid: bool                   # its value counts as a case of the grid (what was in effect)
     lowered: bool                   # counted as another case than asked for (a lowered hint)
     best: float | None              # the best mean on the grid after this job
+    best_ci: tuple | None = None    # its 95% interval (None below 2 values)
+    again: bool = False             # a repetition beyond those asked for: separating the best
 
 
 def search_progress(search: Search, space: Space, records: list[Record],
@@ -245,7 +251,9 @@ def search_progress(search: Search, space: Space, records: list[Record],
                           p.values[-1] if p is not None else None,
                           p is not None and p.case is not None,
                           p is not None and p.case is not None and p.case.case_id != r.case_id,
-                          best.mean if best is not None else None))
+                          best.mean if best is not None else None,
+                          stats.summarize(best.values).ci if best is not None else None,
+                          search.strategy != GRID and r.repetition > search.repetitions))
     return steps
 
 
@@ -307,7 +315,11 @@ def _explore_confirm(search: Search, space: Space, state: State, n: int) -> list
     gets the missing ones (so the answer has an interval); then new cases, one repetition each:
     `initial` in the seed's random order, then the model's (model: _main_effects; bayes: Optuna's
     TPE). A new case is proposed only while the
-    budget keeps room to confirm it. When no new case fits, the next best get their missing
+    budget keeps room to confirm it and the reserve (`reserve`). Then, while a case's interval
+    overlaps the best's (`indistinguishable`): those with fewer than `repetitions` get theirs,
+    then the best and they get one more each (repetitions `repetitions` + 1, ...), the one
+    with the fewest values first. Once the best stands apart, the rest of the budget explores
+    (next to the best first); when no new case fits, the next best get their missing
     repetitions (the runner-up: so that Welch can tell the two apart)."""
     reps = search.repetitions
     ids = {c.case_id: c for c in space.cases}
@@ -335,19 +347,46 @@ def _explore_confirm(search: Search, space: Space, state: State, n: int) -> list
                     key=lambda p: (sign * p.mean, -len(p.values)))
     if ranked and len(ranked[0].values) < reps:
         add(ranked[0].case, missing(ranked[0].case, reps - len(ranked[0].values)))
+    if len(taken) >= n:
+        return jobs
     fresh = [c for c in space.cases if c.case_id not in state.spent and c.case_id not in taken]
-    room = min(n - len(taken), len(fresh), left // reps)
-    if room > 0:
+
+    def explore(room: int, near_first: bool = False) -> None:
         chosen = []
         if len(state.spent) < search.initial:
             chosen = [c for c in order(space, search.seed) if c.case_id not in state.spent
                       and c.case_id not in taken][:min(room, search.initial - len(state.spent))]
+        if len(chosen) < room and ranked and near_first:
+            near = neighbours(space, ranked[0].case, set(state.spent) | taken)
+            if near:        # the best's neighbours not run yet, as the model rates them
+                chosen += _main_effects(search, space, state, room - len(chosen),
+                                        taken | {c.case_id for c in chosen}, among=near)
         if len(chosen) < room:
             pick = _main_effects if search.strategy == "model" else _tpe
             chosen += pick(search, space, state, room - len(chosen),
                            taken | {c.case_id for c in chosen})
         for c in chosen:
             add(c, [1])
+
+    # new cases while the budget keeps room to confirm them and the reserve to separate the best
+    room = min(n - len(taken), len(fresh), max(0, left - reserve(search)) // reps)
+    if room > 0:    # after the random start, every other new case is one next to the best
+        explore(room, near_first=len(state.spent) >= search.initial and len(state.spent) % 2 == 0)
+        return jobs
+    contenders = indistinguishable(ranked, search.maximize)
+    if contenders and len(ranked[0].values) >= reps:
+        # separate the best: each contender gets its repetitions (an interval), then the best
+        # and its contenders one more repetition each, the one with the fewest values first
+        for p in contenders:
+            if len(p.values) < reps:
+                add(p.case, missing(p.case, reps - len(p.values)))
+        for p in sorted([ranked[0]] + contenders, key=lambda p: len(p.values)):
+            got = state.spent.get(p.case.case_id, set())
+            add(p.case, [max(got | {len(p.values)}) + 1])
+        return jobs
+    room = min(n - len(taken), len(fresh), left // reps)
+    if room > 0:            # the best stands apart: the reserve explores, next to it first
+        explore(room, near_first=True)
     elif not fresh or left < reps:
         for p in ranked[1:]:
             if len(p.values) < reps:
@@ -355,7 +394,55 @@ def _explore_confirm(search: Search, space: Space, state: State, n: int) -> list
     return jobs
 
 
-def _main_effects(search: Search, space: Space, state: State, n: int, taken: set) -> list[Case]:
+SEPARATE = 0.25     # of a search's jobs kept to re-measure the cases that overlap the best
+
+
+def reserve(search: Search) -> int:
+    """Jobs of the budget kept, while new cases are explored, to re-measure the cases whose
+    intervals overlap the best's (model and bayes): a quarter of budget x repetitions, at least
+    one case's repetitions when the budget has room for more than two cases."""
+    jobs = search.budget * search.repetitions
+    if search.repetitions < 2 or search.budget < 3:
+        return 0
+    return max(search.repetitions, int(SEPARATE * jobs))
+
+
+def separated(best: Point, other: Point, maximize: bool) -> bool:
+    """Whether `other` is told apart from `best` by their 95% intervals: the two do not overlap.
+    A point with one value has no interval of its own: it is given the best's half-width (as
+    noisy as the best); the best with fewer than two values is told apart from nothing."""
+    b = stats.summarize(best.values)
+    if b.ci is None:
+        return False
+    o = stats.summarize(other.values)
+    lo, hi = o.ci if o.ci is not None else (o.mean - b.ci_half_width, o.mean + b.ci_half_width)
+    return hi < b.ci[0] if maximize else lo > b.ci[1]
+
+
+def indistinguishable(ranked: list[Point], maximize: bool) -> list[Point]:
+    """The points (best first, as `ranked`) that cannot be told apart from the best, `ranked[0]`."""
+    return [p for p in ranked[1:] if not separated(ranked[0], p, maximize)] if ranked else []
+
+
+def neighbours(space: Space, case: Case, spent: set) -> list[Case]:
+    """The cases one step from `case` on one axis (the next value up or down of an ordered axis,
+    any other value of the others), not in `spent`: where a main-effects model, blind to how axes
+    interact, can miss a better case next to the best."""
+    at = space.coords(space.setting(case))
+    out = []
+    for c in space.cases:
+        if c.case_id in spent:
+            continue
+        other = space.coords(space.setting(c))
+        diff = [i for i in range(len(at)) if at[i] != other[i]]
+        if len(diff) == 1 and (not space.ordered[space.axes[diff[0]]]
+                               or abs(at[diff[0]] - other[diff[0]]) == 1):
+            out.append(c)
+    return out
+
+
+def _main_effects(search: Search, space: Space, state: State, n: int, taken: set,
+                  among: list[Case] | None = None) -> list[Case]:
     """n cases the main-effects model rates best: each axis value adds its own effect (ridge
     least squares over the means on the grid so far, each weighted by its number of values, on
     standardised values, penalty 1), plus an exploration bonus for axis values seen little
@@ -364,7 +451,8 @@ def _main_effects(search: Search, space: Space, state: State, n: int, taken: set
     import numpy as np
 
     points = [p for p in state.points if p.case is not None and p.values]
-    free = [c for c in space.cases if c.case_id not in state.spent and c.case_id not in taken]
+    free = [c for c in (space.cases if among is None else among)
+            if c.case_id not in state.spent and c.case_id not in taken]
     columns = [(i, j) for i, k in enumerate(space.axes) for j in range(len(space.values[k]))]
 
     def row(at) -> np.ndarray:
@@ -546,6 +634,7 @@ class Answer:
     welch: object | None = None     # stats.Welch of the best against the runner-up
     predicted: tuple | None = None  # (Case, predicted value) where the model differs
     set_aside: list[tuple] = field(default_factory=list)    # State.set_aside
+    indistinguishable: list[Point] = field(default_factory=list)    # overlap the best (separated)
 
     @property
     def best(self) -> Point | None:
@@ -565,6 +654,7 @@ def answer(search: Search, space: Space, records: list[Record]) -> Answer:
     out = Answer(search, len(space.cases), len(state.spent), state.jobs, ranked,
                  [p for p in state.points if p.case is None],
                  [cid for cid in state.spent if cid not in valued], set_aside=state.set_aside)
+    out.indistinguishable = indistinguishable(ranked, search.maximize)
     if len(ranked) > 1:
         out.welch = stats.welch(stats.summarize(ranked[1].values), stats.summarize(ranked[0].values))
     model = predict(space, ranked)
@@ -573,6 +663,16 @@ def answer(search: Search, space: Space, records: list[Record]) -> Answer:
         if ranked and top[0] is not ranked[0].case:
             out.predicted = top
     return out
+
+
+def agree(a: Answer, b: Answer) -> bool:
+    """Whether two searches of one grid give the same answer, or answers that either's report
+    calls indistinguishable from its best (what two seeds of a search must do on noise)."""
+    if a.best is None or b.best is None:
+        return a.best is None and b.best is None
+    x, y = a.best.case.case_id, b.best.case.case_id
+    return (x == y or y in {p.case.case_id for p in a.indistinguishable}
+            or x in {p.case.case_id for p in b.indistinguishable})
 
 
 def report_run(run, objective: str | None = None) -> tuple[str, bool]:
@@ -683,6 +783,8 @@ def render_answer(a: Answer, space: Space, unit: str = "") -> str:
         else:
             lines.append(f"best vs runner-up: NOT distinguishable (Welch p={w.p:.3g} >= {stats.ALPHA}):"
                          " either may be the better; more repetitions of both would tell")
+    if a.best is not None and len(a.ranked) > 1:
+        lines += _separation(a, setting, unit)
     if a.predicted is not None:
         case, value = a.predicted
         ran = next((p for p in a.ranked if p.case is case), None)
@@ -703,6 +805,33 @@ def render_answer(a: Answer, space: Space, unit: str = "") -> str:
         lines.append(f"{s.objective}: {stats.set_aside_text([v for *_, v in a.set_aside])}, "
                      f"in no figure above: {shown}{', …' if len(a.set_aside) > 6 else ''}")
     return "\n".join(lines) + "\n"
+
+
+def _separation(a: Answer, setting, unit: str) -> list[str]:
+    """Which cases run cannot be told apart from the best, and why: their intervals."""
+    b = stats.summarize(a.best.values)
+    if b.ci is None:
+        return [f"indistinguishable from the best: not known (the best has n={b.n}: no interval "
+                "to separate it by)"]
+    if not a.indistinguishable:
+        return [f"the best is separated: no other case's 95% interval reaches its own "
+                f"({b.ci[0]:.4g} to {b.ci[1]:.4g}{unit}); {len(a.ranked) - 1} other case(s) run"]
+
+    def interval(p: Point) -> str:
+        m = stats.summarize(p.values)
+        if m.ci is None:
+            return (f"{m.mean:.4g}{unit}, n=1: one value, taken as noisy as the best "
+                    f"({m.mean - b.ci_half_width:.4g} to {m.mean + b.ci_half_width:.4g})")
+        return f"95% CI {m.ci[0]:.4g} to {m.ci[1]:.4g}{unit}, n={m.n}"
+
+    out = [f"statistically indistinguishable from the best ({len(a.indistinguishable)}: their 95% "
+           f"intervals overlap the best's, {b.ci[0]:.4g} to {b.ci[1]:.4g}{unit}; more repetitions "
+           "of them would tell them apart):"]
+    out += [f"    {setting(p.setting, p.case.benchmark)}: {interval(p)}"
+            for p in a.indistinguishable[:10]]
+    if len(a.indistinguishable) > 10:
+        out.append(f"    … and {len(a.indistinguishable) - 10} more")
+    return out
 
 
 def space_bench(space: Space, p: Point) -> str:

@@ -835,7 +835,8 @@ def make_plots(run, out_dir: Path, metrics: list[str] | None = None,
 SEARCH_PLOT = "search-progress"
 # the SVG groups of the progress plot (tests and readers find the points by them)
 SEARCH_GIDS = {"on_grid": "search-on-grid", "lowered": "search-lowered",
-               "off_grid": "search-off-grid", "no_value": "search-no-value", "best": "search-best"}
+               "off_grid": "search-off-grid", "no_value": "search-no-value", "best": "search-best",
+               "again": "search-again", "best_ci": "search-best-ci"}
 
 
 @dataclass
@@ -849,10 +850,11 @@ class ProgressPlot:
 
 def search_progress_plot(steps, objective: str, unit: str, maximize: bool, out_dir: Path,
                          prefix: str = "", formats=FORMATS) -> ProgressPlot | None:
-    """The objective of each job of a search (search.search_progress) against the order the
-    search ran them, with the best mean so far; jobs whose value counts as no case of the grid
-    (striping not applied) drawn apart, jobs without a value marked on the x axis, rounds as
-    dotted lines. None when matplotlib is missing or there is no job."""
+    """The objective of each job of a search (search.search_progress) against the jobs spent,
+    with the best mean so far and its 95% interval (shaded); jobs that measured a case again to
+    separate the best (repetitions beyond those asked for) ringed, jobs whose value counts as
+    no case of the grid (striping not applied) drawn apart, jobs without a value marked on the
+    x axis, rounds as dotted lines. None when matplotlib is missing or there is no job."""
     if importlib.util.find_spec("matplotlib") is None or not steps:
         return None
     import matplotlib as mpl
@@ -864,11 +866,12 @@ def search_progress_plot(steps, objective: str, unit: str, maximize: bool, out_d
         "off_grid": [s for s in steps if s.value is not None and not s.on_grid],
         "no_value": [s for s in steps if s.value is None],
     }
-    xlabel = "Jobs in the order the search ran them (one case, one repetition each)"
+    xlabel = "Jobs spent, in the order the search ran them (one case, one repetition each)"
     ylabel = _ylabel(objective, unit)
     title = f"Search progress: {metric_label(objective)} of each job ({'max' if maximize else 'min'})"
     notes = ["points: each job's value as recorded, counted as the setting that was in effect",
-             "line: the best mean on the grid so far (the answer at that point)"]
+             "line: the best mean on the grid so far (the answer at that point); shaded: its 95% "
+             "interval"]
     with mpl.rc_context(RC):
         fig = _figure(*FIGSIZE)
         ax = fig.add_subplot()
@@ -890,6 +893,24 @@ def search_progress_plot(steps, objective: str, unit: str, maximize: bool, out_d
                               transform=ax.get_xaxis_transform(), clip_on=False,
                               label="no value (failed or skipped)")
             line.set_gid(SEARCH_GIDS["no_value"])
+        again = [s for s in steps if s.again and s.value is not None and s.on_grid]
+        if again:
+            (line,) = ax.plot([s.index for s in again], [s.value for s in again], linestyle="none",
+                              marker="o", markersize=9, markerfacecolor="none", color="#000000",
+                              markeredgewidth=0.8, label="measured again to separate the best")
+            line.set_gid(SEARCH_GIDS["again"])
+            notes.append(f"{len(again)} job(s) measured a case again (beyond the repetitions asked "
+                         "for) because its interval overlapped the best's")
+        band = [(s.index, *s.best_ci) for s in steps if s.best_ci is not None]
+        if band and all(s.value >= 0 for s in steps if s.value is not None) and \
+                min(lo for _, lo, _ in band) < 0:
+            band = [(x, max(0.0, lo), hi) for x, lo, hi in band]
+            notes.append("the shaded interval is clipped at 0 where its lower end is below it")
+        if band:
+            fill = ax.fill_between([x for x, *_ in band], [lo for _, lo, _ in band],
+                                   [hi for *_, hi in band], step="post", color="#000000",
+                                   alpha=0.12, linewidth=0, label="95% interval of the best mean")
+            fill.set_gid(SEARCH_GIDS["best_ci"])
         best = [(s.index, s.best) for s in steps if s.best is not None]
         if best:
             (line,) = ax.plot([x for x, _ in best], [y for _, y in best], drawstyle="steps-post",
