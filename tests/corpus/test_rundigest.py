@@ -193,3 +193,21 @@ def test_a_run_copied_whole_under_another_run_id_is_not_read_from_its_digest(run
     answer = run_copy.iolab("table", EXP, "--run", other.name, "--set-aside")
     assert answer.returncode != 0 and "no readable records" in answer.stderr, str(answer)
     assert f"it was written for run '{run_copy.run.name}', not '{other.name}'" in answer.stderr
+
+
+def test_verify_writes_the_digest_anew_only_for_records_that_verify(run_copy):
+    """After records are moved back from a fallback file, say: the digest is behind them."""
+    lines = run_copy.lines()
+    manifest = run_copy.manifest()
+    manifest["finished"].update(records=7, last_digest=json.loads(lines[6])["chain"][2])
+    run_copy.write_manifest(manifest)           # the run ended with 7 lines: the 8th is extra
+    answer = run_copy.iolab("table", EXP, "--set-aside")
+    assert "--write-digest` writes it anew" in answer.stderr, str(answer)
+    refused(run_copy.iolab("verify", EXP, "--write-digest"), "records.jsonl:8")
+    assert "records.digest: not used" in run_copy.iolab("table", EXP, "--set-aside").stderr
+    run_copy.write_lines(lines[:7])             # the records as the run ended them
+    done = run_copy.iolab("verify", EXP, "--write-digest")
+    assert done.returncode == 0 and "digest written" in done.stdout, str(done)
+    answer = run_copy.iolab("table", EXP)
+    assert answer.returncode == 0 and NOTE not in answer.stderr, str(answer)
+    assert (0, answer.stdout) == without_digest(run_copy)

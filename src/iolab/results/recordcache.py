@@ -335,7 +335,9 @@ def read_run_digest(run_path: Path, size: int, sha: str, manifest_sha: str,
         why = str(exc).splitlines()[0]
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
         why = f"unreadable ({type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else ''})"
-    print(f"iolab: note: {target}: not used: {why}; read from {RECORDS} instead", file=sys.stderr)
+    print(f"iolab: note: {target}: not used: {why}; read from {RECORDS} instead (`iolab verify "
+          f"{run_path.parent.name} {run_path.name} --write-digest` writes it anew once the records "
+          "verify)", file=sys.stderr)
     return None
 
 
