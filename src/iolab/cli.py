@@ -483,6 +483,11 @@ def cmd_verify(args) -> int:
         run, first = found[0]
         raise IolabError(f"{first.where(run.path / RECORDS)}: {first.reason}",
                          hint=f"{len(found)} problem(s) in all, listed above")
+    if args.write_digest:
+        from .results.recordcache import write_run_digest
+
+        for run in whole.runs_read():
+            print(f"{args.experiment} run {run.run_id}: digest written: {write_run_digest(run.path)}")
     return 0
 
 
@@ -737,7 +742,8 @@ EXAMPLES = {
     "darshan": ["iolab darshan quickstart", "iolab darshan quickstart --case 3f2a --html page/",
                 "iolab darshan job.darshan"],
     "runs": ["iolab runs quickstart", "iolab runs quickstart --stack", "iolab runs quickstart RUN"],
-    "verify": ["iolab verify quickstart", "iolab verify quickstart RUN"],
+    "verify": ["iolab verify quickstart", "iolab verify quickstart RUN",
+               "iolab verify quickstart RUN --write-digest"],
     "reproduce": ["iolab reproduce quickstart RUN CASE", "iolab reproduce --record line.json"],
     "status": ["iolab status quickstart", "iolab status quickstart --watch 10"],
     "resume": ["iolab resume archer-fpp-vs-ssf RUN --failed-only",
@@ -892,6 +898,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "duplicated, reordered or removed line is named) and every record's fields")
     s.add_argument("experiment", metavar="ID")
     s.add_argument("run", nargs="?", metavar="RUN", help="default: the latest")
+    s.add_argument("--write-digest", action="store_true",
+                   help="once the records verify, write each run's records.digest anew from them "
+                        "(after moving a fallback file's records back, say)")
     s.set_defaults(func=cmd_verify)
 
     s = sub.add_parser("reproduce", help="re-run one recorded case from what its run stored (the YAML "

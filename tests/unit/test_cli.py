@@ -242,7 +242,8 @@ def test_import_into_a_symlinked_experiment_dir_is_refused(tmp_path):
     (run_dir,) = (results / "other-study").iterdir()
     nested = run_cli("import", "ior", str(SUMMARY), "--into", "x", env=env_with(run_dir / "r"))
     assert nested.returncode == 2 and "runs are never nested" in nested.stderr
-    assert sorted(p.name for p in run_dir.iterdir()) == ["cases", "manifest.json", "records.jsonl"]
+    assert sorted(p.name for p in run_dir.iterdir()) == ["cases", "manifest.json", "records.digest",
+                                                       "records.jsonl"]
 
 
 def test_import_refuses_unknown_and_repeated_params(results):
@@ -281,6 +282,7 @@ def test_every_verb_exits_non_zero_on_input_it_cannot_use(tmp_path):
     assert run_cli("import", "ior", str(SUMMARY), "--into", "my-study", env=env).returncode == 0
     (empty,) = (results / "my-study").iterdir()
     (empty / "records.jsonl").write_text("")                  # a run with no records
+    (empty / "records.digest").unlink()                         # (nor a digest of any)
     manifest = json.loads((empty / "manifest.json").read_text())
     del manifest["finished"]        # that never ended (with its end, the empty file is refused:
     (empty / "manifest.json").write_text(json.dumps(manifest))    # its records were removed)

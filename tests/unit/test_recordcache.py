@@ -158,6 +158,36 @@ def test_a_digest_folds_every_status_hint_and_version(run_path):
                for p in facts.parts.values() for c in p.cases.values()) == len(recs)
 
 
+def test_a_digest_as_the_run_keeps_it_reads_back_equal():
+    """records.digest's body (JSON columns) gives back the fold it was made of: every status and
+    reason, note, value in effect, version, metric and summary."""
+    import dataclasses
+
+    from iolab.results import digest
+    from tests.golden.publish_data import failed
+
+    exp = experiment("cp2k-aggregators")
+    recs = records(exp, RUN, reps=3, effective_cb_nodes=1)
+    recs[0] = failed(recs[0])
+    recs[1] = dataclasses.replace(recs[1], status="skipped", metrics=[], error="no ior binary")
+    recs[4] = dataclasses.replace(recs[4], status="aborted", metrics=[], error="SIGTERM")
+    facts = digest.fold(recs)
+    statuses = {s for p in facts.parts.values() for c in p.cases.values()
+                for s, n in (("ok", c.ok), ("failed", c.failed), ("skipped", c.skipped),
+                             ("aborted", c.aborted)) if n}
+    assert statuses == {"ok", "failed", "skipped", "aborted"}
+    assert any(c.effective for p in facts.parts.values() for c in p.cases.values())
+    for summarized in (False, True):
+        if summarized:
+            facts.summarize()
+        text = json.dumps(digest.to_json(facts))
+        assert digest.from_json(json.loads(text)) == facts
+    broken = json.loads(text)
+    next(iter(broken["parts"].values()))["ok"].pop()
+    with pytest.raises(ValueError, match="columns of unequal length"):
+        digest.from_json(broken)
+
+
 def test_a_manifest_is_parsed_again_when_it_changes(tmp_path):
     run = tmp_path / "r"
     run.mkdir()
@@ -191,3 +221,17 @@ def test_a_large_manifest_and_its_missing_jobs_are_kept_and_follow_changes(run_p
     assert again._records is None
     assert again.missing == [("main", "ffffffffffffffff", 1)] and again.planned == warm.planned + 1
     assert not again.complete
+
+
+def test_the_digest_format_changes_with_the_fold():
+    """A run's records.digest is read only when written in this iolab's digest.FORMAT: a change
+    of what the fold keeps, or of its columns, must come with a new FORMAT (then this sum is
+    updated), or digests written before would be read as this fold's."""
+    import hashlib
+    import inspect
+
+    from iolab.results import digest
+
+    code = "".join(inspect.getsource(o) for o in (
+        digest.CaseFacts, digest.PartFacts, digest.Digest, digest.fold, digest.to_json, digest.from_json))
+    assert (digest.FORMAT, hashlib.sha256(code.encode()).hexdigest()[:16]) == (1, "a0e2be5d747886aa")

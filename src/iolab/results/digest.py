@@ -11,7 +11,9 @@ without decoding a record; anything else a verb needs still comes from the recor
 
 from __future__ import annotations
 
+from base64 import b64decode, b64encode
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .. import stats
@@ -91,7 +93,8 @@ class Digest:
         return None if facts is None else facts.cases.get(case_id)
 
 
-def fold(records: list[Record]) -> Digest:
+def fold(records: Iterable[Record]) -> Digest:
+    """The records (any iterable of them: a run's may be folded as they are decoded) by case."""
     parts: dict[str, PartFacts] = {}
     counts = {s: 0 for s in STATUSES}
     reps_of: dict[tuple, list] = {}
@@ -99,7 +102,10 @@ def fold(records: list[Record]) -> Digest:
     raw_errors = 0
     versions: dict[tuple, set] = {}
     hints: dict[str, list[str]] = {}        # part -> its varied keys with a value in effect
+    first = None
     for rec in records:
+        if first is None:
+            first = rec
         counts[rec.status] = counts.get(rec.status, 0) + 1
         reps_of.setdefault((rec.part, rec.case_id), []).append(rec.repetition)
         varied.update(rec.varied)
@@ -152,4 +158,92 @@ def fold(records: list[Record]) -> Digest:
                 if not getattr(case, name):
                     setattr(case, name, same.setdefault((name,), []))
     reps = {k: same.setdefault(("reps",) + tuple(v), tuple(v)) for k, v in reps_of.items()}
-    return Digest(parts, counts, reps, raw_errors, records[0].experiment if records else "", varied)
+    return Digest(parts, counts, reps, raw_errors, first.experiment if first else "", varied)
+
+
+# ------------------------------------------------------------------------- as a run's file
+# A digest as JSON, one column per fact of a part's cases (recordcache.py writes and checks the
+# file a run keeps beside its records). Plain JSON, never a pickle: the file comes with the run,
+# from whoever made or copied it. FORMAT changes whenever fold() or this layout does, so a
+# digest of another fold is never read as this one's.
+FORMAT = 1
+_LISTS = ("failed", "skipped", "aborted", "notes")
+
+
+def to_json(d: Digest) -> dict:
+    parts = {}
+    for name, p in d.parts.items():
+        cases = list(p.cases.values())
+        metrics = sorted({m for c in cases for m in (*c.values, *c.own_max)})
+        parts[name] = {
+            "benchmark": p.benchmark, "experiment": p.experiment, "run_id": p.run_id,
+            "varied": p.varied, "present": sorted(p.present), "units": p.units,
+            "case_id": [c.case_id for c in cases], "benchmark_of": [c.benchmark for c in cases],
+            "params": [c.params for c in cases], "ok": [c.ok for c in cases],
+            **{k: [getattr(c, k) for c in cases] for k in _LISTS},
+            "effective": [c.effective for c in cases],
+            "versions": [sorted(c.versions, key=repr) for c in cases],
+            "reps_of": [list(d.reps_of.get((name, c.case_id), ())) for c in cases],
+            "metrics": {m: {"values": [list(c.values[m]) if m in c.values else None for c in cases],
+                            "reps": [c.reps[m] if m in c.reps else None for c in cases],
+                            "own_max": [list(c.own_max[m]) if m in c.own_max else None
+                                        for c in cases],
+                            "summary": [b64encode(c.summaries[m]).decode()
+                                        if c.summaries and m in c.summaries else None
+                                        for c in cases]}
+                        for m in metrics},
+        }
+    return {"format": FORMAT, "counts": d.counts, "raw_errors": d.raw_errors,
+            "experiment": d.experiment, "varied": sorted(d.varied), "parts": parts,
+            # (part, case) pairs with a record but no CaseFacts cannot exist: reps_of is per case
+            "summarized": all(c.summaries is not None for p in d.parts.values()
+                              for c in p.cases.values())}
+
+
+def from_json(data: dict) -> Digest:
+    """The digest to_json gave; KeyError, TypeError or ValueError for anything else."""
+    if data["format"] != FORMAT:
+        raise ValueError(f"digest format {data['format']!r}, not {FORMAT}")
+    parts, reps_of = {}, {}
+    same: dict[tuple, object] = {}
+    summarized = data["summarized"] is True
+    for name, p in data["parts"].items():
+        pf = PartFacts(name, p["benchmark"], p["experiment"], p["run_id"], list(p["varied"]),
+                       set(p["present"]), dict(p["units"]))
+        ids = p["case_id"]
+        columns = [p[k] for k in ("benchmark_of", "params", "ok", *_LISTS, "effective",
+                                  "versions", "reps_of")]
+        if any(len(col) != len(ids) for col in columns):
+            raise ValueError(f"part {name}: columns of unequal length")
+        cases = []
+        for (case_id, bench, params, ok, failed, skipped, aborted, notes, effective,
+             versions, reps) in zip(ids, *columns):
+            if type(ok) is not int or type(params) is not dict or type(effective) is not dict:
+                raise ValueError(f"part {name}: case {case_id!r} is not a digest's")
+            case = CaseFacts(name, str(case_id), bench, params, ok,
+                             failed or same.setdefault(("failed",), []),
+                             skipped or same.setdefault(("skipped",), []),
+                             aborted or same.setdefault(("aborted",), []),
+                             notes or same.setdefault(("notes",), []),
+                             effective, {}, {}, {}, frozenset(versions),
+                             {} if summarized else None)
+            cases.append(case)
+            pf.cases[case.case_id] = case
+            reps_of[(name, case.case_id)] = same.setdefault(("reps",) + tuple(reps), tuple(reps))
+        for m, col in p["metrics"].items():     # a column at a time
+            if not len(col["values"]) == len(col["reps"]) == len(col["own_max"]) == len(ids):
+                raise ValueError(f"part {name}: metric {m}: columns of unequal length")
+            for case, values, reps in zip(cases, col["values"], col["reps"]):
+                if values is not None:
+                    case.values[m] = array("d", values)
+                    case.reps[m] = same.setdefault(tuple(reps), reps)
+            for case, values in zip(cases, col["own_max"]):
+                if values is not None:
+                    case.own_max[m] = array("d", values)
+            if summarized:
+                for case, packed in zip(cases, col["summary"]):
+                    if packed is not None:
+                        case.summaries[m] = b64decode(packed)
+        parts[name] = pf
+    return Digest(parts, dict(data["counts"]), reps_of, int(data["raw_errors"]),
+                  str(data["experiment"]), set(data["varied"]))

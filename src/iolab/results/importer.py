@@ -14,6 +14,7 @@ from .record import SCHEMA, Manifest, Observed, Provenance, Record
 from ..project import project_root
 from .provenance import host_info, sha256_file, utcnow
 from .runfiles import check_experiment_id, new_run_id
+from . import recordcache
 from .store import MAX_IMPORT_BYTES, RunDir, readable_file, results_root
 
 
@@ -150,4 +151,8 @@ def import_files(benchmark: str, files: list[Path], into: str, params: list[str]
     # its end, as a run's: the chain's count and last digest, so a line removed later is found
     run.finish({"complete": True, "reason": None, "ended": utcnow(), "imported": len(files),
                 "counts": {"ok": len(files)}})
+    try:        # the records folded by case, for tables; without it they read records.jsonl
+        recordcache.write_run_digest(run.path)
+    except (IolabError, OSError, ValueError):
+        pass
     return run

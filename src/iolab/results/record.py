@@ -43,7 +43,13 @@ def param_value(params: dict, key: str):
 
 def _split(data: dict, names) -> tuple[dict, dict]:
     known = {k: data[k] for k in names if k in data}
+    if len(known) == len(data):
+        return known, {}
+    names = _NAME_SETS.get(names) or _NAME_SETS.setdefault(names, frozenset(names))
     return known, {k: v for k, v in data.items() if k not in names}
+
+
+_NAME_SETS: dict[tuple, frozenset] = {}     # a field-name tuple as a set: one lookup per key
 
 
 def _dict(value) -> dict:

@@ -21,12 +21,16 @@ and decodes no record; the records are read from their entry when first asked fo
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import pickle
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
+
+import orjson
 
 from .. import parsers
 from .. import stats
@@ -37,8 +41,10 @@ from .digest import Digest, fold
 from ..errors import IolabError
 from ..parsers import Metric
 from .record import Observed, Provenance, Record
-from .store import (MAX_RECORDS_BYTES, RECORDS, BadLine, decode_records, open_regular,
-                    read_records_bytes, warn_bad)
+from .runfiles import DIGEST, MANIFEST
+from .store import (MAX_MANIFEST_BYTES, MAX_RECORDS_BYTES, RECORDS, BadLine, decode_records,
+                    loads_line, open_regular, read_records_bytes, read_regular, warn_bad)
+
 
 FORMAT = cache.FORMAT
 CACHE_MIN_BYTES = cache.MIN_BYTES
@@ -75,13 +81,31 @@ def load(run_path: Path, manifest: dict | None = None) -> tuple[list[Record], li
 
 def open_run(run_path: Path, digest_only: bool = True, manifest: dict | None = None,
              manifest_key: str = "") -> Loaded:
-    """A run's records that pass the checks (integrity.py) and their digest. From a cache entry
-    only the digest is read (with digest_only); its records are decoded when first asked for
-    (`later`), from their own entry for the same bytes. The checks depend on the manifest too:
-    `manifest_key` (its sha256) is part of an entry's key."""
+    """A run's records that pass the checks (integrity.py) and their digest. With digest_only,
+    the digest the run wrote (records.digest, checked: read_run_digest) or a cache entry's is
+    read and no record is decoded; its records are decoded when first asked for (`later`), from
+    their own entry for the same bytes. The checks depend on the manifest too: `manifest_key`
+    (its sha256) is part of an entry's key."""
     path = Path(run_path) / RECORDS
     where = cache.cache_dir()
     check = (manifest, Path(run_path).name)
+    if digest_only and manifest_key and (Path(run_path) / DIGEST).exists():
+        size, sha = file_sha(path)
+        got = read_run_digest(Path(run_path), size, sha, manifest_key, manifest)
+        if got is not None:
+            facts, bad, verdict = got
+            warn_bad(path, bad)
+            key = _entry_key(size, sha, manifest_key)
+            if where is None or size < CACHE_MIN_BYTES:
+                def later():
+                    data = read_records_bytes(path)
+                    if (len(data), hashlib.sha256(data).hexdigest()) != (size, sha):
+                        raise _changed(path)
+                    return _decode(path, data, check)[0]
+                return Loaded(None, facts, bad, later, None, verdict)
+            entry = cache.entry(where, "records", path, key)
+            return Loaded(None, facts, bad, lambda: _records_of(path, entry, key, check, manifest_key)[0],
+                          key, verdict)
     key = _key(path, suffix=manifest_key) if where is not None else None
     if key is None:         # a small file, or no cache: decode it as it is
         records, bad, verdict = _decode(path, read_records_bytes(path), check)
@@ -116,32 +140,209 @@ def open_run(run_path: Path, digest_only: bool = True, manifest: dict | None = N
     return Loaded(records, facts, bad, key=key, verdict=verdict)
 
 
+def _entry_key(size: int, sha: str, suffix: str = "") -> str:
+    return f"{size}-{sha}-{_code_key()}" + (f"-{suffix[:16]}" if suffix else "")
+
+
 def _key(path: Path, data: bytes | None = None, suffix: str = "") -> str | None:
-    """What an entry is for: the file's size and sha256 (streamed: a campaign's file is hundreds
-    of megabytes), the code's, and `suffix` (the manifest's); None for a file under
-    CACHE_MIN_BYTES."""
-    h, size = hashlib.sha256(), 0
+    """What an entry is for: the file's size and sha256 (file_sha), the code's, and `suffix`
+    (the manifest's); None for a file under CACHE_MIN_BYTES."""
     if data is not None:
-        h.update(data)
-        size = len(data)
+        size, sha = len(data), hashlib.sha256(data).hexdigest()
     else:
-        # never a FIFO or device (it would block), nor a file over the limit
-        fd = open_regular(path, MAX_RECORDS_BYTES, within=path.parent, missing="not a results run")
-        try:
-            with os.fdopen(fd, "rb", buffering=0) as f:
-                if os.fstat(f.fileno()).st_size < CACHE_MIN_BYTES:
-                    return None
-                buf = bytearray(1 << 20)
-                view = memoryview(buf)
-                while n := f.readinto(buf):
-                    h.update(view[:n])
-                    size += n
-        except OSError:
-            read_records_bytes(path)        # says what is wrong, as a read does
-            raise
+        size, sha = file_sha(path, at_least=CACHE_MIN_BYTES)
     if size < CACHE_MIN_BYTES:
         return None
-    return f"{size}-{h.hexdigest()}-{_code_key()}" + (f"-{suffix[:16]}" if suffix else "")
+    return _entry_key(size, sha, suffix)
+
+
+# A file whose last change is at least this old is hashed once per version (below).
+SETTLED_NS = 2_000_000_000
+
+
+def file_sha(path: Path, at_least: int = 0) -> tuple[int, str]:
+    """records.jsonl's size and sha256 (streamed: a campaign's file is hundreds of megabytes);
+    the sha256 is "" for a file under `at_least` bytes (not hashed). The sha256 of a file that
+    has not changed for SETTLED_NS is kept in the cache under its stat signature (device, inode,
+    size, modification and change times, as git's index does): any write, a copy or a rename
+    over it gives another signature and the file is hashed again; a file changed in the last
+    SETTLED_NS is always hashed (a second change within the clock's step would look the same)."""
+    # never a FIFO or device (it would block), nor a file over the limit
+    fd = open_regular(path, MAX_RECORDS_BYTES, within=path.parent, missing="not a results run")
+    try:
+        with os.fdopen(fd, "rb", buffering=0) as f:
+            st = os.fstat(f.fileno())
+            if st.st_size < at_least:
+                return st.st_size, ""
+            where = cache.cache_dir()
+            settled = time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) >= SETTLED_NS
+            signature = (f"{st.st_dev}-{st.st_ino}-{st.st_size}-{st.st_mtime_ns}-{st.st_ctime_ns}"
+                         if settled and where is not None else None)
+            if signature is not None:
+                entry = cache.entry(where, "sha256", path, signature)
+                known = cache.read_value(entry, signature, str)
+                if known is not None:
+                    return st.st_size, known
+            h, size = hashlib.sha256(), 0
+            buf = bytearray(1 << 20)
+            view = memoryview(buf)
+            while n := f.readinto(buf):
+                h.update(view[:n])
+                size += n
+    except OSError:
+        read_records_bytes(path)        # says what is wrong, as a read does
+        raise
+    sha = h.hexdigest()
+    if signature is not None and size == st.st_size:
+        cache.write_value(entry, signature, sha, cache.prefix("sha256", path))
+    return size, sha
+
+
+def _changed(path: Path) -> IolabError:
+    return IolabError(f"{path} changed while it was being read (a run still writing it?)",
+                      hint="run the command again")
+
+
+# ------------------------------------------------------------------ the digest a run keeps
+# <run>/records.digest: a header line, then the body. The header says what the digest is of:
+# records.jsonl's size, sha256 and where its chain ends, the manifest's sha256, and the body's
+# own size and sha256; the body holds the records folded by case (digest.to_json), the checks'
+# verdict and the unreadable lines. JSON only: the file travels with the run.
+DIGEST_FORMAT = 1
+MAX_DIGEST_BYTES = 1 << 30
+# A run being written rewrites its digest when its records have doubled since the last one
+# (from CHECKPOINT_FROM on): each rewrite reads the records again, so all of them together read
+# a campaign's records about twice, and a reader finds at most half of them undigested.
+CHECKPOINT_FROM = 1000
+
+
+def write_run_digest(run_path: Path) -> Path:
+    """Write <run>/records.digest for the run's records and manifest as they are now: decoded
+    and checked exactly as a reader would, then written whole (a temporary file, fsynced, renamed
+    over the old one) or not at all."""
+    run_path = Path(run_path)
+    path = run_path / RECORDS
+    manifest_bytes = read_regular(run_path / MANIFEST, MAX_MANIFEST_BYTES, within=run_path,
+                                  missing="not a results run")
+    manifest = json.loads(manifest_bytes)
+    data = read_records_bytes(path)
+    # checked first, then folded as decoded again: a campaign's records are never all in memory
+    scan, kept = integrity.Scan(manifest, run_path.name), []
+    _none, bad = decode_records(path, data, _nothing, scan, kept)
+    del _none
+    verdict = scan.verdict
+    facts = fold(Record.from_json(loads_line(integrity.unseal(line)[0]))
+                 for line in _lines(data, kept))
+    facts.summarize()
+    body = json.dumps({"digest": digest_module.to_json(facts),
+                       "verdict": {"state": verdict.state, "count": verdict.count, "last": verdict.last,
+                                   "problems": [[p.line, p.reason, p.set_aside, p.unmerged]
+                                                for p in verdict.problems]},
+                       "bad": [[b.line, b.reason, b.shown] for b in bad]},
+                      separators=(",", ":")).encode()
+    header = {"iolab_digest": DIGEST_FORMAT, "fold": digest_module.FORMAT,
+              "records": {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+                          "chain": integrity.tail_position(data)},
+              "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(),
+              "run_id": run_path.name,        # the checks name the run by its directory
+              "body": {"bytes": len(body), "sha256": hashlib.sha256(body).hexdigest()}}
+    target = run_path / DIGEST
+    tmp = run_path / f".{DIGEST}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(json.dumps(header, sort_keys=True).encode() + b"\n" + body)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+        fd = os.open(run_path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
+
+
+def _lines(data: bytes, numbers: list[int]):
+    """The lines of `data` with these (increasing) numbers, from 1, without splitting it all."""
+    start, at = 0, 1
+    for n in numbers:
+        while at < n:
+            start = data.index(b"\n", start) + 1
+            at += 1
+        end = data.find(b"\n", start)
+        yield data[start:end if end >= 0 else len(data)]
+
+
+def _nothing(_rec):
+    return None
+
+
+def grow_run_digest(run_path: Path, records: int, written: int) -> bool:
+    """Rewrite the digest of a run being written when its `records` have doubled since the last
+    digest (of `written` records), from CHECKPOINT_FROM records on; whether it did."""
+    if records < max(CHECKPOINT_FROM, 2 * written):
+        return False
+    write_run_digest(run_path)
+    return True
+
+
+def read_run_digest(run_path: Path, size: int, sha: str, manifest_sha: str,
+                    manifest: dict | None = None):
+    """(digest, unreadable lines, verdict) from <run>/records.digest when it is exactly of
+    these records (`size`, `sha`: records.jsonl's; its chain's end too) and this manifest, and
+    whole; else None, having said on stderr why it was not used (nothing when the run is still
+    being written and its records grew since: expected)."""
+    target = run_path / DIGEST
+    why = None
+    try:
+        data = read_regular(target, MAX_DIGEST_BYTES, within=run_path)
+        head, _, body = data.partition(b"\n")
+        header = json.loads(head)
+        records = header["records"]
+        if header.get("iolab_digest") != DIGEST_FORMAT or header.get("fold") != digest_module.FORMAT:
+            why = (f"written by another version of iolab (digest format {header.get('iolab_digest')!r}"
+                   f" fold {header.get('fold')!r}; this one reads {DIGEST_FORMAT} and "
+                   f"{digest_module.FORMAT})")
+        elif header["run_id"] != run_path.name:
+            why = (f"it was written for run {header['run_id']!r}, not {run_path.name!r} (a copy of "
+                   "another run's?)")
+        elif header["manifest_sha256"] != manifest_sha:
+            why = f"{MANIFEST} changed since it was written"
+        elif records["bytes"] != size:
+            if size > records["bytes"] and not (manifest or {}).get("finished"):
+                return None         # a run still appending: its digest lags behind its records
+            end = integrity.file_tail(run_path / RECORDS)
+            why = (f"it is of {records['bytes']} bytes of {RECORDS} (chain position "
+                   f"{_position(records['chain'])}), the file has {size} (chain position "
+                   f"{_position(end)}): records were appended or removed since")
+        elif list(integrity.file_tail(run_path / RECORDS) or ()) != list(records["chain"] or ()):
+            why = f"{RECORDS}'s chain does not end where the digest's does: edited since"
+        elif records["sha256"] != sha:
+            why = f"{RECORDS} changed since it was written (same size, another sha256: edited?)"
+        elif (len(body), hashlib.sha256(body).hexdigest()) != (header["body"]["bytes"],
+                                                               header["body"]["sha256"]):
+            why = "damaged: its content does not match its own sha256 (torn or edited)"
+        else:
+            got = orjson.loads(body)
+            facts = digest_module.from_json(got["digest"])
+            v = got["verdict"]
+            verdict = integrity.Verdict(v["state"], v["count"], v["last"],
+                                        [integrity.Problem(*p) for p in v["problems"]])
+            return facts, [BadLine(*b) for b in got["bad"]], verdict
+    except IolabError as exc:
+        why = str(exc).splitlines()[0]
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        why = f"unreadable ({type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else ''})"
+    print(f"iolab: note: {target}: not used: {why}; read from {RECORDS} instead (`iolab verify "
+          f"{run_path.parent.name} {run_path.name} --write-digest` writes it anew once the records "
+          "verify)", file=sys.stderr)
+    return None
+
+
+def _position(end) -> str:
+    return str(end[0]) if end else "none"
 
 
 def _records_of(path: Path, entry: Path, key: str, check: tuple, manifest_key: str):
@@ -154,8 +355,7 @@ def _records_of(path: Path, entry: Path, key: str, check: tuple, manifest_key: s
         return cached
     data = read_records_bytes(path)
     if _key(path, data, manifest_key) != key:
-        raise IolabError(f"{path} changed while it was being read (a run still writing it?)",
-                         hint="run the command again")
+        raise _changed(path)
     records, bad, verdict = _decoded(path, data, check)
     _write(entry, key, records, bad, verdict, cache.prefix("records", path))
     return records, bad, verdict

@@ -15,6 +15,8 @@ from ..errors import IolabError
 
 RECORDS = "records.jsonl"
 MANIFEST = "manifest.json"
+# The records folded by case, written by the run beside its records (recordcache.py)
+DIGEST = "records.digest"
 # Run ids, case ids: one path component, no dots in front ("..", hidden files).
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 

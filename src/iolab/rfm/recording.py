@@ -20,6 +20,7 @@ from ..results.record import Observed, Provenance, Record
 from ..results.run import progress_text
 from .shims import shim_path
 from ..results.provenance import base_manifest, git_state, sha256_file, utcnow
+from ..results import recordcache
 from ..results.runfiles import new_run_id, results_root
 from ..results.store import RunDir
 from ..software import spack_packages
@@ -41,6 +42,7 @@ class _Run:
         self.unsaved: str | None = None      # why some records are in a fallback file, not records.jsonl
         self.started = time.time()
         self.order: Order | None = None      # the jobs' run order (runorder.py), once asked
+        self.digested = 0                    # records the run's digest was last written for
 
     def run_order(self, test_cls) -> list[tuple[str, str, int]]:
         """Every job of the experiment's test class in this run's order (experiment/order.py):
@@ -95,6 +97,12 @@ class _Run:
         if rec.status == "skipped" and rec.error:
             self.skip_reasons.add(rec.error)
         self.recorded.add((rec.case_id, rec.repetition, rec.provenance.system))
+        done = sum(self.counts.values())
+        try:        # the digest grows with the run (recordcache.grow_run_digest)
+            if not self.unsaved and recordcache.grow_run_digest(self.dir.path, done, self.digested):
+                self.digested = done
+        except (IolabError, OSError, ValueError) as exc:    # readers decode records.jsonl instead
+            getlogger().warning(f"iolab: run {self.run_id}: its digest was not written: {exc}")
         getlogger().info(f"iolab: {self.exp.id} run {self.run_id}: "
                          + progress_text(sum(self.counts.values()), len(self.planned) or None,
                                          self.counts, time.time() - self.started))

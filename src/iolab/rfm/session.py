@@ -21,6 +21,8 @@ from reframe.core.exceptions import FailureLimitError, ForceExitError, ReframeEr
 from reframe.core.logging import getlogger
 
 from . import site
+from ..errors import IolabError
+from ..results import recordcache
 from ..results.provenance import utcnow
 from ..shell import has_variables
 from ..experiment.load import class_name
@@ -146,6 +148,11 @@ class _Session:
                 run.dir.finish(finished)
             except Exception as err:  # noqa: BLE001 - readers then see an unfinished run
                 getlogger().error(f"iolab: could not mark run {run.run_id} finished: {err!r}")
+                continue
+            try:        # the records folded by case, for the run's first table
+                recordcache.write_run_digest(run.dir.path)
+            except (IolabError, OSError, ValueError) as err:   # readers decode records.jsonl
+                getlogger().warning(f"iolab: run {run.run_id}: its digest was not written: {err}")
         return [f"run {r.run_id}: {r.unsaved}" for r in self.runs.values() if r.unsaved]
 
 
