@@ -26,7 +26,7 @@ CONF = os.environ.get('CEPH_CONF', os.path.join(STATE, 'ceph.conf'))
 
 _partition = slurm_partition(
     'compute', 'srun', _cluster['SRUN'] + ', scratch on CephFS (ceph-fuse in every node)',
-    RUN_AS_ROOT + _cluster['OPENMPI_NET'] + [['SLURM_MPI_TYPE', 'pmix'], ['CEPH_CONF', CONF]],
+    RUN_AS_ROOT + _cluster['OPENMPI_NET'] + _cluster['SRUN_ENV'] + [['CEPH_CONF', CONF]],
     ['--mpi=pmix'], _cluster['CORES_PER_NODE'], _cluster['FLAVOUR'], _cluster['PROFILES'])
 _partition['extras']['iolab']['scratch'] = os.path.join(MOUNT, 'iolab-scratch')
 
