@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "caab0ce69957481c76a948daa99c1c74d6c4a4f571e9973bbbae0581cd7ab209"
+IOLAB_YAML_SHA256 = "b32d877844a2c8d661237d50297ba97e5caa290529c3d826e2343ef9b3b6f947"
 
 register_experiment(__name__, __file__, "../../experiments/cephfs-collective.yaml", IOLAB_YAML_SHA256)
