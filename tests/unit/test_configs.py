@@ -72,3 +72,37 @@ def test_partitions_that_disagree_on_the_profile_choose_none():
     assert system_profile(["local", ["cluster", "local"]], ["local", "cluster"]) is None
     assert system_profile([["cluster", "local"], ["cluster", "local"]], ["local"]) == "local"
     assert system_profile([None, "full"], ["full"]) == "full"
+
+
+def test_the_cluster_on_cephfs_is_the_cluster_with_scratch_and_ceph_conf_of_the_cephfs():
+    """localcluster-ceph: localcluster's partition (srun, ROMIO, the bridge's network, its
+    profiles) with scratch on the CephFS mount of every node and CEPH_CONF for the witnesses.
+    Loaded in a process of its own: a config file is imported once per process."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2] / "reframe" / "config"
+    show = ("import json, sys\nfrom reframe.core.config import load_config\n"
+            "site = load_config(sys.argv[1])\n"
+            "print(json.dumps([s for s in site['systems'] if s['name'] != 'generic']))")
+    env = {k: v for k, v in os.environ.items() if k not in ("IOLAB_CEPH_MOUNT", "CEPH_CONF")}
+    env["IOLAB_CEPH_STATE"] = "/ceph-state"
+
+    def systems(name: str) -> list:
+        out = subprocess.run([sys.executable, "-c", show, str(root / name)], capture_output=True,
+                             text=True, env=env, timeout=120, check=True)
+        return json.loads(out.stdout.splitlines()[-1])
+
+    (ceph,) = systems("localcluster-ceph.py")
+    cluster = systems("localcluster.py")[0]
+    assert ceph["name"] == "localcluster-ceph"
+    (part,), (base,) = ceph["partitions"], cluster["partitions"]
+    extras, base_extras = part["extras"]["iolab"], base["extras"]["iolab"]
+    assert extras["scratch"] == "/ceph-state/mnt/iolab-scratch"
+    assert ["CEPH_CONF", "/ceph-state/ceph.conf"] in part["env_vars"]
+    assert [v for v in part["env_vars"] if v[0] != "CEPH_CONF"] == base["env_vars"]
+    assert {k: v for k, v in extras.items() if k != "scratch"} == \
+        {k: v for k, v in base_extras.items() if k != "scratch"}
+    assert (part["scheduler"], part["launcher"], part["access"]) == ("slurm", "srun", ["--partition=compute"])

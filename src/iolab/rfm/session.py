@@ -27,7 +27,6 @@ from ..results.provenance import utcnow
 from ..shell import has_variables
 from ..experiment.load import class_name
 from . import internals, runorder
-from ..errors import IolabError
 from .recording import _Run, for_experiment, record
 from .spack import build_iolab_stack, failure
 
