@@ -125,7 +125,8 @@ class _Case:
 @pytest.mark.parametrize("template,context", [
     ("fio/job.fio.j2", {"case": _Case(), "directory": "VALUE",
                         "params": {"rw": "write", "bs": 4096, "size": 8192, "numjobs": 1, "direct": False,
-                                   "ioengine": "psync", "iodepth": 1, "end_fsync": False}}),
+                                   "ioengine": "psync", "iodepth": 1, "end_fsync": False,
+                                   "runtime": 0, "time_based": False}}),
     ("mpiio/romio-hints.j2", {"hints": {"cb_config_list": "VALUE"}}),
     ("mpiio/ior-hints.j2", {"hints": {"cb_config_list": "VALUE"}}),
     ("reframe/shim.py.j2", {"experiment_id": "x", "yaml_relpath": "VALUE", "sha256": "0" * 64,

@@ -7,7 +7,9 @@ neighbouring cases, where it would look like a parameter's effect. `order: matri
 the matrix's order, each case's repetitions one after another (iolab's order before blocks).
 
 Either way a read runs after the write whose data it reads (same repetition): a read that the
-shuffle put before its write runs right after it, the others keep their places. The order is a function of the cases, the number of repetitions and the seed, which a run's
+shuffle put before its write runs right after it, the others keep their places.
+
+The order is a function of the cases, the number of repetitions and the seed, which a run's
 manifest records (`order: {by, seed, repetitions}`), so `jobs` re-derives it from them; `iolab
 resume` and `iolab search` run their jobs in the order of the run they continue.
 """
