@@ -346,7 +346,7 @@ def test_report_names_the_cases_that_overlap_the_best_with_their_intervals(hints
     text = S.render_answer(found, space)
     lo, hi = stats.summarize([100, 140, 120]).ci
     assert (f"statistically indistinguishable from the best (1: their 95% intervals overlap the "
-            f"best's, {lo:.4g} to {hi:.4g}; more repetitions of them would tell them apart):\n"
+            f"best's, {lo:.4g} to {hi:.4g}; more repetitions of them may tell them apart):\n"
             "    lustre.stripe_count=1, mpiio.cb_nodes=2: 95% CI ") in text
     alone = S.answer(s, space, records[:3] + records[6:])
     assert alone.indistinguishable == []

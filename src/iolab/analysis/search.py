@@ -821,12 +821,12 @@ def _separation(a: Answer, setting, unit: str) -> list[str]:
         m = stats.summarize(p.values)
         if m.ci is None:
             return (f"{m.mean:.4g}{unit}, n=1: one value, taken as noisy as the best "
-                    f"({m.mean - b.ci_half_width:.4g} to {m.mean + b.ci_half_width:.4g})")
+                    f"({m.mean - b.ci_half_width:.4g} to {m.mean + b.ci_half_width:.4g}{unit})")
         return f"95% CI {m.ci[0]:.4g} to {m.ci[1]:.4g}{unit}, n={m.n}"
 
     out = [f"statistically indistinguishable from the best ({len(a.indistinguishable)}: their 95% "
            f"intervals overlap the best's, {b.ci[0]:.4g} to {b.ci[1]:.4g}{unit}; more repetitions "
-           "of them would tell them apart):"]
+           "of them may tell them apart):"]
     out += [f"    {setting(p.setting, p.case.benchmark)}: {interval(p)}"
             for p in a.indistinguishable[:10]]
     if len(a.indistinguishable) > 10:
