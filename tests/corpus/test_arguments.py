@@ -144,14 +144,16 @@ def test_a_cache_beside_the_results_is_used(run_copy):
 
 
 # ------------------------------------------------------------------------- huge values
-def _with_value(run_copy, value: float, metric: str = "write_bw") -> tuple[str, int]:
-    """The first record's `metric` set to `value`; its case id and repetition."""
+def _with_value(run_copy, value: float, metric: str = "write_bw", **params) -> tuple[str, int]:
+    """The first record's (with `params`, if given) `metric` set to `value`; its case id and
+    repetition. (Runs interleave their cases: the first record is of no case in particular.)"""
     recs = run_copy.records()
-    for m in recs[0]["metrics"]:
+    rec = next(r for r in recs if all(r["params"].get(k) == v for k, v in params.items()))
+    for m in rec["metrics"]:
         if m["name"] == metric:
             m["value"] = value
     run_copy.rechain(recs)      # a record as written, chain and all: its value is the damage
-    return recs[0]["case_id"], recs[0]["repetition"]
+    return rec["case_id"], rec["repetition"]
 
 
 # (a negative bandwidth is no huge value: the record readers set it aside, test_integrity.py)
@@ -170,7 +172,7 @@ def test_a_huge_value_is_set_aside_by_table(run_copy, huge):
 
 
 def test_a_huge_value_is_set_aside_by_compare(run_copy):
-    case, _rep = _with_value(run_copy, 1e308)
+    case, _rep = _with_value(run_copy, 1e308, bs=4096)       # a value of the baseline's
     answer = run_copy.iolab("compare", "corpus-fio", "--by", "bs", "--baseline", "4KiB")
     noted(answer, "† baseline: 1 value set aside (1e+308: above 1e+150)")
     assert "1e+308 |" not in answer.stdout

@@ -72,7 +72,8 @@ def test_ior_text_with_verbose_or_hint_blocks_is_imported(imp, name):
     assert rec["params"]["transfer_size"] == 65536
     assert (rec["params"]["scale.nodes"], rec["params"]["scale.tasks_per_node"]) == (1, 2)
     assert _metric(rec, "write_bw") == write_bw
-    assert rec["provenance"]["params_unknown"] == ["extra_args", "storage"]
+    # IOR's text does not state its stonewall when it has none: unknown, never a default
+    assert rec["provenance"]["params_unknown"] == ["extra_args", "stonewall", "stonewall_wearout", "storage"]
 
 
 def test_ior_csv_summary_is_imported_with_unknowns(imp):

@@ -109,3 +109,13 @@ def test_the_order_is_re_derived_from_what_a_manifest_records(write_experiment):
 def test_what_is_not_an_order_is_refused(data):
     with pytest.raises(ValueError):
         Order.from_dict(data)
+
+
+def test_an_exec_order_of_reframe_is_answered_not_ignored():
+    from iolab.rfm.runorder import exec_order_note
+
+    assert exec_order_note(["reframe", "-r", "-n", "quickstart"]) is None
+    for argv in (["reframe", "-r", "--exec-order", "name"], ["reframe", "-r", "--exec-order=random"]):
+        note = exec_order_note(argv)
+        assert note.startswith("iolab: --exec-order does not reorder iolab's cases")
+        assert "order: matrix" in note

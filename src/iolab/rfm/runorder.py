@@ -12,7 +12,17 @@ after the cases it depends on (a read after its write, the Spack stack before it
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+
+def exec_order_note(argv: Sequence[str]) -> str | None:
+    """What a user who asked ReFrame for an order of its own is told: iolab's cases keep the
+    run's order (the manifest records it), so that the order is never changed unsaid."""
+    if not any(a == "--exec-order" or a.startswith("--exec-order=") for a in argv):
+        return None
+    return ("iolab: --exec-order does not reorder iolab's cases: they run in the run's order "
+            "(blocks by repetition shuffled from a seed, or the matrix's with `order: matrix` in "
+            "the experiment), which the manifest records and `iolab runs ID RUN` shows")
 
 
 def arrange(testcases: list, is_case: Callable, order_of: Callable) -> list:

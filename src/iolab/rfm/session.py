@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -238,6 +239,9 @@ def _runall(original, *, is_case, registered):
         if internals.is_dry_run(runner):
             return original(runner, testcases, *args, **kwargs)
         global _CURRENT
+        note = runorder.exec_order_note(sys.argv)
+        if note:
+            getlogger().warning(note)
         try:
             testcases = runorder.arrange(
                 testcases, is_case, lambda check: for_experiment(check._iolab_exp).run_order(type(check)))
