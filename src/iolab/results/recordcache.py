@@ -16,6 +16,11 @@ names and units, provenance values) shared, which loads several times faster tha
 JSON and building the records again. Beside it, for the same bytes, a second entry holds the
 records' fold by case (digest.py): a verb that needs only that (a table, a comparison) reads it
 and decodes no record; the records are read from their entry when first asked for.
+
+A run also keeps that fold itself, beside its records (records.digest: write_run_digest, when
+it ends and as it grows): the first read of a run, on any machine and with an empty cache, takes
+it from there once it is checked to be of exactly these records and manifest (read_run_digest),
+and says why when it is not.
 """
 
 from __future__ import annotations
