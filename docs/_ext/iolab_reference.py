@@ -259,8 +259,9 @@ def performance_page(folder: Path = PERF) -> str:
            "with `--record FILE` (`scripts/bench`, `scripts/bench-analysis`, `scripts/bench-search`):",
            "every number here is one a script printed, with the command, the commit and the machine",
            "it ran on. Speed goals are ratios against a floor measured in the same run; the",
-           "figures are of one shared machine and move with its load. How the scripts measure:",
-           "[Testing](../testing.md).", ""]
+           "figures are of one shared machine and move with its load. How the scripts measure,",
+           "and the analysis verbs at campaign scale (`scripts/bench-analysis --markdown`, 1k to",
+           "1M records): [Testing](../testing.md).", ""]
     files = perf_files(folder)
     if not files:
         out += ["No figures are recorded yet.", ""]
