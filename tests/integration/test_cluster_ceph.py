@@ -7,8 +7,9 @@ IOR stand-in, which replays the real run recorded on this cluster and CephFS and
 measurement. Either way the node list is Slurm's, the layout applied is getfattr's of the file in
 the case directory, and the spread is the server's. Beside it, a real shared-file write by what is
 installed: fio on every node, each into its own region of one file, and iolab's CephFS witnesses
-read from the job's first node, the way the job runs them; each node's client counters say which
-nodes wrote.
+read from the job's first node, the way the job runs them; and a real collective MPI-IO write by
+a small test program (tests/tools/mpiio_shared_write.c, built with mpicc) through ROMIO with
+iolab's hints file. Each node's client counters say which nodes wrote: the aggregators' nodes.
 
 The cluster and CephFS are the ones the environment names (IOLAB_CLUSTER_STATE,
 IOLAB_CEPH_STATE, IOLAB_CEPH_MOUNT, CEPH_CONF; CI's defaults otherwise). Where either is not up
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -28,6 +30,7 @@ import pytest
 
 from iolab.experiment.load import load_experiment
 from iolab.experiment.matrix import expand
+from iolab.layers.mpiio import hints as mpiio
 from iolab.layers.storage import cephfs
 from iolab.layers.storage.base import FSTYPE_FILE
 
@@ -229,5 +232,70 @@ def test_four_nodes_write_one_shared_file_and_the_witnesses_show_it(cluster_ceph
                                            capture_output=True, text=True, env=env, timeout=60,
                                            check=True).stdout)
         assert str(mapped["up_primary"]) in spread["objects_per_osd"]
+    finally:
+        shutil.rmtree(case_dir, ignore_errors=True)
+
+
+def _bridge_net() -> str:
+    """The cluster's link-local network, from its slurm.conf (slurmctld listens on its .254)."""
+    conf = SLURM_CONF.read_text()
+    found = re.search(r"^SlurmctldHost=.*\((169\.254\.\d+)\.254\)$", conf, re.M)
+    assert found, f"no SlurmctldHost address in {SLURM_CONF}"
+    return f"{found.group(1)}.0/24"
+
+
+@pytest.fixture(scope="module")
+def shared_write(cluster_ceph, tmp_path_factory) -> Path:
+    """tests/tools/mpiio_shared_write.c, compiled with mpicc: one MPI_File_write_at_all per rank."""
+    if not have("mpicc"):
+        why = "no mpicc to build the MPI-IO test program (Debian package libopenmpi-dev)"
+        if REQUIRED:
+            pytest.fail(why)
+        pytest.skip(why)
+    binary = tmp_path_factory.mktemp("mpiio") / "mpiio_shared_write"
+    built = subprocess.run(["mpicc", "-O2", "-Wall", "-o", str(binary),
+                            str(REPO / "tests" / "tools" / "mpiio_shared_write.c")],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    return binary
+
+
+@pytest.mark.parametrize("cb_nodes", [1, 4])
+def test_romios_aggregators_are_the_nodes_whose_clients_write(cluster_ceph, shared_write, tmp_path,
+                                                              cb_nodes):
+    """A real collective MPI-IO write without IOR: 2 ranks on each of 4 nodes write their 4 MiB of
+    one file in one MPI_File_write_at_all through ROMIO, with iolab's ROMIO_HINTS file. iolab reads
+    the aggregators from ROMIO's printed hints, and the clients that sent writes to the OSDs are
+    exactly the aggregators' nodes."""
+    env, _osds = cluster_ceph
+    requested = {"cb_nodes": str(cb_nodes), "romio_cb_write": "enable"}
+    hints = tmp_path / "romio-hints.txt"
+    hints.write_text(mpiio.romio_hints_file(requested))
+    net = _bridge_net()
+    job_env = {**env, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+               "OMPI_MCA_btl": "self,vader,tcp", "OMPI_MCA_btl_tcp_if_include": net,
+               "OMPI_MCA_oob_tcp_if_include": net, "OMPI_MCA_io": "romio321",
+               "ROMIO_HINTS": str(hints), "ROMIO_PRINT_HINTS": "1", "SLURM_KILL_BAD_EXIT": "1"}
+    case_dir = MOUNT / "iolab-scratch" / f"mpiio-test-{os.getpid()}-{cb_nodes}"
+    case_dir.mkdir(parents=True)
+    try:
+        subprocess.run(["setfattr", "-n", "ceph.dir.layout", "-v", cephfs.layout_value(LAYOUT),
+                        str(case_dir)], check=True, timeout=60)
+        before = client_writes(env)
+        job = subprocess.run(["srun", "--mpi=pmix", "-N", str(NODES), "--ntasks-per-node=2",
+                              "--time=2", str(shared_write), str(case_dir / "shared"), "4"],
+                             capture_output=True, text=True, env=job_env, timeout=300)
+        assert job.returncode == 0, job.stderr[-3000:]
+        wrote = writers(before, client_writes(env))
+        effective = mpiio.effective_hints(job.stdout, "openmpi-romio")
+        assert [c["status"] for c in mpiio.compare_hints(requested, effective)] == ["applied", "applied"]
+        assert effective["cb_config_list"] == "*:1"
+        ranks = [int(r) for r in effective["romio_aggregator_list"].split()]
+        # srun's block distribution: ranks 2k and 2k+1 on node k+1
+        assert wrote == sorted({f"node{r // 2 + 1}" for r in ranks}), (wrote, ranks)
+        assert len(wrote) == cb_nodes
+        data = (case_dir / "shared").read_bytes()          # read back on this host
+        assert len(data) == 32 * MiB
+        assert [set(data[r * 4 * MiB:(r + 1) * 4 * MiB]) for r in range(8)] == [{97 + r} for r in range(8)]
     finally:
         shutil.rmtree(case_dir, ignore_errors=True)
