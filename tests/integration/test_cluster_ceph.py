@@ -201,9 +201,15 @@ def test_four_nodes_write_one_shared_file_and_the_witnesses_show_it(cluster_ceph
         pre = subprocess.run([*first, "\n".join(lines)], capture_output=True, text=True, env=env,
                              timeout=120)
         assert pre.returncode == 0, pre.stderr
+        # The file exists at its full size before the writers start: fio 3.33 reopens a file
+        # shorter than its offset + size with O_TRUNC, which wipes what other nodes have written
+        # (seen once: node2's 8 MiB read back as zeros; by hand, a 12 MiB file lost its data to a
+        # writer of 8-16 MiB). A file as long as every region is left as it is.
+        with open(case_dir / "shared", "wb") as f:
+            f.truncate(32 * MiB)
         before = client_writes(env)
         fio = ("fio --name=node$SLURM_PROCID --filename=shared --rw=write --bs=1M --size=8M "
-               "--offset=$((SLURM_PROCID * 8))M --ioengine=psync --end_fsync=1 "
+               "--offset=$((SLURM_PROCID * 8))M --ioengine=psync --end_fsync=1 --fallocate=none "
                "--buffer_pattern=0x0$((SLURM_PROCID + 1)) --output-format=json "
                f"--output={stage}/fio-$SLURM_PROCID.json && hostname")
         job = subprocess.run(["srun", "-N", str(NODES), "--ntasks-per-node=1", "--chdir", str(case_dir),
