@@ -3,6 +3,8 @@ class, and presentation code that reads results only through the result model.""
 
 from __future__ import annotations
 
+import importlib
+
 import ast
 import inspect
 from pathlib import Path
@@ -234,6 +236,23 @@ def test_the_modules_that_loop_over_the_layers_import_none_of_them():
         assert inside <= LAYER_FACE, (module, inside - LAYER_FACE)
 
 
+def _why_not_found(fs_base) -> str:
+    """What the package holds and what became of the toy module, for a failure's message."""
+    import pkgutil
+    import sys
+
+    listed = [m.name for m in pkgutil.iter_modules([str(Path(fs_base.__file__).parent)])]
+    try:
+        toy = importlib.import_module("iolab.layers.storage.toyfs")
+    except ImportError as exc:
+        return f"listed {listed}; importing toyfs: {exc!r}"
+    base_now = sys.modules.get("iolab.layers.storage.base")
+    kind = type(getattr(toy, "FILE_SYSTEM", None))
+    return (f"listed {listed}; toyfs FILE_SYSTEM {kind!r} from {kind.__mro__[1].__module__}; "
+            f"the base module asked is sys.modules' own: {base_now is fs_base}; "
+            f"its FileSystem is the toy's base: {kind.__mro__[1] is fs_base.FileSystem}")
+
+
 def test_a_file_system_is_one_module(tmp_path, monkeypatch):
     """A toy file system, written as one new module of layers/storage, is found, planned and
     observed with no other change: its request reaches the job's lines and the record."""
@@ -253,9 +272,10 @@ def test_a_file_system_is_one_module(tmp_path, monkeypatch):
         "        return {**out, 'applied': True}\n\n\n"
         "FILE_SYSTEM = Toy()\n")
     try:
+        importlib.invalidate_caches()       # a module made while the interpreter runs
         fs_base.file_systems.cache_clear()
         names = [fs.name for fs in fs_base.file_systems()]
-        assert names == ["cephfs", "lustre", "toyfs"]
+        assert names == ["cephfs", "lustre", "toyfs"], _why_not_found(fs_base)
         lines = storage_layer.prerun_lines("/s/case", {"toyfs.width": 3})
         assert lines[1] == "toy-layout 3 /s/case"
         (tmp_path / fs_base.FSTYPE_FILE).write_text("toyfs\n")
