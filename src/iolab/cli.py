@@ -243,11 +243,16 @@ def cmd_table(args) -> int:
         state = _pooled(args.experiment, args.runs, args.since, args.include_imported, args.set_aside)
     else:
         state = _run_state(args.experiment, args.run, args.include_imported, args.set_aside)
+    from .analysis import drift
+
     metrics = _metrics_arg(args.metrics, state)
     tables = _tables(state, metrics, args.darshan, args.storage)
+    drifts = drift.notes(drift.of_run(state))
     if args.format == "csv":
         _print_run_notes(state)     # CSV readers get the table only
-    sys.stdout.write(render(tables, args.format, state))
+        for note in drifts:
+            print(f"iolab: note: {note}", file=sys.stderr)
+    sys.stdout.write(render(tables, args.format, state, drifts))
     if args.format == "md":         # an experiment tagged io500: its phase table and score
         from .analysis import io500
 
@@ -353,6 +358,7 @@ def cmd_darshan(args) -> int:
 
 
 def cmd_runs(args) -> int:
+    from .analysis import drift
     from .results.lookup import list_runs, no_runs_error
     from .results.store import results_root
     from .results.run import Run, chain_paths
@@ -382,6 +388,7 @@ def cmd_runs(args) -> int:
         if state.unreadable:
             line += f"; {len(state.unreadable)} unreadable line(s) skipped"
         line += _integrity_text(state)
+        line += "".join(f"; {d.short()}" for d in drift.of_run(state) if d.drifts)
         if state.unsaved:
             line += f"; unmerged: {', '.join(state.unsaved)}"
         print(line)
