@@ -301,6 +301,63 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_trend(args) -> int:
+    from .analysis import trend
+    from .analysis.compare import direction
+    from .analysis.report import fmt_value, param_label
+    from .results.lookup import list_runs, no_runs_error
+    from .results.run import Run, chain_paths
+    from .results.store import results_root
+
+    if not trend.available():
+        raise IolabError(trend.MISSING)
+    if args.penalty <= 0:
+        raise IolabError(f"--penalty {args.penalty:g}: give a positive number (default "
+                         f"{trend.DEFAULT_PENALTY:g}; larger finds fewer changes)")
+    if args.all_systems and args.system:
+        raise IolabError("give --system S or --all-systems, not both")
+    root = results_root(_root())
+    paths = list_runs(root, args.experiment)
+    if not paths:
+        raise no_runs_error(root, args.experiment)
+    if args.since:
+        stamp = args.since.replace("-", "").replace(":", "")
+        if not stamp[:8].isdigit():
+            raise IolabError(f"--since {args.since!r}: give a date (2026-11-21) or a UTC time "
+                             "(2026-11-21T10:00)")
+        paths = [p for p in paths if p.name[:len(stamp)] >= stamp]
+    runs = []
+    for path in dict.fromkeys(chain_paths(p)[0] for p in paths):
+        run = Run.load_chain(path, _root())
+        run.vouch(args.set_aside)
+        if run.origin == "measured" or args.include_imported:
+            runs.append(run)
+
+    def label(rec) -> str:
+        shown = [(param_label(k, rec.benchmark), rec.params[k]) for k in rec.varied if k in rec.params]
+        return ", ".join(f"{name}={fmt_value(v, divisor)}" for (name, divisor), v in shown)
+
+    series = trend.series_of(runs, args.metric, args.system, args.all_systems, args.cases, label)
+    if not series:
+        what = f"metric {args.metric!r}" if args.metric else "a metric"
+        raise IolabError(f"no ok record of {args.experiment!r} has {what}"
+                         + (f" on system {args.system!r}" if args.system else "")
+                         + (f" since {args.since}" if args.since else "")
+                         + (f" for cases {' '.join(args.cases)}" if args.cases else ""),
+                         hint=f"{len(runs)} run(s) read; see `iolab runs {args.experiment}`")
+    changes = trend.find_changes(series, args.penalty)
+    print(trend.render(series, changes, args.experiment, args.penalty,
+                       lambda m, u: direction(m, u, None)))
+    if args.plot:
+        from .present.plots import MISSING_MATPLOTLIB, trend_plot
+
+        files = trend_plot(series, Path(args.plot))
+        if files is None:
+            raise IolabError(MISSING_MATPLOTLIB.replace("no plots", "no trend plot"))
+        print("plot: " + ", ".join(str(f) for f in files.values()))
+    return 0
+
+
 def cmd_parse(args) -> int:
     from .benchmarks import get as get_benchmark
     from .results.store import MAX_IMPORT_BYTES, readable_file
@@ -817,6 +874,27 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show the records that pass the integrity checks and name the others in a "
                         "note (default: refuse a run with records that fail them)")
     s.set_defaults(func=cmd_compare)
+
+    s = sub.add_parser("trend", help="a metric over all runs of an experiment in time order, per "
+                       "case and system, with the runs where it changed (change points, ruptures)")
+    s.add_argument("experiment", metavar="ID")
+    s.add_argument("--metric", help="the metric (default: the benchmark's first table metric)")
+    s.add_argument("--since", metavar="DATE", help="only runs from this UTC date or time on, e.g. "
+                   "2026-11-21 or 2026-11-21T10:00")
+    s.add_argument("--system", metavar="S", help="only runs of this system (as `iolab runs` shows it)")
+    s.add_argument("--all-systems", action="store_true",
+                   help="one series per case over every system's runs (default: each system apart)")
+    s.add_argument("--cases", nargs="+", metavar="CASE", help="only these case ids (or prefixes)")
+    s.add_argument("--penalty", type=float, default=3.0, metavar="P",
+                   help="change-point penalty, in units of the run-to-run noise squared times "
+                        "ln(runs); larger finds fewer changes (default 3)")
+    s.add_argument("--plot", metavar="DIR", help="also draw the series into DIR/trend.{png,svg} "
+                   "(needs matplotlib)")
+    s.add_argument("--include-imported", action="store_true",
+                   help="also read imported runs (default: measured runs only)")
+    s.add_argument("--set-aside", action="store_true",
+                   help="use the records that pass the checks of a run whose records fail them")
+    s.set_defaults(func=cmd_trend)
 
     s = sub.add_parser("parse", help="print metrics parsed from benchmark outputs as JSON lines")
     s.add_argument("benchmark")
