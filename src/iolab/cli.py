@@ -756,6 +756,8 @@ EXAMPLES = {
     "compare": ["iolab compare quickstart RUN_A RUN_B",
                 "iolab compare kaust-stripe-count --by lustre.stripe_count --baseline 1",
                 "iolab compare archer-fpp-vs-ssf RUN published:archer-fpp-ssf"],
+    "trend": ["iolab trend quickstart", "iolab trend kaust-stripe-count --metric read_bw --since 2026-11-01",
+              "iolab trend quickstart --system local:default --cases 3cf5ac1a --plot trend/"],
     "parse": ["iolab parse fio fio.json", "iolab parse ior ior-summary.json"],
     "import": ["iolab import ior out/*.json --into kaust-stripe-count --param lustre.stripe_count=4"],
     "darshan": ["iolab darshan quickstart", "iolab darshan quickstart --case 3f2a --html page/",
