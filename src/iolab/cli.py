@@ -244,11 +244,16 @@ def cmd_table(args) -> int:
         state = _pooled(args.experiment, args.runs, args.since, args.include_imported, args.set_aside)
     else:
         state = _run_state(args.experiment, args.run, args.include_imported, args.set_aside)
+    from .analysis import drift
+
     metrics = _metrics_arg(args.metrics, state)
     tables = _tables(state, metrics, args.darshan, args.storage)
+    drifts = drift.notes(drift.of_run(state))
     if args.format == "csv":
         _print_run_notes(state)     # CSV readers get the table only
-    sys.stdout.write(render(tables, args.format, state))
+        for note in drifts:
+            print(f"iolab: note: {note}", file=sys.stderr)
+    sys.stdout.write(render(tables, args.format, state, drifts))
     if args.format == "md":         # an experiment tagged io500: its phase table and score
         from .analysis import io500
 
@@ -294,6 +299,63 @@ def cmd_compare(args) -> int:
                          "(ID [RUN] --by KEY --baseline VALUE) or a run with a study (ID RUN published:NAME)")
     a, b = side(runs[0], "A"), side(runs[1], "B")
     print(render_comparison(compare_runs(a, b, _metrics_arg(args.metrics, a.run, b.run))))
+    return 0
+
+
+def cmd_trend(args) -> int:
+    from .analysis import trend
+    from .analysis.compare import direction
+    from .analysis.report import fmt_value, param_label
+    from .results.lookup import list_runs, no_runs_error
+    from .results.run import Run, chain_paths
+    from .results.store import results_root
+
+    if not trend.available():
+        raise IolabError(trend.MISSING)
+    if args.penalty <= 0:
+        raise IolabError(f"--penalty {args.penalty:g}: give a positive number (default "
+                         f"{trend.DEFAULT_PENALTY:g}; larger finds fewer changes)")
+    if args.all_systems and args.system:
+        raise IolabError("give --system S or --all-systems, not both")
+    root = results_root(_root())
+    paths = list_runs(root, args.experiment)
+    if not paths:
+        raise no_runs_error(root, args.experiment)
+    if args.since:
+        stamp = args.since.replace("-", "").replace(":", "")
+        if not stamp[:8].isdigit():
+            raise IolabError(f"--since {args.since!r}: give a date (2026-11-21) or a UTC time "
+                             "(2026-11-21T10:00)")
+        paths = [p for p in paths if p.name[:len(stamp)] >= stamp]
+    runs = []
+    for path in dict.fromkeys(chain_paths(p)[0] for p in paths):
+        run = Run.load_chain(path, _root())
+        run.vouch(args.set_aside)
+        if run.origin == "measured" or args.include_imported:
+            runs.append(run)
+
+    def label(rec) -> str:
+        shown = [(param_label(k, rec.benchmark), rec.params[k]) for k in rec.varied if k in rec.params]
+        return ", ".join(f"{name}={fmt_value(v, divisor)}" for (name, divisor), v in shown)
+
+    series = trend.series_of(runs, args.metric, args.system, args.all_systems, args.cases, label)
+    if not series:
+        what = f"metric {args.metric!r}" if args.metric else "a metric"
+        raise IolabError(f"no ok record of {args.experiment!r} has {what}"
+                         + (f" on system {args.system!r}" if args.system else "")
+                         + (f" since {args.since}" if args.since else "")
+                         + (f" for cases {' '.join(args.cases)}" if args.cases else ""),
+                         hint=f"{len(runs)} run(s) read; see `iolab runs {args.experiment}`")
+    changes = trend.find_changes(series, args.penalty)
+    print(trend.render(series, changes, args.experiment, args.penalty,
+                       lambda m, u: direction(m, u, None)))
+    if args.plot:
+        from .present.plots import MISSING_MATPLOTLIB, trend_plot
+
+        files = trend_plot(series, Path(args.plot))
+        if files is None:
+            raise IolabError(MISSING_MATPLOTLIB.replace("no plots", "no trend plot"))
+        print("plot: " + ", ".join(str(f) for f in files.values()))
     return 0
 
 
@@ -354,6 +416,7 @@ def cmd_darshan(args) -> int:
 
 
 def cmd_runs(args) -> int:
+    from .analysis import drift
     from .results.lookup import list_runs, no_runs_error
     from .results.store import results_root
     from .results.run import Run, chain_paths
@@ -387,6 +450,7 @@ def cmd_runs(args) -> int:
         if state.unreadable:
             line += f"; {len(state.unreadable)} unreadable line(s) skipped"
         line += _integrity_text(state)
+        line += "".join(f"; {d.short()}" for d in drift.of_run(state) if d.drifts)
         if state.unsaved:
             line += f"; unmerged: {', '.join(state.unsaved)}"
         order = _order_text(state)
@@ -737,6 +801,8 @@ EXAMPLES = {
     "compare": ["iolab compare quickstart RUN_A RUN_B",
                 "iolab compare kaust-stripe-count --by lustre.stripe_count --baseline 1",
                 "iolab compare archer-fpp-vs-ssf RUN published:archer-fpp-ssf"],
+    "trend": ["iolab trend quickstart", "iolab trend kaust-stripe-count --metric read_bw --since 2026-11-01",
+              "iolab trend quickstart --system local:default --cases 3cf5ac1a --plot trend/"],
     "parse": ["iolab parse fio fio.json", "iolab parse ior ior-summary.json"],
     "import": ["iolab import ior out/*.json --into kaust-stripe-count --param lustre.stripe_count=4"],
     "darshan": ["iolab darshan quickstart", "iolab darshan quickstart --case 3f2a --html page/",
@@ -856,6 +922,27 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show the records that pass the integrity checks and name the others in a "
                         "note (default: refuse a run with records that fail them)")
     s.set_defaults(func=cmd_compare)
+
+    s = sub.add_parser("trend", help="a metric over all runs of an experiment in time order, per "
+                       "case and system, with the runs where it changed (change points, ruptures)")
+    s.add_argument("experiment", metavar="ID")
+    s.add_argument("--metric", help="the metric (default: the benchmark's first table metric)")
+    s.add_argument("--since", metavar="DATE", help="only runs from this UTC date or time on, e.g. "
+                   "2026-11-21 or 2026-11-21T10:00")
+    s.add_argument("--system", metavar="S", help="only runs of this system (as `iolab runs` shows it)")
+    s.add_argument("--all-systems", action="store_true",
+                   help="one series per case over every system's runs (default: each system apart)")
+    s.add_argument("--cases", nargs="+", metavar="CASE", help="only these case ids (or prefixes)")
+    s.add_argument("--penalty", type=float, default=3.0, metavar="P",
+                   help="change-point penalty, in units of the run-to-run noise squared times "
+                        "ln(runs); larger finds fewer changes (default 3)")
+    s.add_argument("--plot", metavar="DIR", help="also draw the series into DIR/trend.{png,svg} "
+                   "(needs matplotlib)")
+    s.add_argument("--include-imported", action="store_true",
+                   help="also read imported runs (default: measured runs only)")
+    s.add_argument("--set-aside", action="store_true",
+                   help="use the records that pass the checks of a run whose records fail them")
+    s.set_defaults(func=cmd_trend)
 
     s = sub.add_parser("parse", help="print metrics parsed from benchmark outputs as JSON lines")
     s.add_argument("benchmark")

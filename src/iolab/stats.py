@@ -17,6 +17,9 @@ The rules, stated once (docs/analysis.md, "Statistics", repeats them):
   stays positive and is symmetric on a log scale, as ratios should be.
 - Repetitions for a target relative half-width h: the smallest n >= 2 with
   t(0.975, n-1) * CV / sqrt(n) <= h, CV taken from earlier runs.
+- Drift over time (analysis/drift.py): the slope of log(value) on time within cells (each
+  cell's own mean taken out, a fixed-effects regression), with a 95% interval from Student's t
+  on N - cells - 1 degrees of freedom; the run drifts when the interval excludes 0.
 - A value that is not finite or whose magnitude is above LIMIT (1e150) is set aside: kept in
   Summary.set_aside, out of every figure, and named by the tables' notes. Below LIMIT every
   square and sum these rules take is a finite float, so no statistic raises for any input.
@@ -427,3 +430,43 @@ def _ranks(values) -> list[float]:
             ranks[order[k]] = (i + j) / 2 + 1
         i = j + 1
     return ranks
+
+
+@dataclass(frozen=True)
+class Slope:
+    """A within-cell slope: estimate, 95% interval, two-sided p, degrees of freedom, points."""
+    slope: float
+    low: float
+    high: float
+    p: float
+    df: int
+    n: int
+
+
+def within_slope(groups, confidence: float = CONFIDENCE) -> Slope | None:
+    """The common slope of y on x inside groups of (x, y) pairs, each group's own means taken
+    out (a regression with one intercept per group); None below 2 residual degrees of freedom
+    or when x does not vary inside any group."""
+    sxx = sxy = 0.0
+    centred = []
+    for pairs in groups:
+        pairs = [(x, y) for x, y in pairs if usable(x) and usable(y)]
+        if len(pairs) < 2:
+            continue
+        mx = math.fsum(x for x, _ in pairs) / len(pairs)
+        my = math.fsum(y for _, y in pairs) / len(pairs)
+        part = [(x - mx, y - my) for x, y in pairs]
+        centred.append(part)
+        sxx += math.fsum(x * x for x, _ in part)
+        sxy += math.fsum(x * y for x, y in part)
+    n = sum(len(c) for c in centred)
+    df = n - len(centred) - 1
+    if df < 2 or not sxx > 0:
+        return None
+    b = sxy / sxx
+    rss = math.fsum((y - b * x) ** 2 for c in centred for x, y in c)
+    se = math.sqrt(rss / df / sxx)
+    if se == 0:
+        return Slope(b, b, b, 0.0 if b else 1.0, df, n)
+    half = t_quantile(df, confidence) * se
+    return Slope(b, b - half, b + half, min(1.0, 2 * t_sf(abs(b) / se, df)), df, n)

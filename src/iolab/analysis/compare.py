@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .. import benchmarks
 from .. import stats
+from . import drift as drifts
 from ..errors import IolabError
 from .published.study import coerce_param
 from ..results.record import Manifest, Record
@@ -74,7 +75,18 @@ VERDICT_RULE = ("Verdict: faster / slower only when both the 95% CI of B/A exclu
                 f"two-sided t-test gives p < {stats.ALPHA:g}; when only one of them finds a "
                 "difference the verdict is 'unclear', says which one found it and which way it "
                 "points; when neither does, no clear difference; n too small below 2 repetitions "
-                "on a side.")
+                "on a side. A difference no larger than the drift measured in either run (the "
+                "far end of its 95% CI) is not declared: the verdict says 'within drift'.")
+
+
+def within_drift(verdict_text: str, ratio: float | None, floor: drifts.Drift | None) -> str:
+    """A declared faster / slower (or higher / lower) that the drift could explain: |B/A - 1|
+    not above the drift's size in the run that drifts most."""
+    if floor is None or ratio is None or verdict_text not in ("faster", "slower", "higher", "lower"):
+        return verdict_text
+    if abs(ratio - 1) <= floor.size:
+        return f"within drift: {verdict_text} by {abs(ratio - 1):.0%}, the drift is up to {floor.size:.0%}"
+    return verdict_text
 
 
 # ----------------------------------------------------------------------------------------- sides
@@ -126,6 +138,24 @@ class Side:
     def binary_versions(self, part: str, case_id: str) -> frozenset:
         return self.run.binary_versions(part, case_id)
 
+    @property
+    def drifts(self) -> list[drifts.Drift]:
+        if "_drifts" not in self.__dict__:
+            self.__dict__["_drifts"] = drifts.of_run(self.run)
+        return self.__dict__["_drifts"]
+
+    def drift_floor(self, part: str) -> drifts.Drift | None:
+        return drifts.floor(self.drifts, part)
+
+
+def _larger(*found: drifts.Drift | None) -> drifts.Drift | None:
+    found = [d for d in found if d is not None]
+    return max(found, key=lambda d: d.size) if found else None
+
+
+def _drift_note(label: str, d: drifts.Drift | None) -> list[str]:
+    return [] if d is None else [f"{label}: {d.short()}; a smaller difference is not declared"]
+
 
 # ---------------------------------------------------------------------------------- comparisons
 
@@ -137,6 +167,7 @@ class Pair:
     a: stats.Summary
     b: stats.Summary
     notes: list[str] = field(default_factory=list)
+    drift: drifts.Drift | None = None      # the larger drift of the two runs, if any
 
     @property
     def ratio(self) -> float | None:
@@ -154,7 +185,7 @@ class Pair:
 
     def verdict(self, better: str | None) -> str:
         diff = None if self.a.mean is None or self.b.mean is None else self.b.mean - self.a.mean
-        return verdict(self.welch, diff, better, self.ratio_ci)
+        return within_drift(verdict(self.welch, diff, better, self.ratio_ci), self.ratio, self.drift)
 
 
 @dataclass
@@ -253,6 +284,9 @@ def compare_runs(a: Side, b: Side, metrics: list[str] | None = None) -> Comparis
         if only_b:
             context.append(f"{ta.part}: {len(only_b)} case(s) only in {b.label}: {', '.join(only_b)}")
         mine = []
+        da, db = a.drift_floor(ta.part), b.drift_floor(ta.part)
+        floor = _larger(da, db)
+        drift_notes = _drift_note(a.label, da) + _drift_note(b.label, db)
         for m in ta.metrics:
             pairs = []
             for ra in ta.rows:
@@ -264,7 +298,9 @@ def compare_runs(a: Side, b: Side, metrics: list[str] | None = None) -> Comparis
                     notes.append(f"case not in {b.label}")
                 else:
                     notes += flag_notes(b.label, rb) + _version_note(a, b, ta.part, ra.case_id, rb.case_id)
-                pairs.append(Pair(_key_values(ta, ra), ra.case_id, rb.case_id if rb else None, sa, sb, notes))
+                notes += drift_notes
+                pairs.append(Pair(_key_values(ta, ra), ra.case_id, rb.case_id if rb else None, sa, sb,
+                                  notes, floor))
             unit = ta.units.get(m) or (tb.units.get(m) if tb else "") or ""
             mine.append(MetricTable(ta.part, ta.benchmark, m, unit, _headers(ta), pairs))
         if any(p.a.n and p.b.n for t in mine for p in t.pairs):
@@ -341,8 +377,9 @@ def compare_by_param(side: Side, key: str, baseline: str, metrics: list[str] | N
                 notes = flag_notes("baseline", base) + notes
                 notes += _version_note(side, side, table.part, base.case_id, r.case_id,
                                        ("baseline", "this case"))
+                floor = side.drift_floor(table.part)
                 pairs.append(Pair(shown(r), base.case_id, r.case_id,
-                                  base.cells[m].summary, sb, notes))
+                                  base.cells[m].summary, sb, notes + _drift_note("run", floor), floor))
             out.append(MetricTable(table.part, table.benchmark, m, table.units.get(m, ""),
                                    _headers(table), pairs))
     if not found_key:

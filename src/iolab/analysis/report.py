@@ -471,14 +471,18 @@ def to_json(tables: list[Table], run: dict | None = None) -> str:
     return json.dumps(out, indent=2, allow_nan=False) + "\n"
 
 
-def render(tables: list[Table], fmt: str, state=None) -> str:
+def render(tables: list[Table], fmt: str, state=None, extra_notes: list[str] = ()) -> str:
     """Markdown, CSV or JSON. With the run (run.Run): Markdown starts with its
-    notes and every JSON row gets a `run` field; CSV stays plain (callers print the notes)."""
+    notes (and `extra_notes`, e.g. its drift) and every JSON row gets a `run` field with them;
+    CSV stays plain (callers print the notes)."""
     if fmt == "csv":
         return to_csv(tables)
     if fmt == "json":
-        return to_json(tables, state.as_json() if state is not None else None)
-    notes = run_notes_markdown(state.notes()) if state is not None else ""
+        run = state.as_json() if state is not None else None
+        if run is not None and extra_notes:
+            run = {**run, "notes": run["notes"] + list(extra_notes)}
+        return to_json(tables, run)
+    notes = run_notes_markdown(state.notes() + list(extra_notes)) if state is not None else ""
     return notes + "\n".join(to_markdown(t) for t in tables)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import re
 import textwrap
 from dataclasses import dataclass, field
@@ -944,6 +945,42 @@ def search_progress_plot(steps, objective: str, unit: str, maximize: bool, out_d
     return ProgressPlot(title, files, notes, xlabel, ylabel)
 
 
+def trend_plot(series, out_dir: Path, name: str = "trend", formats=FORMATS) -> dict[str, Path] | None:
+    """Each series of `iolab trend` (analysis/trend.Series) over its runs' dates, one panel per
+    system and metric: the mean per run as points, each level between change points as a line,
+    a change point as a dotted vertical line. None when matplotlib is missing or nothing to draw."""
+    if importlib.util.find_spec("matplotlib") is None or not any(s.points for s in series):
+        return None
+    import datetime as dt
+
+    import matplotlib as mpl
+
+    panels = list(dict.fromkeys((s.system, s.metric, s.unit) for s in series if s.points))
+    with mpl.rc_context(RC):
+        fig = _figure(FIGSIZE[0], FIGSIZE[1] * len(panels))
+        for k, (system, metric, unit) in enumerate(panels):
+            ax = fig.add_subplot(len(panels), 1, k + 1)
+            mine = [s for s in series if (s.system, s.metric, s.unit) == (system, metric, unit)]
+            for i, s in enumerate(mine[:len(COLORS)]):
+                color = COLORS[i % len(COLORS)]
+                when = [dt.datetime.fromtimestamp(p.time, dt.timezone.utc) for p in s.points]
+                ax.plot(when, [p.mean for p in s.points], linestyle="none", marker=MARKERS[i % len(MARKERS)],
+                        color=color, label=f"{s.part}/{s.case_id} {s.label}".strip())
+                start = 0
+                for seg in s.segments():
+                    level = math.exp(sum(math.log(p.mean) for p in seg) / len(seg))
+                    ax.plot(when[start:start + len(seg)], [level] * len(seg), color=color, linewidth=1)
+                    start += len(seg)
+                for at in s.changes:
+                    ax.axvline(when[at], color=color, linestyle=":", linewidth=0.8)
+            ax.set_ylabel(_ylabel(metric, unit))
+            ax.set_title(textwrap.fill(f"{metric_label(metric)} per run, system {system} "
+                                       "(dotted: a change point)", 75))
+            ax.legend(loc="best", frameon=True, fontsize=7)
+            fig.autofmt_xdate()
+        return _save(fig, out_dir, name, formats)
+
+
 def describe_rules() -> list[str]:
     """The default rules, one string each, for pages."""
     return list(RULES)
@@ -951,4 +988,4 @@ def describe_rules() -> list[str]:
 
 __all__ = ["AGGREGATOR_KEYS", "Axis", "Plot", "PlotSpec", "Point", "ProgressPlot", "choose",
            "default_specs", "find_axes", "make_plots", "points", "render_plot",
-           "search_progress_plot"]
+           "search_progress_plot", "trend_plot"]

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
-from ..analysis import doc
+from ..analysis import doc, drift
 from . import plots
 from ..experiment import reportspec
 from .. import stats
@@ -329,10 +329,11 @@ def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str
     made, notes = plots.make_plots(run, staging / PLOTS_DIR, prefix=prefix, tables=tables)
     link = settings.study()
     published = published_comparison(run, link, project_root) if link else None
+    drifts = drift.notes(drift.of_run(run))
     return RunReport(provenance(run), [html_table(t) for t in tables],
-                     render(tables, "md", run), render(tables, "csv"),
+                     render(tables, "md", run, drifts), render(tables, "csv"),
                      [_plot_entry(p, staging) for p in made], notes, flags_by_case(run.records),
-                     darshan_by_case(run.records), published, settings, run.notes(), run,
+                     darshan_by_case(run.records), published, settings, run.notes() + drifts, run,
                      search_section(run, staging, prefix))
 
 

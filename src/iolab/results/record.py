@@ -12,6 +12,7 @@ methods here and nowhere else.
 
 from __future__ import annotations
 
+import datetime
 import math
 from dataclasses import dataclass, field, fields
 
@@ -258,6 +259,21 @@ class Record:
     def value(self, name: str) -> float | None:
         m = self.metric(name)
         return None if m is None else m.value
+
+    @property
+    def started(self) -> float | None:
+        """When the job's benchmark started (unix seconds): its recorded timing, else the time
+        the record was written (to the second); None when neither was recorded."""
+        timing = self.provenance.get("timing")
+        start = timing.get("benchmark_start") if isinstance(timing, dict) else None
+        if isinstance(start, (int, float)) and math.isfinite(start):
+            return float(start)
+        if isinstance(self.recorded, str):
+            try:
+                return datetime.datetime.fromisoformat(self.recorded.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                return None
+        return None
 
     @property
     def job(self) -> tuple:
