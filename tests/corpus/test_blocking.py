@@ -14,7 +14,7 @@ import pytest
 from iolab.results.store import MAX_MANIFEST_BYTES, MAX_RECORDS_BYTES
 from iolab.results.run import MAX_CHAIN
 
-from .conftest import noted, rechain, refused
+from .conftest import iolab, noted, rechain, refused
 
 
 def fifo(path):
@@ -253,6 +253,21 @@ def test_a_stored_darshan_log_that_is_no_regular_file_is_refused(run_copy, damag
     make(log)
     refused(run_copy.iolab("darshan", "corpus-fio", "--run", run_copy.run.name, "--html",
                            run_copy.root / "pages"), "darshan.log", says)
+
+
+def test_darshan_of_a_run_leaves_no_scratch_behind(run_copy, tmp_path):
+    """`iolab darshan ID` gunzips stored logs into a scratch directory: it is removed when the
+    verb ends, shown or refused (it once stayed behind, one per call)."""
+    recs = run_copy.records()
+    recs[0]["observed"]["darshan"] = {"status": "ok", "summary": {"status": "ok"}, "findings": []}
+    run_copy.rechain(recs)
+    scratch = tmp_path / "tmpdir"
+    scratch.mkdir()
+    env = {**run_copy.env, "TMPDIR": str(scratch)}
+    shown = iolab("darshan", "corpus-fio", "--run", run_copy.run.name, env=env, cwd=run_copy.root)
+    assert shown.returncode == 0, str(shown)
+    assert f"case {recs[0]['case_id']} rep {recs[0]['repetition']}" in shown.stdout, str(shown)
+    assert list(scratch.iterdir()) == []
 
 
 @pytest.mark.parametrize("parent", ["../other-experiment/20990101T000000Z-f00d00", ".."])

@@ -4,6 +4,7 @@ per log on request."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from ..errors import IolabError
@@ -38,18 +39,19 @@ def of_run(run: Run, case: str | None, out_dir: Path | None) -> list[dict]:
         raise IolabError(f"run {run.run_id} has no Darshan data"
                          + (f" for case {case}" if case else ""),
                          hint="enable it with darshan: {enabled: true} or IOLAB_DARSHAN=1")
-    work = view.scratch_dir()
-    shown = []
-    for rec in recs:
-        dar = rec.observed.get("darshan")
-        item = {"case_id": rec.case_id, "repetition": rec.repetition,
-                "summary": dar.get("summary") or {"status": dar["status"], "reason": dar.get("reason")},
-                "findings": dar.get("findings", []), "aggregators": dar.get("aggregators")}
-        log = view.stored_log(run.path, rec) if out_dir else None     # read only for a page
-        if log is not None and dar.get("status") == "ok":
-            item["html"] = str(darshan.html_report(view.readable_copy(log, work),
-                                                   out_dir / f"{rec.case_id}-rep{rec.repetition}"))
-        shown.append(item)
+    with tempfile.TemporaryDirectory(prefix="iolab-darshan-") as scratch:   # gunzipped logs
+        work = Path(scratch)
+        shown = []
+        for rec in recs:
+            dar = rec.observed.get("darshan")
+            item = {"case_id": rec.case_id, "repetition": rec.repetition,
+                    "summary": dar.get("summary") or {"status": dar["status"], "reason": dar.get("reason")},
+                    "findings": dar.get("findings", []), "aggregators": dar.get("aggregators")}
+            log = view.stored_log(run.path, rec) if out_dir else None     # read only for a page
+            if log is not None and dar.get("status") == "ok":
+                item["html"] = str(darshan.html_report(view.readable_copy(log, work),
+                                                       out_dir / f"{rec.case_id}-rep{rec.repetition}"))
+            shown.append(item)
     return shown
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import shutil
-import tempfile
 from pathlib import Path
 
 from ..units import format_bytes_human
@@ -64,6 +63,3 @@ def readable_copy(log: Path, workdir: Path) -> Path:
         shutil.copyfileobj(fin, fout)
     return out
 
-
-def scratch_dir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="iolab-darshan-"))
