@@ -106,3 +106,22 @@ def test_a_parameter_unit_that_is_not_a_size_is_shown_as_is():
     assert spec_label("stonewall", {"title": "Stonewall", "x-unit": "s"}) == ("Stonewall (s)", None)
     size = {"title": "Block Size", "x-unit": "MiB"}
     assert spec_label("block_size", size) == ("Block Size (MiB)", 1048576.0)
+
+
+def test_a_lustre_rule_column_is_left_out_where_the_cases_ask_a_cephfs_layout():
+    """KAUST's derived `sqrt_rule_osts` (OSTs by sqrt(GB)) shows beside Lustre cases and the
+    unstriped ones, never beside the same study's CephFS cases (its `ceph` profile)."""
+    from pathlib import Path
+
+    from iolab.experiment.reportspec import Report
+    from iolab.results.record import Record
+
+    run = next((Path(__file__).parents[1] / "data" / "runs" / "855c081" / "quickstart").iterdir())
+    recs = [Record.from_json(json.loads(line)) for line in (run / "records.jsonl").read_text().splitlines()]
+    settings = Report(derived=("file_size", "sqrt_rule_osts"))
+    plain = build_tables(recs, None, settings)[0]
+    assert plain.keys[-2:] == ["derived.file_size", "derived.sqrt_rule_osts"], plain.keys
+    ceph = [replace(r, params={**r.params, "cephfs.stripe_count": 2}) for r in recs]
+    striped = build_tables(ceph, None, settings)[0]
+    assert striped.keys[-1] == "derived.file_size", striped.keys
+    assert "derived.sqrt_rule_osts" not in striped.keys

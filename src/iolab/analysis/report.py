@@ -73,6 +73,14 @@ DERIVED = {
     "file_size": ("File Size (GiB)", float(UNIT_BYTES["GiB"])),
     "sqrt_rule_osts": ("OSTs by sqrt(GB) Rule", None),
 }
+# A derived column that is a rule of one file system is left out of a part whose cases ask
+# another's layout: KAUST's OST rule says nothing of CephFS objects (a study's `ceph` profile).
+DERIVED_NOT_WITH = {"sqrt_rule_osts": "cephfs."}
+
+
+def _derived_for(names, facts_of_part) -> list[str]:
+    asked = {k.split(".", 1)[0] + "." for case in facts_of_part.cases.values() for k in case.params}
+    return [d for d in names if DERIVED_NOT_WITH.get(d) not in asked]
 
 
 def param_label(key: str, benchmark: str) -> tuple[str, float | None]:
@@ -228,7 +236,7 @@ def tables_from(facts: digest.Digest, metrics: list[str] | None = None,
     tables = []
     for part, pf in facts.parts.items():
         bench = pf.benchmark
-        keys = _display_keys(pf.varied, list(settings.derived))
+        keys = _display_keys(pf.varied, _derived_for(settings.derived, pf))
         wanted = metrics or list(settings.metrics) or default_metrics(bench)
         chosen = metrics or [m for m in wanted if m in pf.present]
         if not chosen:
