@@ -4,14 +4,16 @@ Tables group repetitions by case. At campaign scale (100,000 records) building a
 per line and walking them all was most of a table's time, so the walk is done once, here, into
 one `CaseFacts` per (part, case): its parameters, repetitions by status with their reasons, the
 notes of what was not applied, the MPI-IO values seen in effect, each metric's values with
-their repetitions, and the benchmark versions. The fold is a function of the records alone, so
-the record cache (recordcache.py) keeps it beside them, and a table of a large run is made
-without decoding a record; anything else a verb needs still comes from the records.
+their repetitions and start times (drift.py tests them over time), and the benchmark versions.
+The fold is a function of the records alone, so the record cache (recordcache.py) keeps it
+beside them, and a table of a large run is made without decoding a record; anything else a verb
+needs still comes from the records.
 """
 
 from __future__ import annotations
 
 from base64 import b64decode, b64encode
+import math
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -51,6 +53,16 @@ class CaseFacts:
     own_max: dict[str, array] = field(default_factory=dict)
     versions: frozenset = frozenset()       # benchmark versions its ok records name
     summaries: dict[str, bytes] | None = None     # of values, packed once computed (summarize)
+    # each ok record's start (Record.started; nan: not recorded), in file order; metric -> the
+    # positions in it of its values, for a metric that some ok record lacks (else 0, 1, ...)
+    started: array = field(default_factory=lambda: array("d"))
+    where: dict[str, list] = field(default_factory=dict)
+
+    def series(self, metric: str) -> list[tuple[float, float]]:
+        """(start, value) of each ok value of a metric; start nan when not recorded."""
+        values = self.values.get(metric, ())
+        at = self.where.get(metric) or range(len(values))
+        return [(self.started[i], v) for i, v in zip(at, values)]
 
 
 @dataclass
@@ -131,8 +143,16 @@ def fold(records: Iterable[Record]) -> Digest:
                 values = case.effective.setdefault(key, [])
                 if seen not in values:
                     values.append(seen)
+            start = rec.started
+            at = len(case.started)
+            case.started.append(math.nan if start is None else start)
             for m in rec.metrics:
-                case.values.setdefault(m.name, array("d")).append(m.value)
+                values = case.values.setdefault(m.name, array("d"))
+                if m.name in case.where:
+                    case.where[m.name].append(at)
+                elif len(values) != at:       # an ok record before lacked it: positions kept
+                    case.where[m.name] = [*range(len(values)), at]
+                values.append(m.value)
                 case.reps.setdefault(m.name, []).append(rec.repetition)
                 part.units[m.name] = m.unit
                 base = m.name.removesuffix(OWN_MAX_SUFFIX)
@@ -166,7 +186,7 @@ def fold(records: Iterable[Record]) -> Digest:
 # file a run keeps beside its records). Plain JSON, never a pickle: the file comes with the run,
 # from whoever made or copied it. FORMAT changes whenever fold() or this layout does, so a
 # digest of another fold is never read as this one's.
-FORMAT = 1
+FORMAT = 2
 _LISTS = ("failed", "skipped", "aborted", "notes")
 
 
@@ -184,8 +204,10 @@ def to_json(d: Digest) -> dict:
             "effective": [c.effective for c in cases],
             "versions": [sorted(c.versions, key=repr) for c in cases],
             "reps_of": [list(d.reps_of.get((name, c.case_id), ())) for c in cases],
+            "started": [[None if math.isnan(t) else t for t in c.started] for c in cases],
             "metrics": {m: {"values": [list(c.values[m]) if m in c.values else None for c in cases],
                             "reps": [c.reps[m] if m in c.reps else None for c in cases],
+                            "where": [c.where.get(m) for c in cases],
                             "own_max": [list(c.own_max[m]) if m in c.own_max else None
                                         for c in cases],
                             "summary": [b64encode(c.summaries[m]).decode()
@@ -212,12 +234,12 @@ def from_json(data: dict) -> Digest:
                        set(p["present"]), dict(p["units"]))
         ids = p["case_id"]
         columns = [p[k] for k in ("benchmark_of", "params", "ok", *_LISTS, "effective",
-                                  "versions", "reps_of")]
+                                  "versions", "reps_of", "started")]
         if any(len(col) != len(ids) for col in columns):
             raise ValueError(f"part {name}: columns of unequal length")
         cases = []
         for (case_id, bench, params, ok, failed, skipped, aborted, notes, effective,
-             versions, reps) in zip(ids, *columns):
+             versions, reps, started) in zip(ids, *columns):
             if type(ok) is not int or type(params) is not dict or type(effective) is not dict:
                 raise ValueError(f"part {name}: case {case_id!r} is not a digest's")
             case = CaseFacts(name, str(case_id), bench, params, ok,
@@ -226,17 +248,24 @@ def from_json(data: dict) -> Digest:
                              aborted or same.setdefault(("aborted",), []),
                              notes or same.setdefault(("notes",), []),
                              effective, {}, {}, {}, frozenset(versions),
-                             {} if summarized else None)
+                             {} if summarized else None,
+                             array("d", [math.nan if t is None else t for t in started]))
             cases.append(case)
             pf.cases[case.case_id] = case
             reps_of[(name, case.case_id)] = same.setdefault(("reps",) + tuple(reps), tuple(reps))
         for m, col in p["metrics"].items():     # a column at a time
-            if not len(col["values"]) == len(col["reps"]) == len(col["own_max"]) == len(ids):
+            if not (len(col["values"]) == len(col["reps"]) == len(col["own_max"])
+                    == len(col["where"]) == len(ids)):
                 raise ValueError(f"part {name}: metric {m}: columns of unequal length")
-            for case, values, reps in zip(cases, col["values"], col["reps"]):
+            for case, values, reps, where in zip(cases, col["values"], col["reps"], col["where"]):
                 if values is not None:
                     case.values[m] = array("d", values)
                     case.reps[m] = same.setdefault(tuple(reps), reps)
+                    if where is not None:
+                        if len(where) != len(values) or not all(
+                                type(i) is int and 0 <= i < len(case.started) for i in where):
+                            raise ValueError(f"part {name}: metric {m}: positions out of range")
+                        case.where[m] = where
             for case, values in zip(cases, col["own_max"]):
                 if values is not None:
                     case.own_max[m] = array("d", values)
