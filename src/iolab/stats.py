@@ -24,6 +24,12 @@ The rules, stated once (docs/analysis.md, "Statistics", repeats them):
   (block k: each cell's k-th value in time), fitted by least squares (backfitting, exact for
   unbalanced cells too); the block effect's F = ((RSS_cell - RSS_cell+block) / (B - 1)) /
   (RSS_cell+block / (N - C - B + 1)), its p from Snedecor's F; the run drifts when p < 0.05.
+- A drift reference's series (analysis/drift.py): the slope of log(value) on time (Student's t
+  on n - 2 degrees of freedom), and its largest departure from its median, D = max |y_i -
+  median(y)| / median |y_i+1 - y_i| (the noise from successive differences, which a step or a
+  slow period changes in one or two places only). D does not change with the series' level or
+  scale, so under no drift (independent normal values) its distribution depends on n alone: p
+  is the share of DEPARTURE_SIMULATIONS such series, drawn from a fixed seed, with a D as large.
 - A value that is not finite or whose magnitude is above LIMIT (1e150) is set aside: kept in
   Summary.set_aside, out of every figure, and named by the tables' notes. Below LIMIT every
   square and sum these rules take is a finite float, so no statistic raises for any input.
@@ -31,8 +37,10 @@ The rules, stated once (docs/analysis.md, "Statistics", repeats them):
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
+import random
 import statistics
 import struct
 from statistics import NormalDist
@@ -553,3 +561,45 @@ def block_effects(groups, confidence: float = CONFIDENCE, tolerance: float = 1e-
     else:
         f = (gained / (nb - 1)) / (rss1 / df2)
     return Blocks(f, nb - 1, df2, f_sf(f, nb - 1, df2), tuple(beta), tuple(sizes), n, len(cells))
+
+
+DEPARTURE_SIMULATIONS = 4000
+
+
+def _departure(ys) -> tuple[int, float]:
+    """(index, D) of the largest departure from the median, in units of the median absolute
+    successive difference; D is inf where that is 0 and a value departs, 0 where none does."""
+    med = _median(sorted(ys))
+    i = max(range(len(ys)), key=lambda k: abs(ys[k] - med))
+    scale = _median(sorted(abs(b - a) for a, b in zip(ys, ys[1:])))
+    gap = abs(ys[i] - med)
+    if scale > 0:
+        return i, gap / scale
+    return i, math.inf if gap > 0 else 0.0
+
+
+@functools.lru_cache(maxsize=64)
+def _departures_under_no_drift(n: int) -> tuple[float, ...]:
+    rng = random.Random(n)
+    return tuple(sorted(_departure([rng.gauss(0.0, 1.0) for _ in range(n)])[1]
+                        for _ in range(DEPARTURE_SIMULATIONS)))
+
+
+@dataclass(frozen=True)
+class Departure:
+    index: int          # of the value furthest from the median
+    gap: float          # that value minus the median
+    d: float            # the statistic D
+    p: float
+
+
+def departure_test(ys) -> Departure | None:
+    """The largest departure of a series (in time order) from its median, and its p against
+    independent normal values (see the module's rules); None below 3 values."""
+    ys = [y for y in ys if usable(y)]
+    if len(ys) < 3:
+        return None
+    i, d = _departure(ys)
+    sims = _departures_under_no_drift(len(ys))
+    above = len(sims) - bisect.bisect_left(sims, d)
+    return Departure(i, ys[i] - _median(sorted(ys)), d, (1 + above) / (1 + len(sims)))

@@ -15,6 +15,15 @@ value with its record's start time, Record.started: no record is decoded):
   block effect gives p < 0.05. Its size is the block furthest from the median block, as a
   percent, with that block's time window (first to last start in it).
 
+With a reference case (`drift: {case, every}` in the experiment: the case runs once more at the
+start, after every N jobs and at the end, its records carrying the role drift-reference), the
+part's test is the reference test in place of those two: the reference's own series over time,
+which no other case's noise or effect blurs: the slope of log(value) on time (its 95% interval
+excludes 0), and its largest departure from its median against the noise of its successive
+differences (stats.departure_test, p < 0.05), which sees a step or a slow period that recovers.
+Its size is the larger of the two, and the note always says how many reference jobs ran (they
+are not in the table's statistics).
+
 A part drifts when either test finds it, and the note says which. Each test alone is wrong at
 most 5% of the time on a run without drift; the two together at most about 10%.
 
@@ -153,6 +162,78 @@ class BlockDrift:
         return out
 
 
+@dataclass(frozen=True)
+class ReferenceDrift:
+    """The reference test of a part: the drift reference case's own series over time."""
+    part: str
+    metric: str
+    case_id: str
+    jobs: int                   # reference jobs recorded, any status
+    every: int | None           # as the run's order says
+    points: tuple[tuple[float, float], ...]     # (start, log value), in time order
+    slope: stats.Slope | None           # of log(value) per hour
+    departure: stats.Departure | None
+    test = "reference test"
+
+    @property
+    def run_hours(self) -> float:
+        return (self.points[-1][0] - self.points[0][0]) / HOUR if self.points else 0.0
+
+    @property
+    def by_slope(self) -> bool:
+        return self.slope is not None and not (self.slope.low <= 0 <= self.slope.high)
+
+    @property
+    def by_departure(self) -> bool:
+        return self.departure is not None and self.departure.p < stats.ALPHA
+
+    @property
+    def drifts(self) -> bool:
+        return self.by_slope or self.by_departure
+
+    @property
+    def over_run(self) -> tuple[float, float, float]:
+        """The slope's change over the series' span, in percent: estimate, low, high."""
+        return tuple(100 * math.expm1(min(v * self.run_hours, 700.0)) for v in
+                     (self.slope.slope, self.slope.low, self.slope.high))
+
+    @property
+    def departure_percent(self) -> float:
+        return 100 * math.expm1(min(self.departure.gap, 700.0))
+
+    @property
+    def size(self) -> float:
+        sizes = [abs(self.departure_percent) / 100] if self.by_departure else []
+        if self.by_slope:
+            sizes.append(max(abs(v) for v in self.over_run[1:]) / 100)
+        return max(sizes, default=0.0)
+
+    def _found(self) -> list[str]:
+        out = []
+        if self.departure is not None:
+            at = self.points[self.departure.index][0]
+            out.append(f"largest departure from its median {self.departure_percent:+.1f}% at "
+                       f"{_span(at, at).split(' to ')[0]} UTC (p = {self.departure.p:.3g})")
+        if self.slope is not None:
+            est, low, high = self.over_run
+            out.append(f"slope {est:+.1f}% over {_duration(self.run_hours)} (95% CI {low:+.1f}% "
+                       f"to {high:+.1f}%)")
+        return out
+
+    def short(self) -> str:
+        shown = [f for f, hit in zip(self._found(), (self.by_departure, self.by_slope)) if hit]
+        return (f"drift in {self.part} ({self.metric}) by reference case {self.case_id}: "
+                f"{'; '.join(shown)} ({self.test})")
+
+    def text(self) -> str:
+        verdict = "drift" if self.drifts else "no drift found"
+        every = f", every {self.every} jobs" if self.every else ""
+        return (f"{verdict} in {self.part} ({self.metric}) by reference case {self.case_id}: "
+                f"{self.jobs} reference job(s) (at the start{every} and at the end, not in the "
+                f"table's statistics), {len(self.points)} with a value; "
+                + ("; ".join(self._found()) or "too few values to test") + f" ({self.test})")
+
+
 def _ordinal(k: int) -> str:
     return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
 
@@ -221,13 +302,28 @@ def _blocks(part: PartFacts, metric: str, cells: dict, interleaved: bool) -> Blo
     return BlockDrift(part.part, metric, found, tuple(windows), interleaved)
 
 
+def _reference(part: PartFacts, metric: str, every: int | None) -> ReferenceDrift:
+    ref = part.reference
+    points = tuple(sorted(((t, math.log(v)) for t, v in ref.series(metric)
+                           if math.isfinite(t) and v > 0 and math.isfinite(v)), key=lambda p: p[0]))
+    slope = stats.within_slope([[(t / HOUR, y) for t, y in points]]) if points else None
+    return ReferenceDrift(part.part, metric, ref.case_id,
+                          ref.ok + len(ref.failed) + len(ref.skipped) + len(ref.aborted), every,
+                          points, slope, stats.departure_test([y for _, y in points]))
+
+
 def of_digest(facts: Digest, interleaved: bool = True, metric: str | None = None,
-              tests: tuple[str, ...] = ("trend", "blocks")) -> list:
-    """Each part's tests (Drift, BlockDrift) where its values allow them."""
+              tests: tuple[str, ...] = ("trend", "blocks"), every: dict | None = None) -> list:
+    """Each part's tests where its values allow them: a part with a drift reference, its
+    reference test (ReferenceDrift); the others, the trend and block tests (Drift, BlockDrift).
+    every: part -> the reference's N, as the run's order says."""
     out = []
     for part in facts.parts.values():
         name = metric or _metric(part)
         if name is None:
+            continue
+        if part.reference is not None:
+            out.append(_reference(part, name, (every or {}).get(part.part)))
             continue
         cells = _cells(part, name)
         if "trend" in tests and (found := _trend(part, name, cells)) is not None:
@@ -257,12 +353,16 @@ def interleaved(run) -> bool:
 
 def of_run(run) -> list:
     """The drift tests of a run (results.run.Run), by part, from its digest."""
-    return of_digest(run.digest, interleaved(run))
+    data = run.manifest.get("order")
+    every = {r[0]: r[2] for r in data.get("reference", []) if isinstance(r, list) and len(r) == 3} \
+        if isinstance(data, dict) and isinstance(data.get("reference"), list) else {}
+    return of_digest(run.digest, interleaved(run), every=every)
 
 
 def notes(drifts: list) -> list[str]:
-    """Lines for a run's notes: the parts that drift, by each test that finds it."""
-    return [d.text() for d in drifts if d.drifts]
+    """Lines for a run's notes: the parts that drift, by each test that finds it, and each
+    reference test (it says how many reference jobs ran)."""
+    return [d.text() for d in drifts if d.drifts or d.test == ReferenceDrift.test]
 
 
 def floor(drifts: list, part: str):
