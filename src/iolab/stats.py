@@ -20,6 +20,16 @@ The rules, stated once (docs/analysis.md, "Statistics", repeats them):
 - Drift over time (analysis/drift.py): the slope of log(value) on time within cells (each
   cell's own mean taken out, a fixed-effects regression), with a 95% interval from Student's t
   on N - cells - 1 degrees of freedom; the run drifts when the interval excludes 0.
+- Blocks over time (analysis/drift.py): log(value) in a two-way additive model, cell + block
+  (block k: each cell's k-th value in time), fitted by least squares (backfitting, exact for
+  unbalanced cells too); the block effect's F = ((RSS_cell - RSS_cell+block) / (B - 1)) /
+  (RSS_cell+block / (N - C - B + 1)), its p from Snedecor's F; the run drifts when p < 0.05.
+- A drift reference's series (analysis/drift.py): the slope of log(value) on time (Student's t
+  on n - 2 degrees of freedom), and its largest departure from its median, D = max |y_i -
+  median(y)| / median |y_i+1 - y_i| (the noise from successive differences, which a step or a
+  slow period changes in one or two places only). D does not change with the series' level or
+  scale, so under no drift (independent normal values) its distribution depends on n alone: p
+  is the share of DEPARTURE_SIMULATIONS such series, drawn from a fixed seed, with a D as large.
 - A value that is not finite or whose magnitude is above LIMIT (1e150) is set aside: kept in
   Summary.set_aside, out of every figure, and named by the tables' notes. Below LIMIT every
   square and sum these rules take is a finite float, so no statistic raises for any input.
@@ -27,8 +37,10 @@ The rules, stated once (docs/analysis.md, "Statistics", repeats them):
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
+import random
 import statistics
 import struct
 from statistics import NormalDist
@@ -470,3 +482,124 @@ def within_slope(groups, confidence: float = CONFIDENCE) -> Slope | None:
         return Slope(b, b, b, 0.0 if b else 1.0, df, n)
     half = t_quantile(df, confidence) * se
     return Slope(b, b - half, b + half, min(1.0, 2 * t_sf(abs(b) / se, df)), df, n)
+
+
+def f_sf(f: float, df1: float, df2: float) -> float:
+    """P(F > f) for Snedecor's F with (df1, df2) degrees of freedom (the regularized incomplete
+    beta function, as t_sf)."""
+    if not f > 0:
+        return 1.0
+    if math.isinf(f):
+        return 0.0
+    x = df2 / (df2 + df1 * f)          # P(F > f) = I_x(df2/2, df1/2)
+    y = df1 * f / (df2 + df1 * f)
+    return min(1.0, max(0.0, _ibeta(df2 / 2.0, df1 / 2.0, x, y, math.log(x), math.log(y))))
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """The block effect of a two-way additive model (cell + block): the F test and each block's
+    effect (a mean-zero log scale), with the points and cells of each block."""
+    f: float
+    df1: int
+    df2: int
+    p: float
+    effects: tuple[float, ...]      # block k's effect, k = 0, 1, ...
+    sizes: tuple[int, ...]          # points in block k
+    n: int
+    cells: int
+
+
+def block_effects(groups, confidence: float = CONFIDENCE, tolerance: float = 1e-12) -> Blocks | None:
+    """The F test of a block effect in y = cell + block + e, where `groups` holds each cell's
+    (block, y) pairs (block: 0, 1, ...). None below 2 blocks with 2 cells each, or without a
+    residual degree of freedom. Fitted by backfitting (alternating cell and block means of the
+    other's residuals), which converges to the least-squares fit; balanced cells need one step."""
+    cells = []
+    for pairs in groups:
+        pairs = [(int(b), y) for b, y in pairs if usable(y)]
+        if len(pairs) >= 2:
+            cells.append(pairs)
+    counts: dict[int, int] = {}
+    for pairs in cells:
+        for b, _ in pairs:
+            counts[b] = counts.get(b, 0) + 1
+    blocks = sorted(b for b, k in counts.items() if k >= 2)
+    if len(blocks) < 2:
+        return None
+    index = {b: i for i, b in enumerate(blocks)}
+    cells = [[(index[b], y) for b, y in pairs if b in index] for pairs in cells]
+    cells = [pairs for pairs in cells if len(pairs) >= 2]
+    n, nb = sum(len(c) for c in cells), len(blocks)
+    df2 = n - len(cells) - nb + 1
+    if len(cells) < 2 or df2 < 1:
+        return None
+    means = [math.fsum(y for _, y in c) / len(c) for c in cells]
+    rss0 = math.fsum((y - m) ** 2 for c, m in zip(cells, means) for _, y in c)
+    beta = [0.0] * nb
+    sizes = [0] * nb
+    for c in cells:
+        for b, _ in c:
+            sizes[b] += 1
+    for _ in range(1000):
+        sums = [0.0] * nb
+        for c, m in zip(cells, means):
+            for b, y in c:
+                sums[b] += y - m
+        new = [s / k for s, k in zip(sums, sizes)]
+        shift = math.fsum(new) / nb
+        new = [v - shift for v in new]
+        means = [math.fsum(y - new[b] for b, y in c) / len(c) for c in cells]
+        moved = max(abs(a - b) for a, b in zip(new, beta))
+        beta = new
+        if moved <= tolerance * (1 + max(abs(v) for v in beta)):
+            break
+    rss1 = math.fsum((y - m - beta[b]) ** 2 for c, m in zip(cells, means) for b, y in c)
+    gained = max(0.0, rss0 - rss1)
+    if rss1 <= 0:
+        f = math.inf if gained > 0 else 0.0
+    else:
+        f = (gained / (nb - 1)) / (rss1 / df2)
+    return Blocks(f, nb - 1, df2, f_sf(f, nb - 1, df2), tuple(beta), tuple(sizes), n, len(cells))
+
+
+DEPARTURE_SIMULATIONS = 4000
+
+
+def _departure(ys) -> tuple[int, float]:
+    """(index, D) of the largest departure from the median, in units of the median absolute
+    successive difference; D is inf where that is 0 and a value departs, 0 where none does."""
+    med = _median(sorted(ys))
+    i = max(range(len(ys)), key=lambda k: abs(ys[k] - med))
+    scale = _median(sorted(abs(b - a) for a, b in zip(ys, ys[1:])))
+    gap = abs(ys[i] - med)
+    if scale > 0:
+        return i, gap / scale
+    return i, math.inf if gap > 0 else 0.0
+
+
+@functools.lru_cache(maxsize=64)
+def _departures_under_no_drift(n: int) -> tuple[float, ...]:
+    rng = random.Random(n)
+    return tuple(sorted(_departure([rng.gauss(0.0, 1.0) for _ in range(n)])[1]
+                        for _ in range(DEPARTURE_SIMULATIONS)))
+
+
+@dataclass(frozen=True)
+class Departure:
+    index: int          # of the value furthest from the median
+    gap: float          # that value minus the median
+    d: float            # the statistic D
+    p: float
+
+
+def departure_test(ys) -> Departure | None:
+    """The largest departure of a series (in time order) from its median, and its p against
+    independent normal values (see the module's rules); None below 3 values."""
+    ys = [y for y in ys if usable(y)]
+    if len(ys) < 3:
+        return None
+    i, d = _departure(ys)
+    sims = _departures_under_no_drift(len(ys))
+    above = len(sims) - bisect.bisect_left(sims, d)
+    return Departure(i, ys[i] - _median(sorted(ys)), d, (1 + above) / (1 + len(sims)))

@@ -604,7 +604,7 @@ def test_every_schema_error_is_reported_one_line_each_by_line(write_experiment, 
     assert str(err).splitlines() == [
         "many.yaml:4: repetitons: unknown key 'repetitons' (did you mean 'repetitions'? allowed: "
         "id, description, source, benchmark, scale, job, fixed, matrix, zip, exclude, parts, "
-        "repetitions, search, keep_data, order, require_lustre, require_file_system, verify, report, "
+        "repetitions, search, keep_data, order, drift, require_lustre, require_file_system, verify, report, "
         "darshan, profiles, tags, allow)",
         "many.yaml:5: verify.layout: 'loud' is not allowed (allowed: fail, warn)",
         "many.yaml:6: job.exclusive: expected boolean, got string 'maybe'",

@@ -4,6 +4,7 @@ matrix's order; a read after its write; re-derived from what a manifest records.
 from __future__ import annotations
 
 import collections
+import json
 
 import pytest
 
@@ -119,3 +120,23 @@ def test_an_exec_order_of_reframe_is_answered_not_ignored():
         note = exec_order_note(argv)
         assert note.startswith("iolab: --exec-order does not reorder iolab's cases")
         assert "order: matrix" in note
+
+
+def test_a_drift_reference_runs_first_after_every_n_jobs_and_last(write_experiment):
+    exp = _experiment(write_experiment, "referenced", "drift: {case: {bs: 64k, numjobs: 2}, every: 10}\n")
+    cases = expand(exp)
+    (ref,) = [c.case_id for c in cases if c.params["bs"] == 65536 and c.params["numjobs"] == 2]
+    order = Order.new(exp.order, exp.repetitions, [("main", ref, 10)])
+    jobs = order.jobs(cases)
+    at = [i for i, (_p, cid, rep) in enumerate(jobs) if cid == ref and rep > 3]
+    # 27 jobs of the cases: a reference before the 1st, the 11th, the 21st, and after the 27th
+    assert at == [0, 11, 22, 30] and len(jobs) == 31
+    assert [jobs[i][2] for i in at] == [4, 5, 6, 7]
+    assert [j for j in jobs if j[2] <= 3] == Order(order.by, order.seed, 3).jobs(cases)
+    assert {order.role(*jobs[i]) for i in at} == {"drift-reference"}
+    assert {order.role(*j) for j in jobs if j[2] <= 3} == {None}
+    again = Order.from_dict(json.loads(json.dumps(order.as_dict())))
+    assert again == order and again.jobs(cases) == jobs
+    assert "drift reference" in order.describe()
+    with pytest.raises(ValueError, match="reference"):
+        Order.from_dict({**order.as_dict(), "reference": [["main", ref, 0]]})

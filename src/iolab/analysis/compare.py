@@ -76,7 +76,8 @@ VERDICT_RULE = ("Verdict: faster / slower only when both the 95% CI of B/A exclu
                 "difference the verdict is 'unclear', says which one found it and which way it "
                 "points; when neither does, no clear difference; n too small below 2 repetitions "
                 "on a side. A difference no larger than the drift measured in either run (the "
-                "far end of its 95% CI) is not declared: the verdict says 'within drift'.")
+                "far end of a trend's 95% CI, or the slowest or fastest block against the median "
+                "block) is not declared: the verdict says 'within drift'.")
 
 
 def within_drift(verdict_text: str, ratio: float | None, floor: drifts.Drift | None) -> str:

@@ -94,6 +94,19 @@ class Part:
     matrix: dict[str, list]
     zips: list[dict[str, list]]
     exclude: list[dict[str, Any]]
+    drift: DriftReference | None = None
+
+
+@dataclass(frozen=True)
+class DriftReference:
+    """`drift: {case: {param: value}, every: N}`: the case those parameters name runs once more
+    at the start of the run, after every N jobs and at the end (experiment/order.py)."""
+
+    params: dict[str, Any]              # typed like fixed
+    every: int
+    # the file, line and key of `case`, for what is checked once the cases are known
+    # (matrix.reference_cases)
+    at: tuple = field(default=(None, None, None), compare=False, repr=False)
 
 
 @dataclass
@@ -192,7 +205,7 @@ def _build(doc: Located, path: Path, text: str, profile: str | None, shown: str,
                             hint=f"benchmarks: {', '.join(schemas.benchmarks())}"))
         found.raise_all()
     if has_parts:
-        for key in ("scale", "job") + PARAM_SECTIONS:
+        for key in ("scale", "job", "drift") + PARAM_SECTIONS:
             if key in data:
                 found.add(doc.error((key,), f"with 'parts', put '{key}' inside each part"))
 
@@ -261,7 +274,8 @@ def _build(doc: Located, path: Path, text: str, profile: str | None, shown: str,
             section = _apply_profile(section, overrides[profile][name])
         parts.append(Part(name=name, benchmark=bench, job=Job(**section["job"]),
                           fixed=section["fixed"], matrix=section["matrix"],
-                          zips=section["zips"], exclude=section["exclude"]))
+                          zips=section["zips"], exclude=section["exclude"],
+                          drift=_drift(doc, bench, _at, _get(data, _at).get("drift"))))
 
     if "require_file_system" in data:
         from ..layers.storage.base import file_systems
@@ -285,6 +299,16 @@ def _build(doc: Located, path: Path, text: str, profile: str | None, shown: str,
         report=reportspec.from_doc(data.get("report") or {}), search=search, allow=allow,
         order=data.get("order", "blocks"),
     )
+
+
+def _drift(doc: Located, bench: str, at: tuple, raw: dict | None) -> DriftReference | None:
+    """A part's `drift:` typed (the schema checked its shape; which case it names is checked
+    once the cases are known: matrix.reference_cases)."""
+    if raw is None:
+        return None
+    where = at + ("drift", "case")
+    params = {k: _param(doc, bench, where + (k,), k, v) for k, v in raw["case"].items()}
+    return DriftReference(params, raw["every"], (doc.file, doc.line(where), dotted(where)))
 
 
 def _search(doc: Located, raw: dict, parts: list[Part], repetitions: int) -> Search:

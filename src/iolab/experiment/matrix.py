@@ -161,7 +161,43 @@ def expand(exp: Experiment) -> list[Case]:
         raise IolabError(exc.message, file=str(exp.path)) from None
     if exp.search is not None:
         check_objective(exp.search, cases)
+    reference_cases(exp, cases)
     return cases
+
+
+def reference_cases(exp: Experiment, cases: list[Case]) -> dict[str, tuple[str, int]]:
+    """Each part's drift reference (`drift: {case, every}`): part -> (the one case its
+    parameters name, every). Refused, naming the cases: parameters that name no case or several,
+    and a case that reads another's data (its extra jobs would have no write to read)."""
+    out = {}
+    readers = None
+    for part in exp.parts:
+        ref = part.drift
+        if ref is None:
+            continue
+        file, line, key = ref.at
+        mine = [c for c in cases if c.part == part.name]
+        varied = varied_keys_of(exp, part) or list(ref.params)
+        asked = ", ".join(f"{k}={show_value(part.benchmark, k, v)}" for k, v in ref.params.items())
+        found = [c for c in mine if all(c.params.get(k) == v for k, v in ref.params.items())]
+        if len(found) != 1:
+            named = found or mine
+            shown = "; ".join(f"{c.case_id} ({describe(c, varied)})" for c in named[:6])
+            more = f"; and {len(named) - 6} more" if len(named) > 6 else ""
+            what = (f"{asked} names no case" if not found else
+                    f"{asked} names {len(found)} cases, not one: {shown}{more}")
+            raise IolabError(what, file=file, line=line, key=key,
+                             hint=(f"the cases: {shown}{more}" if not found else
+                                   f"add parameters that tell them apart ({', '.join(varied)})"))
+        if readers is None:
+            readers = producers(cases)
+        if found[0].case_id in readers:
+            raise IolabError(f"{asked} names {found[0].case_id} ({describe(found[0], varied)}), "
+                             "a read of another case's data: a reference job would have no write "
+                             "to read", file=file, line=line, key=key,
+                             hint="name a case that writes")
+        out[part.name] = (found[0].case_id, ref.every)
+    return out
 
 
 def check_objective(search, cases: list[Case]) -> None:

@@ -9,9 +9,15 @@ the matrix's order, each case's repetitions one after another (iolab's order bef
 Either way a read runs after the write whose data it reads (same repetition): a read that the
 shuffle put before its write runs right after it, the others keep their places.
 
-The order is a function of the cases, the number of repetitions and the seed, which a run's
-manifest records (`order: {by, seed, repetitions}`), so `jobs` re-derives it from them; `iolab
-resume` and `iolab search` run their jobs in the order of the run they continue.
+A drift reference (`drift: {case, every}` in the experiment, per part) adds jobs of that case:
+one before the first job, one after every N jobs of the run (all parts counted) and one after the
+last; they are repetitions after the experiment's (repetitions + 1, + 2, ...), and their records
+carry the role drift-reference (ROLE), kept out of the case's table statistics.
+
+The order is a function of the cases, the number of repetitions, the seed and the references,
+which a run's manifest records (`order: {by, seed, repetitions, reference}`), so `jobs`
+re-derives it from them; `iolab resume` and `iolab search` run their jobs in the order of the
+run they continue.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import secrets
 from dataclasses import dataclass
 
 BLOCKS, MATRIX = "blocks", "matrix"
+ROLE = "drift-reference"       # provenance.role of a reference job's record
 KINDS = (BLOCKS, MATRIX)
 SEED_BITS = 32
 
@@ -30,14 +37,19 @@ class Order:
     by: str = BLOCKS
     seed: int | None = None         # blocks only: the shuffles' seed
     repetitions: int = 1            # how many blocks the order was made for
+    reference: tuple = ()           # ((part, case id, every), ...): drift reference cases
 
     @classmethod
-    def new(cls, by: str, repetitions: int) -> Order:
+    def new(cls, by: str, repetitions: int, reference=()) -> Order:
         """A run's order: blocks get a fresh seed."""
-        return cls(by, secrets.randbits(SEED_BITS) if by == BLOCKS else None, repetitions)
+        return cls(by, secrets.randbits(SEED_BITS) if by == BLOCKS else None, repetitions,
+                   tuple(tuple(r) for r in reference))
 
     def as_dict(self) -> dict:
-        return {"by": self.by, "seed": self.seed, "repetitions": self.repetitions}
+        out = {"by": self.by, "seed": self.seed, "repetitions": self.repetitions}
+        if self.reference:
+            out["reference"] = [list(r) for r in self.reference]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict) -> Order:
@@ -49,12 +61,28 @@ class Order:
             raise ValueError(f"a blocks order without an integer seed: {data!r}")
         if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
             raise ValueError(f"a run order's repetitions must be a positive integer: {data!r}")
-        return cls(data["by"], seed if data["by"] == BLOCKS else None, reps)
+        reference = data.get("reference", [])
+        if not isinstance(reference, list) or not all(
+                isinstance(r, list) and len(r) == 3 and isinstance(r[0], str)
+                and isinstance(r[1], str) and type(r[2]) is int and r[2] >= 1 for r in reference):
+            raise ValueError(f"a run order's reference must be [[part, case id, every], ...]: "
+                             f"{data!r}")
+        return cls(data["by"], seed if data["by"] == BLOCKS else None, reps,
+                   tuple(tuple(r) for r in reference))
 
     def describe(self) -> str:
-        if self.by == MATRIX:
-            return "matrix order"
-        return f"blocks by repetition, shuffled with seed {self.seed}"
+        text = ("matrix order" if self.by == MATRIX else
+                f"blocks by repetition, shuffled with seed {self.seed}")
+        for part, cid, every in self.reference:
+            text += f"; drift reference {cid} ({part}) at the start, every {every} jobs and the end"
+        return text
+
+    def role(self, part: str, case_id: str, repetition: int) -> str | None:
+        """ROLE for a reference job (a reference case's repetition after the order's), else None."""
+        if repetition > self.repetitions and any(
+                (p, c) == (part, case_id) for p, c, _ in self.reference):
+            return ROLE
+        return None
 
     def jobs(self, cases, producer: dict[str, str] | None = None,
              repetitions: int | None = None) -> list[tuple[str, str, int]]:
@@ -68,7 +96,32 @@ class Order:
         else:
             rng = random.Random(self.seed)
             order = [(cid, rep) for rep in range(1, reps + 1) for cid in _shuffled(ids, rng)]
-        return [(part[cid], cid, rep) for cid, rep in _after_writes(order, producer or {})]
+        jobs = [(part[cid], cid, rep) for cid, rep in _after_writes(order, producer or {})]
+        return self._with_references(jobs, reps) if self.reference else jobs
+
+    def _with_references(self, jobs: list[tuple[str, str, int]], reps: int) -> list[tuple[str, str, int]]:
+        """`jobs` with each reference case's job before the first, after every N and after the
+        last (once, where the last is an N-th), numbered reps + 1, reps + 2, ..."""
+        out: list[tuple[str, str, int]] = []
+        done = {(p, c): reps for p, c, _ in self.reference}
+
+        def reference(p, c):
+            done[(p, c)] += 1
+            out.append((p, c, done[(p, c)]))
+
+        for i, job in enumerate(jobs):
+            for p, c, every in self.reference:
+                if i % every == 0:
+                    reference(p, c)
+            out.append(job)
+        for p, c, _every in self.reference:
+            reference(p, c)
+        return out
+
+
+def reference_jobs(jobs: int, every: int) -> int:
+    """How many jobs a reference adds to a run of `jobs` jobs (Order._with_references)."""
+    return -(-jobs // every) + 1
 
 
 def _shuffled(items: list, rng: random.Random) -> list:

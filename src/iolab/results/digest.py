@@ -4,14 +4,16 @@ Tables group repetitions by case. At campaign scale (100,000 records) building a
 per line and walking them all was most of a table's time, so the walk is done once, here, into
 one `CaseFacts` per (part, case): its parameters, repetitions by status with their reasons, the
 notes of what was not applied, the MPI-IO values seen in effect, each metric's values with
-their repetitions, and the benchmark versions. The fold is a function of the records alone, so
-the record cache (recordcache.py) keeps it beside them, and a table of a large run is made
-without decoding a record; anything else a verb needs still comes from the records.
+their repetitions and start times (drift.py tests them over time), and the benchmark versions.
+The fold is a function of the records alone, so the record cache (recordcache.py) keeps it
+beside them, and a table of a large run is made without decoding a record; anything else a verb
+needs still comes from the records.
 """
 
 from __future__ import annotations
 
 from base64 import b64decode, b64encode
+import math
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -22,6 +24,7 @@ from .record import STATUSES, Record
 
 # A benchmark's own maximum of a metric (over its iterations) is reported as <metric>_max.
 OWN_MAX_SUFFIX = "_max"
+REFERENCE = "drift-reference"       # experiment/order.py's ROLE: a drift reference's job
 
 
 def shows_effective(key: str) -> bool:
@@ -51,6 +54,16 @@ class CaseFacts:
     own_max: dict[str, array] = field(default_factory=dict)
     versions: frozenset = frozenset()       # benchmark versions its ok records name
     summaries: dict[str, bytes] | None = None     # of values, packed once computed (summarize)
+    # each ok record's start (Record.started; nan: not recorded), in file order; metric -> the
+    # positions in it of its values, for a metric that some ok record lacks (else 0, 1, ...)
+    started: array = field(default_factory=lambda: array("d"))
+    where: dict[str, list] = field(default_factory=dict)
+
+    def series(self, metric: str) -> list[tuple[float, float]]:
+        """(start, value) of each ok value of a metric; start nan when not recorded."""
+        values = self.values.get(metric, ())
+        at = self.where.get(metric) or range(len(values))
+        return [(self.started[i], v) for i, v in zip(at, values)]
 
 
 @dataclass
@@ -63,6 +76,9 @@ class PartFacts:
     present: set[str] = field(default_factory=set)      # metric names of any record
     units: dict[str, str] = field(default_factory=dict)  # metric -> unit (of the last ok record)
     cases: dict[str, CaseFacts] = field(default_factory=dict)   # in first-seen order
+    # the jobs of a drift reference (records whose provenance role is REFERENCE): kept out of
+    # its case's facts, their series read by drift.py
+    reference: CaseFacts | None = None
 
 
 @dataclass
@@ -115,6 +131,12 @@ def fold(records: Iterable[Record]) -> Digest:
             part = parts[rec.part] = PartFacts(rec.part, rec.benchmark, rec.experiment, rec.run_id,
                                                list(rec.varied))
             hints[rec.part] = [k for k in part.varied if shows_effective(k)]
+        if rec.provenance.extra.get("role") == REFERENCE:
+            case = part.reference
+            if case is None:
+                case = part.reference = CaseFacts(rec.part, rec.case_id, part.benchmark, rec.params)
+            _fold_reference(case, rec)
+            continue
         case = part.cases.get(rec.case_id)
         if case is None:
             case = part.cases[rec.case_id] = CaseFacts(rec.part, rec.case_id, part.benchmark, rec.params)
@@ -131,8 +153,8 @@ def fold(records: Iterable[Record]) -> Digest:
                 values = case.effective.setdefault(key, [])
                 if seen not in values:
                     values.append(seen)
+            _add_values(case, rec)
             for m in rec.metrics:
-                case.values.setdefault(m.name, array("d")).append(m.value)
                 case.reps.setdefault(m.name, []).append(rec.repetition)
                 part.units[m.name] = m.unit
                 base = m.name.removesuffix(OWN_MAX_SUFFIX)
@@ -161,12 +183,36 @@ def fold(records: Iterable[Record]) -> Digest:
     return Digest(parts, counts, reps, raw_errors, first.experiment if first else "", varied)
 
 
+def _fold_reference(case: CaseFacts, rec: Record) -> None:
+    """A drift reference's job: its status, start and values (nothing else is read of them)."""
+    if not rec.ok:
+        getattr(case, rec.status if rec.status in ("skipped", "aborted") else "failed").append(
+            rec.error or rec.status)
+        return
+    case.ok += 1
+    _add_values(case, rec)
+
+
+def _add_values(case: CaseFacts, rec: Record) -> None:
+    """An ok record's start and metric values."""
+    at = len(case.started)
+    start = rec.started
+    case.started.append(math.nan if start is None else start)
+    for m in rec.metrics:
+        values = case.values.setdefault(m.name, array("d"))
+        if m.name in case.where:
+            case.where[m.name].append(at)
+        elif len(values) != at:       # an ok record before lacked it: positions kept
+            case.where[m.name] = [*range(len(values)), at]
+        values.append(m.value)
+
+
 # ------------------------------------------------------------------------- as a run's file
 # A digest as JSON, one column per fact of a part's cases (recordcache.py writes and checks the
 # file a run keeps beside its records). Plain JSON, never a pickle: the file comes with the run,
 # from whoever made or copied it. FORMAT changes whenever fold() or this layout does, so a
 # digest of another fold is never read as this one's.
-FORMAT = 1
+FORMAT = 3
 _LISTS = ("failed", "skipped", "aborted", "notes")
 
 
@@ -184,14 +230,18 @@ def to_json(d: Digest) -> dict:
             "effective": [c.effective for c in cases],
             "versions": [sorted(c.versions, key=repr) for c in cases],
             "reps_of": [list(d.reps_of.get((name, c.case_id), ())) for c in cases],
+            "started": [[None if math.isnan(t) else t for t in c.started] for c in cases],
             "metrics": {m: {"values": [list(c.values[m]) if m in c.values else None for c in cases],
                             "reps": [c.reps[m] if m in c.reps else None for c in cases],
+                            "where": [c.where.get(m) for c in cases],
                             "own_max": [list(c.own_max[m]) if m in c.own_max else None
                                         for c in cases],
                             "summary": [b64encode(c.summaries[m]).decode()
                                         if c.summaries and m in c.summaries else None
                                         for c in cases]}
                         for m in metrics},
+            "reference": None if p.reference is None else _reference_json(
+                p.reference, d.reps_of.get((name, p.reference.case_id), ())),
         }
     return {"format": FORMAT, "counts": d.counts, "raw_errors": d.raw_errors,
             "experiment": d.experiment, "varied": sorted(d.varied), "parts": parts,
@@ -212,12 +262,12 @@ def from_json(data: dict) -> Digest:
                        set(p["present"]), dict(p["units"]))
         ids = p["case_id"]
         columns = [p[k] for k in ("benchmark_of", "params", "ok", *_LISTS, "effective",
-                                  "versions", "reps_of")]
+                                  "versions", "reps_of", "started")]
         if any(len(col) != len(ids) for col in columns):
             raise ValueError(f"part {name}: columns of unequal length")
         cases = []
         for (case_id, bench, params, ok, failed, skipped, aborted, notes, effective,
-             versions, reps) in zip(ids, *columns):
+             versions, reps, started) in zip(ids, *columns):
             if type(ok) is not int or type(params) is not dict or type(effective) is not dict:
                 raise ValueError(f"part {name}: case {case_id!r} is not a digest's")
             case = CaseFacts(name, str(case_id), bench, params, ok,
@@ -226,17 +276,24 @@ def from_json(data: dict) -> Digest:
                              aborted or same.setdefault(("aborted",), []),
                              notes or same.setdefault(("notes",), []),
                              effective, {}, {}, {}, frozenset(versions),
-                             {} if summarized else None)
+                             {} if summarized else None,
+                             array("d", [math.nan if t is None else t for t in started]))
             cases.append(case)
             pf.cases[case.case_id] = case
             reps_of[(name, case.case_id)] = same.setdefault(("reps",) + tuple(reps), tuple(reps))
         for m, col in p["metrics"].items():     # a column at a time
-            if not len(col["values"]) == len(col["reps"]) == len(col["own_max"]) == len(ids):
+            if not (len(col["values"]) == len(col["reps"]) == len(col["own_max"])
+                    == len(col["where"]) == len(ids)):
                 raise ValueError(f"part {name}: metric {m}: columns of unequal length")
-            for case, values, reps in zip(cases, col["values"], col["reps"]):
+            for case, values, reps, where in zip(cases, col["values"], col["reps"], col["where"]):
                 if values is not None:
                     case.values[m] = array("d", values)
                     case.reps[m] = same.setdefault(tuple(reps), reps)
+                    if where is not None:
+                        if len(where) != len(values) or not all(
+                                type(i) is int and 0 <= i < len(case.started) for i in where):
+                            raise ValueError(f"part {name}: metric {m}: positions out of range")
+                        case.where[m] = where
             for case, values in zip(cases, col["own_max"]):
                 if values is not None:
                     case.own_max[m] = array("d", values)
@@ -244,6 +301,33 @@ def from_json(data: dict) -> Digest:
                 for case, packed in zip(cases, col["summary"]):
                     if packed is not None:
                         case.summaries[m] = b64decode(packed)
+        if p["reference"] is not None:
+            pf.reference = _reference_from(name, pf.benchmark, p["reference"])
+            # a reference case whose every job is a reference's has no column of its own
+            reps_of.setdefault((name, pf.reference.case_id), tuple(p["reference"]["reps_of"]))
         parts[name] = pf
     return Digest(parts, dict(data["counts"]), reps_of, int(data["raw_errors"]),
                   str(data["experiment"]), set(data["varied"]))
+
+
+def _reference_json(c: CaseFacts, reps_of) -> dict:
+    return {"case_id": c.case_id, "params": c.params, "ok": c.ok, "reps_of": list(reps_of),
+            **{k: getattr(c, k) for k in ("failed", "skipped", "aborted")},
+            "started": [None if math.isnan(t) else t for t in c.started],
+            "values": {m: list(v) for m, v in c.values.items()}, "where": c.where}
+
+
+def _reference_from(part: str, benchmark: str, r: dict) -> CaseFacts:
+    case = CaseFacts(part, str(r["case_id"]), benchmark, dict(r["params"]), int(r["ok"]),
+                     list(r["failed"]), list(r["skipped"]), list(r["aborted"]),
+                     started=array("d", [math.nan if t is None else t for t in r["started"]]))
+    for m, values in r["values"].items():
+        case.values[m] = array("d", values)
+        where = r["where"].get(m)
+        if where is None and len(values) > len(case.started) or where is not None and (
+                len(where) != len(values) or not all(type(i) is int and 0 <= i < len(case.started)
+                                                     for i in where)):
+            raise ValueError(f"part {part}: the drift reference's {m}: positions out of range")
+        if where is not None:
+            case.where[m] = list(where)
+    return case

@@ -60,6 +60,8 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
     _iolab_consumers: dict = {}     # write case id -> read case ids
     _iolab_param_vars: dict = {}    # loggable variable name -> (parameter key, shown as text)
     _iolab_repetitions: int = 1     # repetitions this process has tests for
+    _iolab_references: tuple = ()   # (part, case id, every) of each drift reference
+    _iolab_reference_reps: dict = {}    # a drift reference's case id -> its last repetition
 
     @run_after("init")
     def _iolab_init(self):

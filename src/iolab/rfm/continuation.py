@@ -27,10 +27,14 @@ def current(experiment: str) -> Continuation | None:
 
 
 def skip_done(test, case) -> None:
-    """Skip (at load: no plan, no record) a job the chain already has ok."""
+    """Skip (at load: no plan, no record) a job the chain already has ok, and a repetition
+    after the experiment's that is no drift reference's job (those tests exist for it alone)."""
     cont = current(case.experiment)
     if cont is not None and not cont.wants(case.part, case.case_id, test.repetition):
         test.skip(f"iolab resume: ok in the chain of run {cont.root}")
+    if test.repetition > max(test._iolab_repetitions, test._iolab_reference_reps.get(case.case_id, 0)):
+        test.skip("iolab: not a job of this run (a repetition after the experiment's is a drift "
+                  "reference's)")
 
 
 def manifest_extra(experiment: str) -> dict:
@@ -38,7 +42,7 @@ def manifest_extra(experiment: str) -> dict:
     return cont.manifest_extra() if cont is not None else {}
 
 
-def order(exp, repetitions: int) -> Order:
+def order(exp, repetitions: int, reference=()) -> Order:
     """The order this process runs `exp`'s jobs in: a continuation's (the chain's, so `iolab
     resume` and each round of `iolab search` keep it), else a new one as the experiment says."""
     cont = current(exp.id)
@@ -48,4 +52,4 @@ def order(exp, repetitions: int) -> Order:
         except ValueError as exc:
             raise IolabError(f"the continuation of run {cont.root} names no usable run order: "
                              f"{exc}") from None
-    return Order.new(exp.order, repetitions)
+    return Order.new(exp.order, repetitions, reference)

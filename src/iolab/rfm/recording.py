@@ -48,7 +48,8 @@ class _Run:
         """Every job of the experiment's test class in this run's order (experiment/order.py):
         the order is decided at the first call, and the manifest records it."""
         if self.order is None:
-            self.order = continuation.order(self.exp, test_cls._iolab_repetitions)
+            self.order = continuation.order(self.exp, test_cls._iolab_repetitions,
+                                            test_cls._iolab_references)
         reps = max(self.order.repetitions, test_cls._iolab_repetitions)
         return self.order.jobs(list(test_cls._iolab_cases.values()), test_cls._iolab_producer, reps)
 
@@ -182,11 +183,17 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
             # the benchmark's own start and end, and iolab's work after it (unix seconds)
             "timing": _timing(stage, getattr(test, "_iolab_post_start", None)),
             "stagedir": str(stage) if stage else None,
+            # a drift reference's job (experiment/order.py): not one of the case's repetitions
+            **({"role": role} if (role := _role(run, case, test.repetition)) else {}),
         }),
     )
     run.append(rec)
     _after_record(test, run, rec)
     return rec
+
+
+def _role(run: _Run, case, repetition: int) -> str | None:
+    return run.order.role(case.part, case.case_id, repetition) if run.order is not None else None
 
 
 def _after_record(test, run: _Run, rec: Record) -> None:

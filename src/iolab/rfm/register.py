@@ -22,7 +22,8 @@ from . import site
 from .systems import system_profile
 from ..errors import IolabError
 from ..experiment.load import load_experiment
-from ..experiment.matrix import expand, producers, varied_keys
+from ..experiment.matrix import expand, producers, reference_cases, varied_keys
+from ..experiment.order import reference_jobs
 from ..experiment.load import class_name
 from .shims import ensure_current, shim_path, sync_shims
 from . import continuation, internals, session
@@ -89,12 +90,17 @@ def _register(module_name: str, exp) -> None:
     # search.repetitions of each case): those tests exist too, the others are skipped at load
     cont = continuation.current(exp.id)
     repetitions = max([exp.repetitions] + [int(j[2]) for j in (cont.jobs if cont else [])])
+    # a drift reference case's extra jobs are its repetitions after the experiment's
+    references = tuple((part, cid, every) for part, (cid, every) in reference_cases(exp, cases).items())
+    reference_reps = {cid: exp.repetitions + reference_jobs(len(cases) * exp.repetitions, every)
+                      for _part, cid, every in references}
     consumers: dict[str, list[str]] = {}
     for reader, writer in producer.items():
         consumers.setdefault(writer, []).append(reader)
     body = {
         "case": builtins.parameter([c.case_id for c in cases], loggable=True),
-        "repetition": builtins.parameter(list(range(1, repetitions + 1)), type=int, loggable=True),
+        "repetition": builtins.parameter(
+            list(range(1, max([repetitions, *reference_reps.values()]) + 1)), type=int, loggable=True),
         "iolab_experiment": builtins.variable(str, value=exp.id, loggable=True),
         "iolab_profile": builtins.variable(str, value=exp.profile or "", loggable=True),
         "_iolab_exp": exp,
@@ -104,6 +110,8 @@ def _register(module_name: str, exp) -> None:
         "_iolab_producer": producer,
         "_iolab_consumers": consumers,
         "_iolab_repetitions": repetitions,      # the run order's blocks (experiment/order.py)
+        "_iolab_references": references,        # (part, case id, every) of each drift reference
+        "_iolab_reference_reps": reference_reps,    # its case id -> its last repetition
     }
     # Each varied parameter as a loggable variable (stripe_count, cb_nodes...), so ReFrame's
     # results database can group by it: reframe --performance-compare=.../mean:+stripe_count/...
