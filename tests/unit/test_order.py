@@ -140,3 +140,12 @@ def test_a_drift_reference_runs_first_after_every_n_jobs_and_last(write_experime
     assert "drift reference" in order.describe()
     with pytest.raises(ValueError, match="reference"):
         Order.from_dict({**order.as_dict(), "reference": [["main", ref, 0]]})
+
+
+def test_a_drift_reference_with_a_search_is_refused_where_it_is_written(write_experiment):
+    """A search picks cases and repetitions round by round: a reference's extra jobs would count
+    as repetitions of the case it names, so the two are refused together, at drift:'s line."""
+    with pytest.raises(IolabError) as info:
+        _experiment(write_experiment, "searched", "drift: {case: {bs: 64k, numjobs: 2}, every: 10}\n"
+                    "search: {objective: write_bw, budget: 4}\n")
+    assert "searched.yaml:6: drift: a drift reference and search: do not combine" in str(info.value)

@@ -129,3 +129,30 @@ def test_the_noise_ignores_a_step():
     assert trend.noise(logs) < 0.05
     changes, _ = trend.change_points(logs)
     assert changes == [4]
+
+
+def test_drift_reference_jobs_are_left_out_as_in_the_table(tmp_path, monkeypatch, capsys):
+    """A drift reference's extra jobs (provenance role drift-reference) are not repetitions of
+    their case: slow ones in the later runs change no case's series."""
+    results = tmp_path / "results"
+    monkeypatch.setenv("IOLAB_RESULTS", str(results))
+    for day in range(DAYS):
+        name = _shifted(REAL[day % 2], results, day, 1.0)
+        if day < STEP_AT:
+            continue
+        path = results / "quickstart" / name / "records.jsonl"
+        lines = path.read_text().splitlines()
+        extra = []
+        for line in lines:
+            r = json.loads(line)
+            if r["benchmark"] != "fio":
+                continue
+            r["repetition"] += 100
+            r["provenance"]["role"] = "drift-reference"
+            for m in r["metrics"]:
+                if isinstance(m.get("value"), (int, float)):
+                    m["value"] *= 0.2
+            extra.append(json.dumps(r))
+        path.write_text("\n".join(lines + extra) + "\n")
+    assert main(["trend", "quickstart"]) == 0
+    assert "no change point in any case" in capsys.readouterr().out

@@ -111,7 +111,7 @@ def series_of(runs, metric: str | None, systems: str | None, all_systems: bool,
             continue
         by_case: dict[tuple, list] = {}
         for rec in run.records:
-            if not rec.ok:
+            if not rec.ok or rec.drift_reference:      # as in the run's table
                 continue
             if cases and not any(names_case(c, rec.case_id) for c in cases):
                 continue

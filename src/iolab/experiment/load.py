@@ -316,6 +316,14 @@ def _search(doc: Located, raw: dict, parts: list[Part], repetitions: int) -> Sea
     the direction agrees with it, halving has repetitions to halve over) said here."""
     from ..benchmarks import get as get_benchmark
 
+    for part in parts:
+        if part.drift is not None:
+            # a search picks its cases and repetitions round by round: a reference's extra jobs
+            # would be counted as the case's repetitions, and their numbers could collide
+            at = ("drift",) if "drift" in doc.data else ("parts", part.name, "drift")
+            raise doc.error(at, "a drift reference and search: do not combine (a search's rounds "
+                            "choose the cases and repetitions)",
+                            hint="run the search without drift:, then the chosen cases with it")
     objective = raw["objective"]
     better = set()
     for part in parts:

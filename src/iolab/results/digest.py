@@ -24,7 +24,6 @@ from .record import STATUSES, Record
 
 # A benchmark's own maximum of a metric (over its iterations) is reported as <metric>_max.
 OWN_MAX_SUFFIX = "_max"
-REFERENCE = "drift-reference"       # experiment/order.py's ROLE: a drift reference's job
 
 
 def shows_effective(key: str) -> bool:
@@ -76,7 +75,7 @@ class PartFacts:
     present: set[str] = field(default_factory=set)      # metric names of any record
     units: dict[str, str] = field(default_factory=dict)  # metric -> unit (of the last ok record)
     cases: dict[str, CaseFacts] = field(default_factory=dict)   # in first-seen order
-    # the jobs of a drift reference (records whose provenance role is REFERENCE): kept out of
+    # the jobs of a drift reference (Record.drift_reference): kept out of
     # its case's facts, their series read by drift.py
     reference: CaseFacts | None = None
 
@@ -131,7 +130,7 @@ def fold(records: Iterable[Record]) -> Digest:
             part = parts[rec.part] = PartFacts(rec.part, rec.benchmark, rec.experiment, rec.run_id,
                                                list(rec.varied))
             hints[rec.part] = [k for k in part.varied if shows_effective(k)]
-        if rec.provenance.extra.get("role") == REFERENCE:
+        if rec.drift_reference:
             case = part.reference
             if case is None:
                 case = part.reference = CaseFacts(rec.part, rec.case_id, part.benchmark, rec.params)

@@ -24,6 +24,7 @@ SCHEMA = 1
 # skipped: not run, with a reason; aborted: interrupted (SIGINT/SIGTERM) before it finished.
 STATUSES = ("ok", "failed", "skipped", "aborted")
 NUM_TASKS = "scale.num_tasks"
+DRIFT_REFERENCE = "drift-reference"   # provenance.role of a drift reference's job (order.ROLE)
 
 
 # ------------------------------------------------------------------------------- parameters
@@ -259,6 +260,11 @@ class Record:
     def value(self, name: str) -> float | None:
         m = self.metric(name)
         return None if m is None else m.value
+
+    @property
+    def drift_reference(self) -> bool:
+        """A drift reference's extra job (experiment/order.py): kept out of its case's figures."""
+        return self.provenance.extra.get("role") == DRIFT_REFERENCE
 
     @property
     def started(self) -> float | None:
