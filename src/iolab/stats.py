@@ -210,7 +210,8 @@ def usable(x: float) -> bool:
 def split(values) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """The values as floats: those the statistics take, and those set aside (see LIMIT)."""
     xs = tuple(map(float, values))
-    if all(-LIMIT <= x <= LIMIT for x in xs):
+    # in C: a sum that is finite rules out nan and inf, then the extremes bound the rest
+    if not xs or (math.isfinite(sum(xs)) and -LIMIT <= min(xs) and max(xs) <= LIMIT):
         return xs, ()
     return tuple(x for x in xs if usable(x)), tuple(x for x in xs if not usable(x))
 

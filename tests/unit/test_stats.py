@@ -281,3 +281,16 @@ def test_a_huge_value_is_set_aside_and_the_rest_summarized():
     edge = stats.summarize([1e150, -1e150, 1e150])
     assert edge.n == 3 and not edge.set_aside and math.isfinite(edge.ci_half_width)
     assert stats.welch(edge, stats.summarize([1e150, 1e-300])).p <= 1
+
+
+def test_split_sets_aside_exactly_what_is_not_usable():
+    """split's fast check (a finite sum, then the extremes) agrees with the value-by-value rule
+    on every mix of finite, huge, infinite and nan values, including sums that overflow."""
+    import random
+
+    pick = random.Random(7)
+    pool = [1.0, -3.5, 0.0, 1e150, -1e150, 1.5e150, 1e308, -1e308, math.nan, math.inf, -math.inf]
+    for _ in range(3000):
+        values = [pick.choice(pool) for _ in range(pick.randint(0, 7))]
+        want = (tuple(x for x in values if stats.usable(x)), tuple(x for x in values if not stats.usable(x)))
+        assert repr(stats.split(values)) == repr(want), values

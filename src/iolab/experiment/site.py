@@ -19,7 +19,6 @@ from importlib import resources
 from ..layers.mpiio import hints as mpiio
 from ..errors import IolabError, IolabErrors
 from .load import Darshan
-from .schema import _Validator
 from ..software import Stack, from_extras
 from .yamlpos import brief
 
@@ -36,7 +35,9 @@ def schema() -> dict:
 
 @functools.cache
 def _validator():
-    return _Validator(schema())
+    from .schema.checking import Validator
+
+    return Validator(schema())
 
 
 @dataclass(frozen=True)

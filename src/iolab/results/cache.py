@@ -10,6 +10,7 @@ key) is a miss: the caller derives the value again from the file, which stays th
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import pickle
@@ -47,6 +48,24 @@ def _outside_results(where: Path, name: str) -> Path:
         raise IolabError(f"{name}={where}: the cache would be inside {inside}; point it elsewhere "
                          "(default ~/.cache/iolab) or set IOLAB_CACHE=off")
     return where
+
+
+@functools.cache
+def package_key() -> str:
+    """iolab's code as installed (each module's and schema's name, size and mtime): a value
+    derived by much of it (a loaded experiment) is cached under this, never read by other code."""
+    import iolab
+
+    base = Path(iolab.__file__).parent
+    h = hashlib.sha256()
+    for root, dirs, files in os.walk(base):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith((".py", ".json")):
+                st = os.stat(os.path.join(root, name))
+                h.update(f"{os.path.relpath(os.path.join(root, name), base)} {st.st_size} "
+                         f"{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
 
 
 def prefix(kind: str, source: Path) -> str:

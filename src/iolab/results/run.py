@@ -15,6 +15,7 @@ import dataclasses
 import datetime
 import fnmatch
 import gc
+import hashlib
 import os
 import stat
 from collections.abc import Callable
@@ -197,6 +198,9 @@ class Run:
     _digest: digest.Digest | None = None       # the records folded by case (see digest)
     _later: Callable[[], list[Record]] | None = field(default=None, repr=False)
     verdict: integrity.Verdict | None = None   # the records' checks (integrity.py); None: in memory
+    # of the records' bytes (and the code reading them) when their digest is cached: what a
+    # reader may key its own cached results of the digest on (None: not cached)
+    cache_key: str | None = None
 
     @property
     def records(self) -> list[Record]:
@@ -335,7 +339,7 @@ class Run:
         else:
             planned, missing = _planned(manifest, facts.recorded)
         return cls(Path(path), manifest, None, [], planned, dict(facts.counts), missing, [],
-                   facts.raw_errors, project_root, _digest=facts, _later=later)
+                   facts.raw_errors, project_root, _digest=facts, _later=later, cache_key=key)
 
     def with_records(self, records: list[Record]) -> Run:
         """The same run restricted to some of its records (a part, picked cases)."""
@@ -353,9 +357,17 @@ class Run:
         if not text:
             return None, "the manifest has no copy of the experiment"
         shown = f"{self.path / 'manifest.json'}: experiment_yaml"
-        try:
+
+        def loaded():
             return load.load_text(text, Path(f"{self.manifest.experiment}.yaml"),
-                                  self.manifest.profile, shown), None
+                                  self.manifest.profile, shown)
+        try:
+            if not self.cache_key:
+                return loaded(), None
+            # a campaign's table reads it each time; checked once per YAML, profile and iolab
+            key = hashlib.sha256("\0".join((text, self.manifest.profile or "", cache.package_key()))
+                                 .encode()).hexdigest()[:32]
+            return cache.memo(self.path / MANIFEST, "experiment", key, loaded, load.Experiment), None
         except IolabError as exc:
             return None, str(exc).splitlines()[0]
 

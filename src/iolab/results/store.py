@@ -586,25 +586,42 @@ def _parse_manifest(path: Path, data: bytes) -> dict:
     return manifest
 
 
-_SHARED_MANIFESTS: dict[Path, tuple[str, dict]] = {}
+_SHARED_MANIFESTS: dict[Path, tuple[str, dict, tuple | None]] = {}
+
+
+def _identity(path: Path) -> tuple | None:
+    """A regular file's inode, size and times (None: not one): unchanged, its bytes are too."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def read_manifest_shared(run_path: Path) -> dict:
     """read_manifest for readers: parsed once per process while the file's bytes stay the same
-    (a campaign's plan makes a manifest megabytes, and finding a run reads every run's). The
-    dict is shared: never change it."""
+    (a campaign's plan makes a manifest megabytes, and finding a run reads every run's), and
+    read again only when its inode, size or times changed. The dict is shared: never change it."""
     path = Path(run_path) / MANIFEST
+    ident = _identity(path)
+    known = _SHARED_MANIFESTS.get(path)
+    if known is not None and ident is not None and known[2] == ident:
+        return known[1]
     data = _manifest_bytes(path)
     sha = hashlib.sha256(data).hexdigest()
-    known = _SHARED_MANIFESTS.get(path)
     if known is None or known[0] != sha:
         if len(data) >= cache.MIN_BYTES:        # a campaign's plan: parsed once per bytes
             manifest = cache.memo(path, "manifest", f"{len(data)}-{sha}",
                                   lambda: _parse_manifest(path, data), dict)
         else:
             manifest = _parse_manifest(path, data)
-        known = _SHARED_MANIFESTS[path] = (sha, manifest)
-    return known[1]
+    else:
+        manifest = known[1]
+    # the identity taken before reading: a write during the read shows as a change next time
+    _SHARED_MANIFESTS[path] = (sha, manifest, ident)
+    return manifest
 
 
 def manifest_sha(run_path: Path) -> str | None:
