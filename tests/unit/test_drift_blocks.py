@@ -153,6 +153,18 @@ def test_runs_table_page_and_compare_flag_the_slow_middle(tmp_path, monkeypatch,
     out = capsys.readouterr().out
     assert f"drift in main (write_bw): {blocks.percent:+.1f}% in block 2 of 3" in out
     assert window in out and "block test" in out
+    # read again: the tests' result comes from the cache beside the cached digest, the same;
+    # a damaged entry is a miss, computed again from the digest
+    monkeypatch.setattr(recordcache, "CACHE_MIN_BYTES", 0)
+    assert main(["table", EXP, "--run", "bbbbbb"]) == 0
+    first = capsys.readouterr().out
+    (entry,) = records_cache.glob("drift-*.pickle")
+    assert len(list(records_cache.glob("experiment-*.pickle"))) == 1     # its copy, checked once
+    assert main(["table", EXP, "--run", "bbbbbb"]) == 0
+    assert capsys.readouterr().out == first and window in first
+    entry.write_bytes(entry.read_bytes()[:40])
+    assert main(["table", EXP, "--run", "bbbbbb"]) == 0
+    assert capsys.readouterr().out == first
     assert main(["table", EXP, "--run", "aaaaaa"]) == 0
     assert "drift" not in capsys.readouterr().out
     monkeypatch.undo()
