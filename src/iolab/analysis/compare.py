@@ -13,6 +13,7 @@ differs (spack.lock, benchmark binary version) are marked and footnoted, never m
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -176,11 +177,13 @@ class Pair:
             return self.b.mean / self.a.mean
         return None
 
-    @property
+    # once per pair: a campaign's comparison reads each several times (verdict, cells), and
+    # their t distributions were most of its time
+    @functools.cached_property
     def ratio_ci(self):
         return stats.ratio_ci(self.a, self.b)
 
-    @property
+    @functools.cached_property
     def welch(self):
         return stats.welch(self.a, self.b)
 
