@@ -303,3 +303,35 @@ def test_bandwidth_error_bars_stay_at_or_above_zero_and_the_note_says_so():
     assert _yerr([tight], "s", notes)[0] == [tight.summary.ci_half_width] and notes == []
     # a quantity that may be negative keeps its interval
     assert _yerr([wide], "", notes)[0] == [wide.summary.ci_half_width] and notes == []
+
+
+def test_a_campaign_without_mpiio_axes_is_plotted_from_its_digest(tmp_path, monkeypatch, records_cache):
+    """The plots of a run read from its digest decode no record when no axis is an MPI-IO hint
+    (whose values in effect only the records hold): a fio campaign's 100,000 records were all
+    decoded for two plots."""
+    pytest.importorskip("matplotlib")
+    import shutil
+    from pathlib import Path
+
+    from iolab.present.plots import make_plots
+    from iolab.results import recordcache
+    from iolab.results.record import Record
+
+    src = next((Path(__file__).parents[1] / "data" / "runs" / "855c081" / "quickstart").iterdir())
+    run_path = tmp_path / "results" / "quickstart" / src.name
+    shutil.copytree(src, run_path)
+    monkeypatch.setattr(recordcache, "CACHE_MIN_BYTES", 0)
+    recordcache.write_run_digest(run_path)
+    want, _ = make_plots(Run.load(run_path), tmp_path / "decoded")
+    assert want
+    run = Run.load(run_path)
+    assert run._records is None                     # read from its digest
+
+    def decoded(*_a, **_k):
+        raise AssertionError("a record was read")
+    monkeypatch.setattr(Record, "from_json", decoded)
+    run._later = decoded                            # from the file or the cache alike
+    plots, _ = make_plots(run, tmp_path / "digest")
+    assert [p.spec.name for p in plots] == [p.spec.name for p in want]
+    for a, b in zip(plots, want):
+        assert a.files["svg"].read_bytes() == b.files["svg"].read_bytes()
