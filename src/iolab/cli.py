@@ -390,6 +390,12 @@ def cmd_import(args) -> int:
     return 0
 
 
+def _looks_like_run_id(text: str) -> bool:
+    import re
+
+    return re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{6}", text) is not None
+
+
 def cmd_darshan(args) -> int:
     from .present import darshan
     from .results.lookup import find_run
@@ -400,6 +406,11 @@ def cmd_darshan(args) -> int:
     out_dir = Path(args.html) if args.html else None
     status = 0
     target = args.targets[0]
+    if len(args.targets) == 1 and not Path(target).exists() and _looks_like_run_id(target):
+        owners = sorted(p.parent.name for p in results_root(_root()).glob(f"*/{target}"))
+        raise IolabError(f"{target} is a run id, not a Darshan log",
+                         hint=f"iolab darshan {owners[0] if len(owners) == 1 else 'EXPERIMENT'} "
+                              f"--run {target}")
     if len(args.targets) > 1 or Path(target).exists() or not is_experiment_id(target):
         # Any Darshan logs, e.g. from production jobs. Every log is shown; one that cannot be
         # read makes the exit status 1.

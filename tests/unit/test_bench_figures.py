@@ -77,3 +77,24 @@ def test_the_shipped_figures_files_are_well_formed():
     for path, data in files:
         assert data["script"].startswith("scripts/bench"), path
         assert data["tables"] or data["notes"], f"{path.name} records nothing"
+
+
+def test_the_readme_quotes_the_recorded_overhead():
+    """The README's overhead figures are the medians `scripts/bench overhead --record` wrote, with
+    the goals and the versions that ran, never figures typed from another run."""
+    data = json.loads((REPO / "docs" / "perf" / "bench-overhead.json").read_text())
+    table = next(t for t in data["tables"] if t["title"].startswith("overhead"))
+    medians = {row[0]: row[-1] for row in table["rows"] if row[1] == "median"}
+    assert set(medians) == {"no darshan", "darshan"}, "record it with Darshan in the stack"
+    rounds = sum(1 for row in table["rows"] if row[0] == "darshan" and row[1].isdigit())
+    assert rounds >= 5, "at least 5 interleaved rounds"
+    ran = " ".join(n for n in data["notes"] if n.startswith("darshan: ran "))
+    readme = " ".join((REPO / "README.md").read_text().split())
+    said = ("a median of {} s per job after ReFrame's start-up (goal 0.2 s), and {} s with "
+            "Darshan {} on").format(medians["no darshan"], medians["darshan"],
+                                    ran.split("Darshan ")[1].split(",")[0])
+    assert said in readme
+    assert f"{rounds} interleaved rounds" in readme
+    for name in ("ior", "fio"):
+        version = ran.split(f"{name} ")[1].split(",")[0]
+        assert f"{name.upper() if name == 'ior' else name} {version}" in readme

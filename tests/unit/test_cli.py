@@ -314,6 +314,8 @@ def test_every_verb_exits_non_zero_on_input_it_cannot_use(tmp_path):
         (["runs", "../results"], 2, "not an experiment id"),
         (["darshan", "my-study", "--include-imported"], 2, "has no Darshan data"),
         (["darshan", str(tmp_path / "absent.darshan")], 1, "no such file"),
+        (["darshan", "20261126T223616Z-6780d4"], 2, "is a run id, not a Darshan log (iolab darshan "
+         "EXPERIMENT --run 20261126T223616Z-6780d4)"),
     ]
     for args, code, words in cases:
         out = run_cli(*args, env=env)

@@ -794,3 +794,66 @@ def test_one_reader_serves_many_logs_and_a_crash_costs_only_that_log(tmp_path):
     assert dx.summarize(COLL_LOG)["status"] == "ok", "a crash never spoils the next log"
     if crashed:
         assert reader._SERVER.proc.pid != pid
+
+
+# --- fio under LD_PRELOAD: a job that forks its workers (recorded, see darshan-recorded/README) ---
+
+def fio_job(name: str, tmp_path) -> tuple[dict, object]:
+    """A recorded fio log placed as a case's stage would hold it, with what fio itself reported,
+    and the JobView iolab builds from the job's recorded stderr."""
+    from iolab.layers.base import JobView
+    from iolab.layers.darshan import preload
+
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    shutil.copy(RECORDED / f"{name}.darshan", stage / preload.LOG)
+    fio = json.loads((RECORDED / f"{name}.fio-jobs.json").read_text())
+    stderr = (RECORDED / f"{name}.stderr.txt").read_text()
+    return fio, JobView(stage, "", stderr, {}, ["fio-job.fio", "fio.json"])
+
+
+def quickstart_fio_case():
+    from iolab.experiment.load import load_experiment
+    from iolab.experiment.matrix import expand
+
+    exp = load_experiment(Path(__file__).resolve().parents[2] / "experiments" / "quickstart.yaml")
+    return next(c for c in expand(exp) if c.benchmark == "fio")
+
+
+START = {"status": "enabled", "lib": "libdarshan.so", "dxt": False, "env": {}}
+
+
+def test_fio_one_job_log_is_the_workers_and_holds_all_its_writes(tmp_path):
+    """fio forks its job: the worker writes the log first, the parent (job file, output) finds it
+    written and says so once on stderr. The log holds every write fio reported."""
+    from iolab.layers.darshan.layer import DarshanLayer
+
+    fio, job = fio_job("fio_write_4k_1job", tmp_path)
+    (only,) = fio["jobs"]
+    dar = DarshanLayer().observe(quickstart_fio_case(), START, job, {})["darshan"]
+    assert dar["status"] == "ok" and dar["lost_logs"] == 1
+    s = dar["summary"]
+    assert s["nprocs"] == 1 and s["files"] == 1 and s["shared_files"] == []
+    assert s["modules"]["POSIX"]["bytes_written"] == only["write_io_bytes"]
+    assert s["modules"]["POSIX"]["writes"] == only["write_total_ios"]
+    assert s["tiny_write_pct"] == 100.0
+    assert [f["text"] for f in dar["findings"]] == ["100% of write requests are under 64KiB"]
+    assert DarshanLayer().flags({"darshan": dar}) == []
+
+
+def test_fio_workers_that_lost_their_logs_make_the_log_incomplete(tmp_path):
+    """numjobs=2: two workers and the parent share DARSHAN_LOGFILE; the log holds one worker's
+    8 MiB of the 16 MiB fio wrote, so no figure of it may reach a table."""
+    from iolab.layers.darshan.layer import DarshanLayer
+
+    fio, job = fio_job("fio_write_1m_2jobs", tmp_path)
+    written = sum(j["write_io_bytes"] for j in fio["jobs"])
+    s = dx.summarize(job.stage / "darshan.log")
+    assert s["modules"]["POSIX"]["bytes_written"] == written // 2       # what would be shown
+    layer = DarshanLayer()
+    dar = layer.observe(quickstart_fio_case(), START, job, {})["darshan"]
+    assert dar["status"] == "incomplete" and dar["lost_logs"] == 2
+    assert "summary" not in dar and "findings" not in dar
+    assert layer.column_values({"darshan": dar}, ["small_write_pct"]) == []
+    (flag,) = layer.flags({"darshan": dar})
+    assert flag.startswith("Darshan log incomplete: 2 processes of the job wrote no Darshan log")

@@ -37,7 +37,7 @@ class DarshanLayer(Layer):
     def observe(self, case, start, job: JobView, seen: dict) -> dict:
         if start is None:
             return {}
-        return {OBSERVED: preload.observe(start, job.stage, job.own_files, case, seen)}
+        return {OBSERVED: preload.observe(start, job.stage, job.own_files, case, seen, job.stderr)}
 
     def flags(self, observed) -> list[str]:
         dar = observed.get(OBSERVED) or {}
@@ -46,7 +46,7 @@ class DarshanLayer(Layer):
             if m["status"] == "changed":
                 out.append(f"Darshan saw {m['key']} {m['observed']} on {m['path']} "
                            f"(requested {m['requested']})")
-        if dar.get("status") in ("unreadable", "no log"):
+        if dar.get("status") in ("unreadable", "no log", "incomplete"):
             out.append(f"Darshan log {dar['status']}: {dar.get('reason')}")
         return out
 

@@ -3,6 +3,7 @@ its log at a fixed path in the stage directory, summarised before the next case 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +14,10 @@ LOG = "darshan.log"
 # Darshan 3.4.x's default log hints (romio_no_indep_rw=true;cb_nodes=4) intermittently corrupt
 # logs under Open MPI's ompio (darshan issues #1000, #1064; fixed upstream by cb_nodes=1).
 LOGHINTS = "cb_nodes=1"
+# What each Darshan instance prints when DARSHAN_LOGFILE already exists: every process of a
+# benchmark that forks its workers (fio) has its own instance, and only the first to finish can
+# write the one log file.
+LOST_LOG = re.compile(r"darshan_library_warning: unable to create log file")
 
 
 @dataclass
@@ -47,9 +52,19 @@ def preload(conf, stack, spec, stage: Path, policy) -> Preload | None:
     return out
 
 
-def observe(info: dict, stage: Path, own_files: list[str], case, observed: dict) -> dict:
+def lost_logs(stderr: str | None) -> int:
+    """How many processes of the job could not write their Darshan log (see LOST_LOG)."""
+    return len(LOST_LOG.findall(stderr or ""))
+
+
+def observe(info: dict, stage: Path, own_files: list[str], case, observed: dict,
+            stderr: str | None = None) -> dict:
     """Summary, findings and observed aggregators from the case's log; its Lustre records are a
-    second witness of the layout, next to lfs getstripe."""
+    second witness of the layout, next to lfs getstripe.
+
+    A job that forks its workers (fio) leaves one log of several processes. One lost log is the
+    parent's (fio's set-up: its job file, its output); more mean workers whose I/O is missing, so
+    the log is `incomplete` and none of its figures are recorded."""
     from .. import darshan
     from ..mpiio.layer import MpiioLayer
 
@@ -66,10 +81,18 @@ def observe(info: dict, stage: Path, own_files: list[str], case, observed: dict)
         return {**info, "status": "unreadable", "reason": str(exc)}
     if summary["status"] != "ok":
         return {**info, "status": "unreadable", "reason": summary.get("reason")}
+    lost = lost_logs(stderr)
+    if lost > 1:
+        return {**info, "status": "incomplete", "lost_logs": lost,
+                "reason": f"{lost} processes of the job wrote no Darshan log (the benchmark forks "
+                          f"its workers, each with its own Darshan, and only the first to finish "
+                          f"can write {LOG}): it holds one process's I/O"}
     cb_nodes, effective = MpiioLayer().aggregators(observed)
     requested = {"collective": case.get("collective"), "cb_nodes": cb_nodes, "api": case.get("api")}
     out = {**info, "status": "ok", "summary": summary, "findings": darshan.findings(summary, requested),
            "aggregators": darshan.observed_aggregators(summary, cb_nodes, effective)}
+    if lost:
+        out["lost_logs"] = lost         # the forking parent's
     req = lustre.requested(case.params)
     layouts = darshan.lustre_layouts(summary)
     if req and layouts:
