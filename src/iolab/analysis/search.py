@@ -11,7 +11,9 @@ named by its case id. A strategy reads the records so far and proposes the next 
   `model`, a main-effects model (each axis value its own effect, ridge least squares, with a
   bonus for axis values seen little), every other new case one next to the best (`neighbours`:
   the model is blind to how axes interact); `bayes`, Optuna's TPE sampler (multivariate) over
-  the axes (numbers as ordered integer indexes, anything else categorical). Before answering,
+  the axes (numbers as ordered integer indexes, anything else categorical). On a tiny grid (no
+  more cases than the model has effects) whose budget can run every case once, every case runs
+  once before the best is confirmed (`sweeps`). Before answering,
   the cases whose 95% intervals overlap the best's are measured again (repetitions beyond
   `repetitions`, with a quarter of the jobs kept for it: `reserve`) until none overlaps or the
   budget is spent; the answer names those still overlapping (`indistinguishable`);
@@ -345,11 +347,13 @@ def _explore_confirm(search: Search, space: Space, state: State, n: int) -> list
     sign = -1 if search.maximize else 1
     ranked = sorted((p for p in state.points if p.case is not None and p.values),
                     key=lambda p: (sign * p.mean, -len(p.values)))
-    if ranked and len(ranked[0].values) < reps:
+    fresh = [c for c in space.cases if c.case_id not in state.spent and c.case_id not in taken]
+    sweep = sweeps(search, space) and fresh
+    if ranked and len(ranked[0].values) < reps and not sweep:
         add(ranked[0].case, missing(ranked[0].case, reps - len(ranked[0].values)))
     if len(taken) >= n:
         return jobs
-    fresh = [c for c in space.cases if c.case_id not in state.spent and c.case_id not in taken]
+    fresh = [c for c in fresh if c.case_id not in taken]
 
     def explore(room: int, near_first: bool = False) -> None:
         chosen = []
@@ -370,6 +374,8 @@ def _explore_confirm(search: Search, space: Space, state: State, n: int) -> list
 
     # new cases while the budget keeps room to confirm them and the reserve to separate the best
     room = min(n - len(taken), len(fresh), max(0, left - reserve(search)) // reps)
+    if sweep:       # a tiny grid: every case once first, keeping the room to confirm the best
+        room = min(n - len(taken), len(fresh), max(0, left - (reps - 1)))
     if room > 0:    # after the random start, every other new case is one next to the best
         explore(room, near_first=len(state.spent) >= search.initial and len(state.spent) % 2 == 0)
         return jobs
@@ -392,6 +398,17 @@ def _explore_confirm(search: Search, space: Space, state: State, n: int) -> list
             if len(p.values) < reps:
                 add(p.case, missing(p.case, reps - len(p.values)))
     return jobs
+
+
+def sweeps(search: Search, space: Space) -> bool:
+    """Whether a model or bayes search runs every case once before confirming anything: on a
+    tiny grid, one with no more cases than the main-effects model has effects (1 + each axis's
+    values but one), where a model fitted to the cases run fits them exactly until all have run
+    and so can rule out none of the others; when the budget can run each once and still confirm
+    the best (budget x repetitions >= cases + repetitions - 1)."""
+    effects = 1 + sum(len(space.values[k]) - 1 for k in space.axes)
+    return (len(space.cases) <= effects
+            and search.budget * search.repetitions >= len(space.cases) + search.repetitions - 1)
 
 
 SEPARATE = 0.25     # of a search's jobs kept to re-measure the cases that overlap the best
