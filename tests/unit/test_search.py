@@ -524,7 +524,7 @@ def test_a_search_never_claims_a_case_it_did_not_run_was_measured(hints_space):
     # stripe 4 measured in one value only: its effect rests on it, the cases with it stay open
     once = S.answer(s, space, [r for r in runs(50.0, None) if r.params["lustre.stripe_count"] == 1
                                or (r.case_id == cases[(2, 4)].case_id and r.repetition == 1)])
-    assert {u.case.case_id: u.why for u in once.not_ruled_out} == {
+    assert {u.case.case_id: u.reason() for u in once.not_ruled_out} == {
         cases[(n, 4)].case_id: "one value only was measured with lustre.stripe_count=4"
         for n in (1, 4)}
 

@@ -726,6 +726,14 @@ class Unmeasured:
     predicted: float | None = None
     interval: tuple | None = None
     why: str = ""
+    on: list[tuple] = field(default_factory=list)   # the axis values `why` is about (key, value)
+
+    def reason(self, show=lambda _bench, _key, value: value) -> str:
+        """`why` in words, the axis values shown with `show(benchmark, key, value)`."""
+        if not self.on:
+            return self.why
+        return self.why + " " + ", ".join(
+            f"{k}={v if k == PART else show(self.case.benchmark, k, v)}" for k, v in self.on)
 
 
 def not_ruled_out(space: Space, ranked: list[Point], unrun: list[Case],
@@ -768,8 +776,8 @@ def not_ruled_out(space: Space, ranked: list[Point], unrun: list[Case],
         for at in enumerate(space.coords(p.setting)):
             seen[at] = seen.get(at, 0) + len(p.values)
 
-    def named(i: int, j: int) -> str:
-        return f"{space.axes[i]}={space.values[space.axes[i]][j]}"
+    def named(i: int, j: int) -> tuple:
+        return space.axes[i], space.values[space.axes[i]][j]
 
     out = []
     for c in unrun:
@@ -778,10 +786,10 @@ def not_ruled_out(space: Space, ranked: list[Point], unrun: list[Case],
         unseen = [named(*a) for a in at if a not in seen]
         once = [named(*a) for a in at if seen.get(a) == 1]
         if unseen:
-            out.append(Unmeasured(c, why="no case run had " + ", ".join(unseen)))
+            out.append(Unmeasured(c, why="no case run had", on=unseen))
             continue
         if once:        # its effect rests on one value: no spread of its own to judge it by
-            out.append(Unmeasured(c, why="one value only was measured with " + ", ".join(once)))
+            out.append(Unmeasured(c, why="one value only was measured with", on=once))
             continue
         if exact:
             out.append(Unmeasured(c, why=f"the model fits the {len(ranked)} cases run exactly: "
@@ -963,6 +971,8 @@ def _separation(a: Answer, setting, unit: str) -> list[str]:
 def _unmeasured(a: Answer, space: Space, setting, unit: str) -> list[str]:
     """The cases not run that the model cannot rule out (`not_ruled_out`), or that it rules out
     every one: what the answer says of the cases it never measured."""
+    from ..experiment.matrix import show_value
+
     b = stats.summarize(a.best.values)
     side = "lower" if a.search.maximize else "upper"
     bound = (f"the best's mean, {b.mean:.4g}{unit} (one value)" if b.ci is None else
@@ -977,7 +987,7 @@ def _unmeasured(a: Answer, space: Space, setting, unit: str) -> list[str]:
 
     def said(u: Unmeasured) -> str:
         if u.interval is None:
-            return f"not run, not predicted: {u.why}"
+            return f"not run, not predicted: {u.reason(show_value)}"
         return (f"not run, predicted {u.predicted:.4g}{unit} (95% prediction interval "
                 f"{u.interval[0]:.4g} to {u.interval[1]:.4g}{unit})")
 
