@@ -357,7 +357,14 @@ def test_report_names_the_cases_that_overlap_the_best_with_their_intervals(hints
     assert [p.case for p in near.indistinguishable] == [b]
     assert "n=1: one value, taken as noisy as the best" in S.render_answer(near, space)
     assert S.agree(found, S.answer(s, space, records[3:6] + records[6:] + records[:3]))
-    assert not S.agree(alone, S.answer(s, space, records[3:]))
+    # neither ran the other's best, and two cases are too few for a model to rule it out
+    other = S.answer(s, space, records[3:])
+    assert not S.same(alone, other) and S.agree(alone, other)
+    # each ran the other's best and separated it below its own: a contradiction
+    low_a, low_b = ([_record(x, v, rep=i) for i, v in enumerate([20, 22, 21], 1)] for x in (a, b))
+    x, y = S.answer(s, space, records[:3] + low_b), S.answer(s, space, records[3:6] + low_a)
+    assert not S.agree(x, y) and not S.agree(y, x)
+    assert S.agree(x, S.answer(s, space, records[3:6] + records[6:]))     # that one never ran a
 
 
 def test_before_answering_the_cases_that_overlap_the_best_are_measured_again(grid):
@@ -420,6 +427,106 @@ def test_two_seeds_agree_or_report_their_answers_indistinguishable(name):
     apart = [(i, j) for i in range(len(answers)) for j in range(i + 1, len(answers))
              if not S.agree(answers[i], answers[j])]
     assert apart == [], [(answers[i].best.setting, answers[j].best.setting) for i, j in apart]
+
+
+def _bench_search():
+    """scripts/bench-search as a module: its replay of the published tables (one value per cell,
+    times 1 + e with a 10% CV) is the one the stability figures come from."""
+    import importlib.util
+    from importlib.machinery import SourceFileLoader
+
+    path = Path(__file__).parents[2] / "scripts" / "bench-search"
+    loader = SourceFileLoader("bench_search", str(path))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("table", [("csc-btio-mahti", "write_bw"),
+                                   ("cp2k-aggregators", "net_write_bw")])
+def test_two_seeds_of_a_small_published_grid_give_answers_the_reports_cover(table):
+    """The small published tables (8 and 9 cells, as many as the model has effects), where two
+    seeds with a budget of 4 cases disagreed on the best in about 40% of pairs. With a budget of
+    3 (9 jobs: too few to run every case once and confirm the best) seeds still disagree, and
+    each answer is one that the other's report leaves possibly the best: indistinguishable from
+    its best (a case it ran), or not measured and not ruled out (a case it did not run). With 4
+    (12 jobs) the search runs every case once first (search.sweeps) and leaves none open."""
+    bench = _bench_search()
+    g = bench.published_grid(table[0], None, table[1], True, 0.10)
+    space = S.Space.of(g.cases)
+    answers = [bench.searched(g, space, seed, 3, 3) for seed in range(8)]
+    differ = 0
+    for i, a in enumerate(answers):
+        for b in answers[i + 1:]:
+            assert S.agree(a, b)
+            if S.same(a, b):
+                continue
+            differ += 1
+            x, y = a.best.case.case_id, b.best.case.case_id
+            for one, its in ((a, y), (b, x)):
+                ran = {p.case.case_id for p in one.ranked}
+                unrun = {u.case.case_id for u in one.not_ruled_out}
+                assert not ran & unrun      # never a case both measured and not measured
+                if S.covers(one, its):      # the other's answer: among the cases it names
+                    assert (its in unrun) != (its in {p.case.case_id
+                                                      for p in one.indistinguishable})
+    assert differ > 0       # the seeds do disagree on the best: the reports must cover it
+    for seed in range(4):
+        s = Search(g.objective, "max", 4, "model", 3, seed, default_initial(4))
+        assert S.sweeps(s, space) and not S.sweeps(replace(s, budget=3), space)
+        found = bench.searched(g, space, seed, 4, 3)
+        assert found.cases_run == len(space.cases) and found.not_run == 0
+        assert found.not_ruled_out == [] and len(found.best.values) >= 3
+
+
+def test_a_search_never_claims_a_case_it_did_not_run_was_measured(hints_space):
+    """The cases not run are named as not run (with their prediction), never among the cases
+    run; a case the model predicts well below the best is ruled out, one that may reach it is
+    not, and with the model fitting the cases run exactly nothing can be ruled out."""
+    space = hints_space
+    cases = {(n, k): _case(space, mpiio__cb_nodes=n, lustre__stripe_count=k)
+             for n in (1, 2, 4) for k in (1, 4)}
+
+    def runs(effect_k4, skip):
+        out = []
+        for (n, k), c in cases.items():
+            if (n, k) == skip:
+                continue
+            base = {1: 100.0, 2: 200.0, 4: 300.0}[n] + (effect_k4 if k == 4 else 0.0)
+            out += [_record(c, base + d + (1.0 if (n, k) == (2, 1) else 0.0), rep=i)
+                    for i, d in enumerate((-2.0, 0.0, 2.0), 1)]
+        return out
+
+    s = Search("write_bw", "max", 6, "random", 3, 0, 1)
+    # 5 cases of 6 run (one residual degree of freedom); the one not run is cb_nodes=1,
+    # stripe 4: predicted about 100 + 50, far below the best (cb_nodes=4, stripe 4: about 350)
+    low = S.answer(s, space, runs(50.0, (1, 4)))
+    assert low.best.case is cases[(4, 4)] and low.not_run == 1 and low.not_ruled_out == []
+    text = S.render_answer(low, space)
+    assert "the 1 case(s) not run are ruled out by the model" in text
+    # the one not run is cb_nodes=4, stripe 4: predicted about 350, above the best run (300)
+    high = S.answer(s, space, runs(50.0, (4, 4)))
+    (u,) = high.not_ruled_out
+    assert u.case is cases[(4, 4)] and u.interval[0] < 350 < u.interval[1]
+    assert u.case.case_id not in {p.case.case_id for p in high.ranked}
+    text = S.render_answer(high, space)
+    assert ("not measured; could be as good (1 of the 1 case(s) not run" in text
+            and "lustre.stripe_count=4, mpiio.cb_nodes=4: not run, predicted 349.5 (95% "
+            "prediction interval " in text)
+    assert S.covers(high, u.case.case_id)
+    # 3 cases run fit the model exactly (4 parameters' worth): nothing is ruled out
+    few = S.answer(s, space, [r for r in runs(50.0, None) if r.case_id in
+                              {cases[(1, 1)].case_id, cases[(2, 1)].case_id, cases[(2, 4)].case_id}])
+    assert few.not_run == 3 and {u.case.case_id for u in few.not_ruled_out} == {
+        c.case_id for c in cases.values()} - {p.case.case_id for p in few.ranked}
+    assert all(u.interval is None and u.why for u in few.not_ruled_out)
+    assert "not run, not predicted: " in S.render_answer(few, space)
+    # stripe 4 measured in one value only: its effect rests on it, the cases with it stay open
+    once = S.answer(s, space, [r for r in runs(50.0, None) if r.params["lustre.stripe_count"] == 1
+                               or (r.case_id == cases[(2, 4)].case_id and r.repetition == 1)])
+    assert {u.case.case_id: u.reason() for u in once.not_ruled_out} == {
+        cases[(n, 4)].case_id: "one value only was measured with lustre.stripe_count=4"
+        for n in (1, 4)}
 
 
 def test_an_interrupted_case_is_finished_before_anything_new(grid):

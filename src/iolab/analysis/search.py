@@ -11,7 +11,9 @@ named by its case id. A strategy reads the records so far and proposes the next 
   `model`, a main-effects model (each axis value its own effect, ridge least squares, with a
   bonus for axis values seen little), every other new case one next to the best (`neighbours`:
   the model is blind to how axes interact); `bayes`, Optuna's TPE sampler (multivariate) over
-  the axes (numbers as ordered integer indexes, anything else categorical). Before answering,
+  the axes (numbers as ordered integer indexes, anything else categorical). On a tiny grid (no
+  more cases than the model has effects) whose budget can run every case once, every case runs
+  once before the best is confirmed (`sweeps`). Before answering,
   the cases whose 95% intervals overlap the best's are measured again (repetitions beyond
   `repetitions`, with a quarter of the jobs kept for it: `reserve`) until none overlaps or the
   budget is spent; the answer names those still overlapping (`indistinguishable`);
@@ -345,11 +347,13 @@ def _explore_confirm(search: Search, space: Space, state: State, n: int) -> list
     sign = -1 if search.maximize else 1
     ranked = sorted((p for p in state.points if p.case is not None and p.values),
                     key=lambda p: (sign * p.mean, -len(p.values)))
-    if ranked and len(ranked[0].values) < reps:
+    fresh = [c for c in space.cases if c.case_id not in state.spent and c.case_id not in taken]
+    sweep = sweeps(search, space) and fresh
+    if ranked and len(ranked[0].values) < reps and not sweep:
         add(ranked[0].case, missing(ranked[0].case, reps - len(ranked[0].values)))
     if len(taken) >= n:
         return jobs
-    fresh = [c for c in space.cases if c.case_id not in state.spent and c.case_id not in taken]
+    fresh = [c for c in fresh if c.case_id not in taken]
 
     def explore(room: int, near_first: bool = False) -> None:
         chosen = []
@@ -370,6 +374,8 @@ def _explore_confirm(search: Search, space: Space, state: State, n: int) -> list
 
     # new cases while the budget keeps room to confirm them and the reserve to separate the best
     room = min(n - len(taken), len(fresh), max(0, left - reserve(search)) // reps)
+    if sweep:       # a tiny grid: every case once first, keeping the room to confirm the best
+        room = min(n - len(taken), len(fresh), max(0, left - (reps - 1)))
     if room > 0:    # after the random start, every other new case is one next to the best
         explore(room, near_first=len(state.spent) >= search.initial and len(state.spent) % 2 == 0)
         return jobs
@@ -392,6 +398,17 @@ def _explore_confirm(search: Search, space: Space, state: State, n: int) -> list
             if len(p.values) < reps:
                 add(p.case, missing(p.case, reps - len(p.values)))
     return jobs
+
+
+def sweeps(search: Search, space: Space) -> bool:
+    """Whether a model or bayes search runs every case once before confirming anything: on a
+    tiny grid, one with no more cases than the main-effects model has effects (1 + each axis's
+    values but one), where a model fitted to the cases run fits them exactly until all have run
+    and so can rule out none of the others; when the budget can run each once and still confirm
+    the best (budget x repetitions >= cases + repetitions - 1)."""
+    effects = 1 + sum(len(space.values[k]) - 1 for k in space.axes)
+    return (len(space.cases) <= effects
+            and search.budget * search.repetitions >= len(space.cases) + search.repetitions - 1)
 
 
 SEPARATE = 0.25     # of a search's jobs kept to re-measure the cases that overlap the best
@@ -635,6 +652,8 @@ class Answer:
     predicted: tuple | None = None  # (Case, predicted value) where the model differs
     set_aside: list[tuple] = field(default_factory=list)    # State.set_aside
     indistinguishable: list[Point] = field(default_factory=list)    # overlap the best (separated)
+    not_ruled_out: list[Unmeasured] = field(default_factory=list)   # not run; could be as good
+    not_run: int = 0                # cases of the grid never asked for (ruled out or not)
 
     @property
     def best(self) -> Point | None:
@@ -655,6 +674,10 @@ def answer(search: Search, space: Space, records: list[Record]) -> Answer:
                  [p for p in state.points if p.case is None],
                  [cid for cid in state.spent if cid not in valued], set_aside=state.set_aside)
     out.indistinguishable = indistinguishable(ranked, search.maximize)
+    unrun = [c for c in space.cases if c.case_id not in state.spent
+             and c.case_id not in {p.case.case_id for p in ranked}]
+    out.not_run = len(unrun)
+    out.not_ruled_out = not_ruled_out(space, ranked, unrun, search.maximize)
     if len(ranked) > 1:
         out.welch = stats.welch(stats.summarize(ranked[1].values), stats.summarize(ranked[0].values))
     model = predict(space, ranked)
@@ -665,14 +688,123 @@ def answer(search: Search, space: Space, records: list[Record]) -> Answer:
     return out
 
 
-def agree(a: Answer, b: Answer) -> bool:
-    """Whether two searches of one grid give the same answer, or answers that either's report
-    calls indistinguishable from its best (what two seeds of a search must do on noise)."""
+def covers(a: Answer, case_id: str) -> bool:
+    """Whether a's report leaves `case_id` possibly the best: it is a's best, a case run that
+    a's report calls indistinguishable from it, or a case not run that a's model cannot rule out."""
+    if a.best is None:
+        return False
+    return (case_id == a.best.case.case_id
+            or case_id in {p.case.case_id for p in a.indistinguishable}
+            or case_id in {u.case.case_id for u in a.not_ruled_out})
+
+
+def same(a: Answer, b: Answer) -> bool:
+    """Whether two searches name the same best case (or both found nothing)."""
     if a.best is None or b.best is None:
         return a.best is None and b.best is None
-    x, y = a.best.case.case_id, b.best.case.case_id
-    return (x == y or y in {p.case.case_id for p in a.indistinguishable}
-            or x in {p.case.case_id for p in b.indistinguishable})
+    return a.best.case.case_id == b.best.case.case_id
+
+
+def agree(a: Answer, b: Answer) -> bool:
+    """Whether two searches of one grid give answers that do not contradict each other (what two
+    seeds must do on noise): the same answer, or one the other's report leaves possibly the best
+    (`covers`: its best, indistinguishable from it, or not run and not ruled out). They
+    contradict only when each report excludes the other's answer; one report that cannot tell
+    the other's answer from its own best says only that it knows less (the other may have
+    separated its answer with more values)."""
+    if a.best is None or b.best is None:
+        return a.best is None and b.best is None
+    return same(a, b) or covers(a, b.best.case.case_id) or covers(b, a.best.case.case_id)
+
+
+@dataclass
+class Unmeasured:
+    """A case of the grid the search never ran, with what the report's model says of it: its
+    predicted mean and 95% prediction interval, or why the model cannot predict it (`why`)."""
+
+    case: Case
+    predicted: float | None = None
+    interval: tuple | None = None
+    why: str = ""
+    on: list[tuple] = field(default_factory=list)   # the axis values `why` is about (key, value)
+
+    def reason(self, show=lambda _bench, _key, value: value) -> str:
+        """`why` in words, the axis values shown with `show(benchmark, key, value)`."""
+        if not self.on:
+            return self.why
+        return self.why + " " + ", ".join(
+            f"{k}={v if k == PART else show(self.case.benchmark, k, v)}" for k, v in self.on)
+
+
+def not_ruled_out(space: Space, ranked: list[Point], unrun: list[Case],
+                  maximize: bool) -> list[Unmeasured]:
+    """The cases not run (`unrun`) that the cases run cannot rule out, best predicted first: a
+    main-effects model (as `predict`) fitted to the means of the cases run gives each a 95%
+    prediction interval (t with the fit's residual degrees of freedom, its residual spread, the
+    case's leverage); a case is ruled out only when that interval stays on the worse side of the
+    best's 95% interval (its mean when it has one value). The model cannot rule anything out
+    below 3 cases run, when it fits them exactly (no residual to size its error by), or for a
+    case whose prediction the cases run do not determine: an axis value none of them had, or
+    one measured in a single value (its effect rests on one value, and the residual spread of
+    the other cases says nothing of that value's own noise)."""
+    import numpy as np
+
+    if not unrun or not ranked:
+        return []
+    best = stats.summarize(ranked[0].values)
+    bound = best.mean if best.ci is None else (best.ci[0] if maximize else best.ci[1])
+    columns = [(i, j) for i, k in enumerate(space.axes) for j in range(len(space.values[k]))]
+
+    def row(case_or_setting) -> np.ndarray:
+        at = space.coords(case_or_setting)
+        return np.array([1.0] + [1.0 if at[i] == j else 0.0 for i, j in columns])
+
+    if len(ranked) < 3:
+        return [Unmeasured(c, why=f"{len(ranked)} case(s) run: too few for the model")
+                for c in unrun]
+    x = np.array([row(p.setting) for p in ranked])
+    y = np.array([p.mean for p in ranked])
+    pinv = np.linalg.pinv(x)
+    coef = pinv @ y
+    dof = len(ranked) - int(np.linalg.matrix_rank(x))
+    resid = y - x @ coef
+    exact = dof < 1 or not float(resid @ resid) > 0
+    s = 0.0 if exact else math.sqrt(float(resid @ resid) / dof)
+    t = 0.0 if exact else stats.t_quantile(dof)
+    seen: dict[tuple, int] = {}     # (axis, value index) -> values measured with it
+    for p in ranked:
+        for at in enumerate(space.coords(p.setting)):
+            seen[at] = seen.get(at, 0) + len(p.values)
+
+    def named(i: int, j: int) -> tuple:
+        return space.axes[i], space.values[space.axes[i]][j]
+
+    out = []
+    for c in unrun:
+        r = row(space.setting(c))
+        at = list(enumerate(space.coords(space.setting(c))))
+        unseen = [named(*a) for a in at if a not in seen]
+        once = [named(*a) for a in at if seen.get(a) == 1]
+        if unseen:
+            out.append(Unmeasured(c, why="no case run had", on=unseen))
+            continue
+        if once:        # its effect rests on one value: no spread of its own to judge it by
+            out.append(Unmeasured(c, why="one value only was measured with", on=once))
+            continue
+        if exact:
+            out.append(Unmeasured(c, why=f"the model fits the {len(ranked)} cases run exactly: "
+                                  "nothing to size its error by"))
+            continue
+        if float(np.abs(r - r @ pinv @ x).max()) > 1e-8:
+            out.append(Unmeasured(c, why="the cases run do not determine its prediction"))
+            continue
+        mean = float(r @ coef)
+        half = t * s * math.sqrt(1.0 + float(np.sum((r @ pinv) ** 2)))
+        if (mean + half >= bound) if maximize else (mean - half <= bound):
+            out.append(Unmeasured(c, mean, (mean - half, mean + half)))
+    sign = -1 if maximize else 1
+    return sorted(out, key=lambda u: (u.predicted is None,
+                                      sign * u.predicted if u.predicted is not None else 0))
 
 
 def report_run(run, objective: str | None = None) -> tuple[str, bool]:
@@ -785,6 +917,8 @@ def render_answer(a: Answer, space: Space, unit: str = "") -> str:
                          " either may be the better; more repetitions of both would tell")
     if a.best is not None and len(a.ranked) > 1:
         lines += _separation(a, setting, unit)
+    if a.best is not None and a.not_run:
+        lines += _unmeasured(a, space, setting, unit)
     if a.predicted is not None:
         case, value = a.predicted
         ran = next((p for p in a.ranked if p.case is case), None)
@@ -831,6 +965,36 @@ def _separation(a: Answer, setting, unit: str) -> list[str]:
             for p in a.indistinguishable[:10]]
     if len(a.indistinguishable) > 10:
         out.append(f"    … and {len(a.indistinguishable) - 10} more")
+    return out
+
+
+def _unmeasured(a: Answer, space: Space, setting, unit: str) -> list[str]:
+    """The cases not run that the model cannot rule out (`not_ruled_out`), or that it rules out
+    every one: what the answer says of the cases it never measured."""
+    from ..experiment.matrix import show_value
+
+    b = stats.summarize(a.best.values)
+    side = "lower" if a.search.maximize else "upper"
+    bound = (f"the best's mean, {b.mean:.4g}{unit} (one value)" if b.ci is None else
+             f"the best's 95% interval's {side} end, "
+             f"{(b.ci[0] if a.search.maximize else b.ci[1]):.4g}{unit}")
+    if not a.not_ruled_out:
+        return [f"the {a.not_run} case(s) not run are ruled out by the model (main effects, fitted "
+                f"to the cases run): their 95% prediction intervals do not reach {bound}"]
+    out = [f"not measured; could be as good ({len(a.not_ruled_out)} of the {a.not_run} case(s) "
+           f"not run: the model cannot rule them out, their predicted 95% interval reaches "
+           f"{bound}, or it cannot predict them):"]
+
+    def said(u: Unmeasured) -> str:
+        if u.interval is None:
+            return f"not run, not predicted: {u.reason(show_value)}"
+        return (f"not run, predicted {u.predicted:.4g}{unit} (95% prediction interval "
+                f"{u.interval[0]:.4g} to {u.interval[1]:.4g}{unit})")
+
+    out += [f"    {setting(space.setting(u.case), u.case.benchmark)}: {said(u)}"
+            for u in a.not_ruled_out[:10]]
+    if len(a.not_ruled_out) > 10:
+        out.append(f"    … and {len(a.not_ruled_out) - 10} more")
     return out
 
 
