@@ -19,6 +19,7 @@ from importlib import resources
 from ..layers.mpiio import hints as mpiio
 from ..errors import IolabError, IolabErrors
 from .load import Darshan
+from .schema import _Validator
 from ..software import Stack, from_extras
 from .yamlpos import brief
 
@@ -35,9 +36,7 @@ def schema() -> dict:
 
 @functools.cache
 def _validator():
-    from .schema.checking import Validator
-
-    return Validator(schema())
+    return _Validator(schema())
 
 
 @dataclass(frozen=True)
