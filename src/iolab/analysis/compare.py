@@ -13,6 +13,7 @@ differs (spack.lock, benchmark binary version) are marked and footnoted, never m
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,11 +176,11 @@ class Pair:
             return self.b.mean / self.a.mean
         return None
 
-    @property
+    @functools.cached_property      # read by the verdict and the table: computed once
     def ratio_ci(self):
         return stats.ratio_ci(self.a, self.b)
 
-    @property
+    @functools.cached_property      # read by the verdict and the table: computed once
     def welch(self):
         return stats.welch(self.a, self.b)
 

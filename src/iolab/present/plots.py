@@ -429,7 +429,7 @@ def points(table: Table, metric: str, run, keys=()) -> list[Point]:
         if cell is None or not cell.values:
             continue
         eff: dict[str, list] = {}
-        for rec in run.by_case.get((table.part, row.case_id), ()):
+        for rec in run.by_case.get((table.part, row.case_id), ()) if hints else ():
             if not rec.ok:
                 continue
             for key in hints:
@@ -752,7 +752,8 @@ def render_plot(table: Table, spec: PlotSpec, run, out_dir: Path, prefix: str = 
         return None
     bench = table.benchmark
     unit = table.units.get(spec.metric, "")
-    varied = list(next((r.varied for r in run.records if r.part == table.part), []))
+    facts = run.digest.parts.get(table.part)    # the varied keys of the part's first record
+    varied = list(facts.varied) if facts else []
     series = _unique_series(pts, spec.x, spec.series, varied) if spec.kind != "heatmap" else ()
     notes: list[str] = []
     pts, series = _at_scale(pts, spec, series, bench, notes)
