@@ -7,18 +7,17 @@ import functools
 import json
 import re
 from importlib import resources
-
-import jsonschema
+from typing import TYPE_CHECKING
 
 from ...units import OutOfRange, format_size, is_size, parse_duration, parse_size, parse_time_limit
 from ..yamlpos import brief
 
-_FORMATS = jsonschema.FormatChecker()
+if TYPE_CHECKING:
+    import jsonschema
 
-# JSON Schema counts 3.0 as an integer; iolab must not (IOR would get "-i 3.0", and the case id
-# of iterations 3.0 would differ from that of 3). YAML gives a float only when one was written.
-_STRICT_TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
-    "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool))
+# jsonschema is imported at the first validation (_checkers), not with this module: the verbs
+# that only read results (table, compare, publish) take parameter specs from here and validate
+# nothing, and its import was a third of a warm table's time.
 
 
 @functools.cache
@@ -30,10 +29,11 @@ def ecma_regex(pattern: str) -> re.Pattern:
 
 def _pattern(validator, pattern, instance, schema):
     if validator.is_type(instance, "string") and not ecma_regex(pattern).search(instance):
+        import jsonschema
+
         yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-@_FORMATS.checks("size", raises=ValueError)
 def _check_size(value) -> bool:
     if isinstance(value, bool):
         return False
@@ -41,7 +41,6 @@ def _check_size(value) -> bool:
     return True
 
 
-@_FORMATS.checks("time-limit", raises=ValueError)
 def _check_time_limit(value) -> bool:
     try:
         parse_time_limit(value)
@@ -52,7 +51,6 @@ def _check_time_limit(value) -> bool:
     return True
 
 
-@_FORMATS.checks("duration", raises=ValueError)
 def _check_duration(value) -> bool:
     parse_duration(value)     # its ValueError says why (not a duration, negative, over a week)
     return True
@@ -66,6 +64,8 @@ def _allowed(schema, default: str) -> str:
 
 def _min_bytes(validator, minimum, instance, schema):
     if is_size(instance) and not isinstance(instance, bool) and parse_size(instance) < minimum:
+        import jsonschema
+
         yield jsonschema.ValidationError(
             f"{brief(instance)} is not allowed: "
             + _allowed(schema, f"give at least {format_size(minimum)}"))
@@ -73,6 +73,8 @@ def _min_bytes(validator, minimum, instance, schema):
 
 def _multiple_of_bytes(validator, unit, instance, schema):
     if is_size(instance) and not isinstance(instance, bool) and parse_size(instance) % unit:
+        import jsonschema
+
         yield jsonschema.ValidationError(
             f"{brief(instance)} ({parse_size(instance)} bytes) is not allowed: "
             + _allowed(schema, f"give a multiple of {format_size(unit)}"))
@@ -80,17 +82,43 @@ def _multiple_of_bytes(validator, unit, instance, schema):
 
 def _not(validator, not_schema, instance, schema):
     """'not' with x-allowed: the message says what is allowed instead of quoting the schema."""
-    for error in _DRAFT_NOT(validator, not_schema, instance, schema):
+    import jsonschema
+
+    draft_not = jsonschema.Draft202012Validator.VALIDATORS["not"]
+    for error in draft_not(validator, not_schema, instance, schema):
         if "x-allowed" in schema:
             error.message = f"{brief(instance)} is not allowed: {schema['x-allowed']}"
         yield error
 
 
-_DRAFT_NOT = jsonschema.Draft202012Validator.VALIDATORS["not"]
-_Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator, type_checker=_STRICT_TYPES,
-    validators={"pattern": _pattern, "x-minBytes": _min_bytes,
-                "x-multipleOfBytes": _multiple_of_bytes, "not": _not})
+@functools.cache
+def _checkers():
+    """jsonschema's format checker with iolab's formats, and its validator class with iolab's
+    keywords and types; made once, at the first validation."""
+    import jsonschema
+
+    formats = jsonschema.FormatChecker()
+    formats.checks("size", raises=ValueError)(_check_size)
+    formats.checks("time-limit", raises=ValueError)(_check_time_limit)
+    formats.checks("duration", raises=ValueError)(_check_duration)
+    # JSON Schema counts 3.0 as an integer; iolab must not (IOR would get "-i 3.0", and the case
+    # id of iterations 3.0 would differ from that of 3). YAML gives a float only when one was written.
+    strict = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool))
+    cls = jsonschema.validators.extend(
+        jsonschema.Draft202012Validator, type_checker=strict,
+        validators={"pattern": _pattern, "x-minBytes": _min_bytes,
+                    "x-multipleOfBytes": _multiple_of_bytes, "not": _not})
+    return formats, cls
+
+
+def __getattr__(name: str):
+    """_FORMATS and _Validator (site.py's) as before, made when first asked for."""
+    if name == "_FORMATS":
+        return _checkers()[0]
+    if name == "_Validator":
+        return _checkers()[1]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @functools.cache
@@ -122,7 +150,8 @@ def validator(schema: dict | None = None) -> jsonschema.protocols.Validator:
     else:
         schema = dict(schema)
         schema.setdefault("$defs", root["$defs"])
-    return _Validator(schema, format_checker=_FORMATS)
+    formats, cls = _checkers()
+    return cls(schema, format_checker=formats)
 
 
 def resolve(schema: dict) -> dict:
