@@ -86,18 +86,6 @@ def test_null_drops_the_lustre_axes_and_cephfs_ones_take_their_place(write_exper
     assert len(expand(base)) == 2 * 3 - 1
 
 
-def test_dropping_what_the_experiment_does_not_set_is_refused(write_experiment):
-    messages = refused(write_experiment, """
-      ceph:
-        fixed: {lustre.pool: null, lustre.stripe_size: null}
-        matrix: {lustre.stripe_count: null, lustre.stripe_offset: null, cephfs.stripe_count: [1, 2]}
-        exclude: []
-    """)
-    assert messages == [
-        "swap.yaml:16: profiles.ceph.fixed.lustre.pool: null drops 'lustre.pool', which the "
-        "experiment does not set here (remove the key from the profile)"]
-
-
 def test_a_mistyped_key_to_drop_is_refused_with_the_nearest(write_experiment):
     messages = refused(write_experiment, """
       ceph:
@@ -123,18 +111,6 @@ def test_two_file_systems_in_one_case_are_refused(write_experiment):
     assert message.endswith("(drop one with null in profile ceph)")
 
 
-def test_a_dropped_key_that_exclude_still_names_is_refused(write_experiment):
-    messages = refused(write_experiment, """
-      ceph:
-        fixed: {lustre.stripe_size: null}
-        matrix: {lustre.stripe_count: null, lustre.stripe_offset: null, cephfs.stripe_count: [1, 2]}
-    """)
-    assert messages == [
-        "swap.yaml:17: profiles.ceph.matrix.lustre.stripe_count: dropping 'lustre.stripe_count' "
-        "leaves the experiment's exclude entry 0 matching nothing (give the profile its own "
-        "exclude (exclude: [] for none))"]
-
-
 def test_null_outside_a_profile_and_drop_and_set_at_once_are_refused(write_experiment):
     path = write_experiment("bare-null", """
         id: bare-null
@@ -154,18 +130,6 @@ def test_null_outside_a_profile_and_drop_and_set_at_once_are_refused(write_exper
     assert any("'cephfs.stripe_count' is set twice" in m for m in messages)
 
 
-def test_a_contradictory_cephfs_layout_in_a_profile_is_refused_at_validate(write_experiment):
-    messages = refused(write_experiment, """
-      ceph:
-        fixed: {lustre.stripe_size: null, cephfs.stripe_unit: 4MiB, cephfs.object_size: 1MiB}
-        matrix: {lustre.stripe_count: null, lustre.stripe_offset: null}
-        exclude: []
-    """, name="contra")
-    assert messages == [
-        "contra.yaml:16: profiles.ceph.fixed.cephfs.object_size: cephfs.object_size 1MiB is not "
-        "a multiple of cephfs.stripe_unit 4MiB: the unit must divide the object size"]
-
-
 def test_a_count_below_one_in_a_profile_matrix_is_refused_where_it_is_written(write_experiment):
     messages = refused(write_experiment, """
       ceph:
@@ -176,3 +140,35 @@ def test_a_count_below_one_in_a_profile_matrix_is_refused_where_it_is_written(wr
     [message] = messages
     assert message.startswith("minus.yaml:17: profiles.ceph.matrix.cephfs.stripe_count[1]: "
                               "-1 is not allowed")
+
+
+# A profile that cannot be applied as written, and the one message that says where and why.
+REFUSED = {
+    "drops-what-the-study-does-not-set": ("swap", """
+      ceph:
+        fixed: {lustre.pool: null, lustre.stripe_size: null}
+        matrix: {lustre.stripe_count: null, lustre.stripe_offset: null, cephfs.stripe_count: [1, 2]}
+        exclude: []
+    """, "swap.yaml:16: profiles.ceph.fixed.lustre.pool: null drops 'lustre.pool', which the "
+         "experiment does not set here (remove the key from the profile)"),
+    "drops-what-exclude-still-names": ("swap", """
+      ceph:
+        fixed: {lustre.stripe_size: null}
+        matrix: {lustre.stripe_count: null, lustre.stripe_offset: null, cephfs.stripe_count: [1, 2]}
+    """, "swap.yaml:17: profiles.ceph.matrix.lustre.stripe_count: dropping 'lustre.stripe_count' "
+         "leaves the experiment's exclude entry 0 matching nothing (give the profile its own "
+         "exclude (exclude: [] for none))"),
+    "contradictory-cephfs-layout": ("contra", """
+      ceph:
+        fixed: {lustre.stripe_size: null, cephfs.stripe_unit: 4MiB, cephfs.object_size: 1MiB}
+        matrix: {lustre.stripe_count: null, lustre.stripe_offset: null}
+        exclude: []
+    """, "contra.yaml:16: profiles.ceph.fixed.cephfs.object_size: cephfs.object_size 1MiB is not "
+         "a multiple of cephfs.stripe_unit 4MiB: the unit must divide the object size"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_a_profile_that_cannot_apply_is_refused_at_its_line(write_experiment, case):
+    name, profile, message = REFUSED[case]
+    assert refused(write_experiment, profile, name=name) == [message]
