@@ -16,6 +16,7 @@ import datetime
 import math
 from dataclasses import dataclass, field, fields
 
+from ..experiment.order import ROLE as DRIFT_REFERENCE     # a drift reference job's role
 from ..layers.registry import observed_keys, owner, registry
 from ..parsers import Metric
 
@@ -24,7 +25,6 @@ SCHEMA = 1
 # skipped: not run, with a reason; aborted: interrupted (SIGINT/SIGTERM) before it finished.
 STATUSES = ("ok", "failed", "skipped", "aborted")
 NUM_TASKS = "scale.num_tasks"
-DRIFT_REFERENCE = "drift-reference"   # provenance.role of a drift reference's job (order.ROLE)
 
 
 # ------------------------------------------------------------------------------- parameters
