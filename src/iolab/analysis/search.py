@@ -458,6 +458,20 @@ def neighbours(space: Space, case: Case, spent: set) -> list[Case]:
     return out
 
 
+def _design(space: Space, intercept: bool = True):
+    """The main-effects model's design: a setting's row, one column per axis value (1 where the
+    setting has it), after a column of ones with `intercept`; and the number of columns."""
+    import numpy as np
+
+    columns = [(i, j) for i, k in enumerate(space.axes) for j in range(len(space.values[k]))]
+    lead = [1.0] if intercept else []
+
+    def row(setting) -> np.ndarray:
+        at = space.coords(setting)
+        return np.array(lead + [1.0 if at[i] == j else 0.0 for i, j in columns])
+    return row, len(lead) + len(columns)
+
+
 def _main_effects(search: Search, space: Space, state: State, n: int, taken: set,
                   among: list[Case] | None = None) -> list[Case]:
     """n cases the main-effects model rates best: each axis value adds its own effect (ridge
@@ -470,25 +484,21 @@ def _main_effects(search: Search, space: Space, state: State, n: int, taken: set
     points = [p for p in state.points if p.case is not None and p.values]
     free = [c for c in (space.cases if among is None else among)
             if c.case_id not in state.spent and c.case_id not in taken]
-    columns = [(i, j) for i, k in enumerate(space.axes) for j in range(len(space.values[k]))]
-
-    def row(at) -> np.ndarray:
-        return np.array([1.0 if at[i] == j else 0.0 for i, j in columns])
-
-    x = np.array([row(space.coords(p.setting)) for p in points]).reshape(len(points), len(columns))
+    row, ncols = _design(space, intercept=False)
+    x = np.array([row(p.setting) for p in points]).reshape(len(points), ncols)
     y = np.array([p.mean if search.maximize else -p.mean for p in points])
     w = np.array([float(len(p.values)) for p in points])
-    coef = np.zeros(len(columns))
+    coef = np.zeros(ncols)
     if len(points):
         spread = float(np.std(y)) or 1.0
         z = (y - float(np.average(y, weights=w))) / spread
-        coef = np.linalg.solve(x.T @ (x * w[:, None]) + np.eye(len(columns)), x.T @ (w * z))
-    seen = x.T @ w if len(points) else np.zeros(len(columns))
+        coef = np.linalg.solve(x.T @ (x * w[:, None]) + np.eye(ncols), x.T @ (w * z))
+    seen = x.T @ w if len(points) else np.zeros(ncols)
     bonus = 1.0 / np.sqrt(1.0 + seen) / max(1, len(space.axes))
     rank = {c.case_id: i for i, c in enumerate(order(space, search.seed))}
 
     def score(case: Case) -> float:
-        r = row(space.coords(space.setting(case)))
+        r = row(space.setting(case))
         return float(r @ coef + r @ bonus)
 
     return sorted(free, key=lambda c: (-score(c), rank[c.case_id]))[:n]
@@ -753,12 +763,7 @@ def not_ruled_out(space: Space, ranked: list[Point], unrun: list[Case],
         return []
     best = stats.summarize(ranked[0].values)
     bound = best.mean if best.ci is None else (best.ci[0] if maximize else best.ci[1])
-    columns = [(i, j) for i, k in enumerate(space.axes) for j in range(len(space.values[k]))]
-
-    def row(case_or_setting) -> np.ndarray:
-        at = space.coords(case_or_setting)
-        return np.array([1.0] + [1.0 if at[i] == j else 0.0 for i, j in columns])
-
+    row, _ = _design(space)
     if len(ranked) < 3:
         return [Unmeasured(c, why=f"{len(ranked)} case(s) run: too few for the model")
                 for c in unrun]
@@ -866,15 +871,11 @@ def predict(space: Space, points: list[Point]) -> list[tuple] | None:
 
     if len(points) < 3:
         return None
-    columns = [(i, j) for i, k in enumerate(space.axes) for j in range(len(space.values[k]))]
-
-    def row(at):
-        return [1.0] + [1.0 if at[i] == j else 0.0 for i, j in columns]
-
-    x = np.array([row(space.coords(p.setting)) for p in points])
+    row, _ = _design(space)
+    x = np.array([row(p.setting) for p in points])
     y = np.array([p.mean for p in points])
     coef, *_ = np.linalg.lstsq(x, y, rcond=None)
-    return [(c, float(np.array(row(space.coords(space.setting(c)))) @ coef)) for c in space.cases]
+    return [(c, float(row(space.setting(c)) @ coef)) for c in space.cases]
 
 
 def render_answer(a: Answer, space: Space, unit: str = "") -> str:
