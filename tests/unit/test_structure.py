@@ -259,8 +259,8 @@ def test_a_file_system_is_one_module(tmp_path, monkeypatch):
     from iolab.layers.storage import base as fs_base
     from iolab.layers.storage import layer as storage_layer
 
-    package = PACKAGE / "layers" / "storage"
-    module = package / "toyfs.py"
+    # the package as imported (PYTHONPATH may name another checkout than this test's own)
+    module = Path(fs_base.__file__).parent / "toyfs.py"
     assert not module.exists()
     module.write_text(
         "from .base import FileSystem\n\n\n"
