@@ -43,6 +43,7 @@ import math
 import random
 import statistics
 import struct
+from array import array
 from statistics import NormalDist
 from dataclasses import dataclass, field
 
@@ -209,7 +210,8 @@ def usable(x: float) -> bool:
 
 def split(values) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """The values as floats: those the statistics take, and those set aside (see LIMIT)."""
-    xs = tuple(map(float, values))
+    # an array of doubles (a digest's) holds floats already
+    xs = tuple(values) if type(values) is array and values.typecode == "d" else tuple(map(float, values))
     # in C: a sum that is finite rules out nan and inf, then the extremes bound the rest
     if not xs or (math.isfinite(sum(xs)) and -LIMIT <= min(xs) and max(xs) <= LIMIT):
         return xs, ()
@@ -329,6 +331,7 @@ def summarize(values) -> Summary:
 # bytes costs little, and a table unpacks only the cells it shows. Doubles round-trip exactly.
 _PACKED = struct.Struct("<B7d")
 _PACKED_OUTLIER = struct.Struct("<idd")
+_ALL_PRESENT = (1 << 7) - 1
 
 
 def pack(s: Summary) -> bytes:
@@ -341,9 +344,11 @@ def pack(s: Summary) -> bytes:
 def unpack(values, data: bytes) -> Summary:
     """The summary `pack` made of these values."""
     present, *fields = _PACKED.unpack_from(data)
-    fields = [f if present >> i & 1 else None for i, f in enumerate(fields)]
+    if present != _ALL_PRESENT:
+        fields = [f if present >> i & 1 else None for i, f in enumerate(fields)]
     found = tuple(Outlier(*_PACKED_OUTLIER.unpack_from(data, at))
-                  for at in range(_PACKED.size, len(data), _PACKED_OUTLIER.size))
+                  for at in range(_PACKED.size, len(data), _PACKED_OUTLIER.size)) \
+        if len(data) > _PACKED.size else ()
     xs, aside = split(values)
     return Summary(xs, len(xs), *fields, found, aside)
 

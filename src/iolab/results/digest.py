@@ -12,7 +12,8 @@ needs still comes from the records.
 
 from __future__ import annotations
 
-from base64 import b64decode, b64encode
+from base64 import b64encode
+from binascii import a2b_base64
 import math
 from array import array
 from collections.abc import Iterable
@@ -299,7 +300,7 @@ def from_json(data: dict) -> Digest:
             if summarized:
                 for case, packed in zip(cases, col["summary"]):
                     if packed is not None:
-                        case.summaries[m] = b64decode(packed)
+                        case.summaries[m] = a2b_base64(packed)
         if p["reference"] is not None:
             pf.reference = _reference_from(name, pf.benchmark, p["reference"])
             # a reference case whose every job is a reference's has no column of its own
