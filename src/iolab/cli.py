@@ -179,7 +179,7 @@ def _tables(state, metrics, darshan_columns: str | None = None, storage_columns:
             records = with_layer_columns(records, layer, columns)
             metrics = metrics + layer_metric_names(records, layer, columns)
         return build_tables(records, metrics, state.report)
-    return tables_from(state.digest, metrics, state.report)
+    return tables_from(state.digest, metrics, state.report, state.kept_at())
 
 
 def _pooled(exp_id: str, runs: list[str] | None, since: str | None, include_imported: bool,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import functools
+import hashlib
 import io
 import json
 import math
@@ -15,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..layers import registry as layers
-from ..results import digest
+from ..results import cache, digest
 from ..results.digest import shows_effective
 from ..experiment import reportspec
 from .. import stats
@@ -79,6 +80,8 @@ DERIVED_NOT_WITH = {"sqrt_rule_osts": "cephfs."}
 
 
 def _derived_for(names, facts_of_part) -> list[str]:
+    if not any(d in DERIVED_NOT_WITH for d in names):
+        return list(names)
     asked = {k.split(".", 1)[0] + "." for case in facts_of_part.cases.values() for k in case.params}
     return [d for d in names if DERIVED_NOT_WITH.get(d) not in asked]
 
@@ -184,6 +187,9 @@ class Table:
     metrics: list[str]
     units: dict[str, str]
     rows: list[Row]
+    # where its text may be kept (Run.kept_at: the run's records and its digest's cache key);
+    # None: rows not from a run's cached digest (pooled runs, layer columns, records in memory)
+    kept: tuple | None = field(default=None, repr=False, compare=False)
 
 
 EFFECTIVE = "@effective"
@@ -230,8 +236,9 @@ def build_tables(records: list[Record], metrics: list[str] | None = None,
 
 
 def tables_from(facts: digest.Digest, metrics: list[str] | None = None,
-                settings: reportspec.Report | None = None) -> list[Table]:
-    """build_tables from a run's records already folded by case (Run.digest)."""
+                settings: reportspec.Report | None = None, kept: tuple | None = None) -> list[Table]:
+    """build_tables from a run's records already folded by case (Run.digest). `kept`: the run's
+    Run.kept_at(), when `facts` is its digest: the tables' text is then kept in the cache."""
     settings = settings or reportspec.Report()
     tables = []
     for part, pf in facts.parts.items():
@@ -264,7 +271,7 @@ def tables_from(facts: digest.Digest, metrics: list[str] | None = None,
                             case.failed, case.skipped, case.aborted, case.notes, cells,
                             {m: Cell(case.own_max[m]) for m in chosen if m in case.own_max}
                             if case.own_max else {}))
-        tables.append(Table(pf.experiment, pf.run_id, part, bench, keys, chosen, units, rows))
+        tables.append(Table(pf.experiment, pf.run_id, part, bench, keys, chosen, units, rows, kept))
     return tables
 
 
@@ -317,7 +324,10 @@ def fmt_measure(value) -> str:
     value = float(value)
     if value != 0 and abs(value) < 1:
         return f"{value:.3g}"
-    return fmt_value(value)
+    # fmt_value of a float, inlined: a table of 10,000 rows formats 60,000 of them
+    if value.is_integer():
+        return str(int(value))
+    return f"{value:.2f}" if abs(value) >= 0.01 else f"{value:.3g}"
 
 
 NOISY_MARK = "§"
@@ -360,12 +370,60 @@ def set_aside_notes(row: Row, metrics: list[str]) -> list[str]:
             if (s := row.cells[m].summary).set_aside]
 
 
+def _fmt_key(value, divisor, seen: dict) -> str:
+    """fmt_value of a case's parameter, formatted once per column and value (a matrix repeats
+    its values over thousands of rows); typed keys, so True and 1 stay apart."""
+    try:
+        return seen[type(value), value]
+    except KeyError:
+        text = seen[type(value), value] = fmt_value(value, divisor)
+        return text
+    except TypeError:       # a list: not hashable
+        return fmt_value(value, divisor)
+
+
 def table_rows(table: Table, style: str = "md") -> tuple[list[str], list[list[str]], list[str]]:
     """Header, body and footnotes as text, shared by the Markdown and CSV writers.
 
     Markdown puts mean ± half-width and the marks in one cell; CSV keeps numbers in their own
     columns and says in words, in Notes, which cells are noisy.
+
+    A table of a run's cached digest is written out once: its text is a function of the digest
+    (the run's cache key: its records' and manifest's bytes), the columns and iolab's code, and
+    is kept in the cache under all of them (10,000 rows are a quarter of a warm table's time).
     """
+    if table.kept is None:
+        return _table_rows(table, style)
+    source, run_key = table.kept
+    key = hashlib.sha256(json.dumps([cache.package_key(), run_key, style, table.part, table.keys,
+                                     table.metrics]).encode()).hexdigest()[:32]
+    kind = f"rows-{style}-" + hashlib.sha256(table.part.encode()).hexdigest()[:8]
+    got = cache.memo(source, kind, key, lambda: _kept(table, style), tuple)
+    if _fits(got, table, style):
+        return got[1:]
+    return _table_rows(table, style)       # a damaged entry: a miss
+
+
+def _kept(table: Table, style: str) -> tuple:
+    """What is kept of a table's text: its rows' case ids, then header, body and footnotes."""
+    return ([row.case_id for row in table.rows], *_table_rows(table, style))
+
+
+def _fits(got: tuple, table: Table, style: str) -> bool:
+    """Whether a kept value is this table's text: its case ids, its header (cheap to make), a
+    string in each of the header's columns of each row."""
+    if len(got) != 4 or not all(type(x) is list for x in got):
+        return False
+    case_ids, header, body, footnotes = got
+    width = len(header)
+    return (case_ids == [row.case_id for row in table.rows] and header == _header(table, style)[0]
+            and all(type(c) is str for c in footnotes)
+            and all(type(line) is list and len(line) == width and all(type(c) is str for c in line)
+                    for line in body))
+
+
+def _header(table: Table, style: str) -> tuple[list[str], dict[str, bool]]:
+    """The table's header, and for each metric whether the benchmark reports its own maximum."""
     header = [param_label(k, table.benchmark)[0] for k in table.keys]
     # "Max." is the benchmark's own maximum where it reports one (IOR's bwMaxMIB, over its
     # iterations, as the studies quote it); otherwise the best repetition, and said so.
@@ -379,14 +437,19 @@ def table_rows(table: Table, style: str = "md") -> tuple[list[str], list[list[st
         else:
             header += [f"Mean {label}{u}", f"95% CI ± {label}{u}", best, f"CV {label} (%)"]
     header += ["n", "Notes"]
+    return header, own
+
+
+def _table_rows(table: Table, style: str) -> tuple[list[str], list[list[str]], list[str]]:
+    header, own = _header(table, style)
     notes: list[str] = []
     reasons: list[tuple[str, str]] = []        # (status, reason) of failed/skipped/aborted jobs
     body = []
     divisors = [param_label(k, table.benchmark)[1] for k in table.keys]
+    shown: list[dict] = [{} for _ in divisors]     # per column: (type, value) -> its text
     for row in table.rows:
-        line = [fmt_value(v, d) for d, v in zip(divisors, row.key_values)]
-        if not table.keys:
-            line = []
+        line = [] if not table.keys else [_fmt_key(v, d, seen)
+                                          for d, v, seen in zip(divisors, row.key_values, shown)]
         noisy = []
         for m in table.metrics:
             s = row.cells[m].summary

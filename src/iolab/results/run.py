@@ -348,6 +348,12 @@ class Run:
             out.__dict__["_loaded"] = self.__dict__["_loaded"]
         return out
 
+    def kept_at(self) -> tuple[Path, str] | None:
+        """Where values derived from this run's digest alone may be kept in the cache: its
+        records and their cache key (None: the digest is not cached, or the run is a chain or
+        a pool of runs, folded in memory)."""
+        return (self.path / RECORDS, self.cache_key) if self.cache_key else None
+
     # ----------------------------------------------------------------------- the experiment
     @cached_property
     def _loaded(self):
