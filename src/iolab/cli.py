@@ -84,7 +84,7 @@ def cmd_list(args) -> int:
             runs = []
         last = "never run"
         if runs:
-            finished = read_manifest_shared(runs[-1]).get("finished") or {}
+            finished = read_manifest_shared(runs[-1], whole=False).get("finished") or {}
             by_status = sorted((finished.get("counts") or {}).items())
             counts = ", ".join(f"{n} {status}" for status, n in by_status)
             state = ("complete" if finished.get("complete") else "not complete") if finished else "unfinished"

@@ -210,7 +210,7 @@ def test_a_large_manifest_and_its_missing_jobs_are_kept_and_follow_changes(run_p
     Run.load(run_path)
     warm = Run.load(run_path)
     assert warm._records is None and warm.missing == []
-    assert len(list(records_cache.glob("manifest-*.pickle"))) == 1
+    assert len(list(records_cache.glob("manifest-head-*.pickle"))) == 1
     assert len(list(records_cache.glob("plan-*.pickle"))) == 1
     # a job added to the plan (same records): read from the new bytes, never the old entries
     # (the records' checks depend on the manifest too: decoded once more, then warm again)

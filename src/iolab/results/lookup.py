@@ -36,7 +36,7 @@ def list_runs(root: Path, experiment_id: str) -> list[Path]:
 
     def when(path: Path):
         try:
-            return (read_manifest_shared(path).get("created_unix", 0), path.name)
+            return (read_manifest_shared(path, whole=False).get("created_unix", 0), path.name)
         except (IolabError, AttributeError):
             return (0, path.name)
     return sorted(_run_dirs(base), key=when)
@@ -64,7 +64,7 @@ def no_runs_error(root: Path, experiment_id: str) -> IolabError:
 
 def _is_imported(path: Path) -> bool:
     try:
-        return read_manifest_shared(path).get("origin") == "imported"
+        return read_manifest_shared(path, whole=False).get("origin") == "imported"
     except IolabError:
         return False
 

@@ -352,6 +352,30 @@ class Manifest:
     def get(self, key: str, default=None):
         return self.extra.get(key, default)
 
+    def plan_later(self, read) -> None:
+        """`planned` is read by read(self) (a campaign's plan: the bulk of its manifest) when
+        first asked for, never before; it may set extra["planned"] like from_json does."""
+        self.__dict__["_plan_later"] = read
+
     @property
     def system_extras(self) -> dict:
         return _dict(self.extra.get("system_extras"))
+
+
+def _planned(self: Manifest) -> list | None:
+    read = self.__dict__.get("_plan_later")
+    if read is not None:
+        value = read(self)          # an error leaves it to be read again, never None
+        del self.__dict__["_plan_later"]
+        self.__dict__["_planned"] = value
+    return self.__dict__.get("_planned")
+
+
+def _set_planned(self: Manifest, value: list | None) -> None:
+    self.__dict__.pop("_plan_later", None)
+    self.__dict__["_planned"] = value
+
+
+# The plan as a property (the dataclass's field keeps its place in __init__, fields() and ==):
+# a manifest read without its plan reads it on first use (Manifest.plan_later).
+Manifest.planned = property(_planned, _set_planned)

@@ -85,15 +85,16 @@ def load(run_path: Path, manifest: dict | None = None) -> tuple[list[Record], li
 
 
 def open_run(run_path: Path, digest_only: bool = True, manifest: dict | None = None,
-             manifest_key: str = "") -> Loaded:
+             manifest_key: str = "", whole=None) -> Loaded:
     """A run's records that pass the checks (integrity.py) and their digest. With digest_only,
     the digest the run wrote (records.digest, checked: read_run_digest) or a cache entry's is
     read and no record is decoded; its records are decoded when first asked for (`later`), from
     their own entry for the same bytes. The checks depend on the manifest too: `manifest_key`
-    (its sha256) is part of an entry's key."""
+    (its sha256) is part of an entry's key. `whole`: when `manifest` came without its plan, what
+    reads the manifest with it, for the checks of records decoded."""
     path = Path(run_path) / RECORDS
     where = cache.cache_dir()
-    check = (manifest, Path(run_path).name)
+    check = (whole or manifest, Path(run_path).name)
     if digest_only and manifest_key and (Path(run_path) / DIGEST).exists():
         size, sha = file_sha(path)
         got = read_run_digest(Path(run_path), size, sha, manifest_key, manifest)
@@ -374,8 +375,10 @@ def _decoded(path: Path, data: bytes, check: tuple):
 
 
 def _decode(path: Path, data: bytes, check: tuple, convert=Record.from_json):
-    """Records, unreadable lines and the checks' verdict (check: the manifest and run id)."""
-    scan = integrity.Scan(*check)
+    """Records, unreadable lines and the checks' verdict (check: the manifest, or what reads
+    it, and the run id)."""
+    manifest, run_id = check
+    scan = integrity.Scan(manifest() if callable(manifest) else manifest, run_id)
     records, bad = decode_records(path, data, convert, scan)
     return records, bad, scan.verdict
 

@@ -28,8 +28,8 @@ from ..experiment import reportspec
 from ..errors import IolabError
 from .record import STATUSES, Manifest, Record
 from .runfiles import check_plain_name
-from .store import (FALLBACK_NAME, MANIFEST, RECORDS, BadLine, Lock, manifest_sha, read_lock,
-                    read_manifest_shared)
+from .store import (FALLBACK_NAME, MANIFEST, RECORDS, BadLine, Lock, manifest_sha, manifest_whole,
+                    read_lock, read_manifest_shared)
 
 
 def _clock(seconds: float) -> str:
@@ -66,12 +66,33 @@ def _manifest(path: Path) -> Manifest:
 
 
 def _manifest_read(path: Path) -> tuple[dict, Manifest]:
-    """A run's manifest as parsed (shared: never change it) and typed."""
-    data = read_manifest_shared(path)
+    """A run's manifest as parsed (shared: never change it; a campaign's without its plan, see
+    whole_manifest) and typed (its plan read when first asked for)."""
+    data = read_manifest_shared(path, whole=False)
     known = _MANIFESTS.get(Path(path))
     if known is None or known[0] is not data:
-        known = _MANIFESTS[Path(path)] = (data, Manifest.from_json(data))
+        typed = Manifest.from_json(data)
+        if not manifest_whole(path):
+            sha = manifest_sha(path)
+            typed.plan_later(lambda m: _plan_of(m, path, sha))
+        known = _MANIFESTS[Path(path)] = (data, typed)
     return known
+
+
+def whole_manifest(path: Path, sha: str | None) -> dict:
+    """A run's manifest with its plan, of the bytes whose sha256 its head was read from."""
+    data = read_manifest_shared(path)
+    if sha is not None and manifest_sha(path) != sha:
+        raise IolabError(f"{Path(path) / MANIFEST} changed while it was read",
+                         hint="read the run again")
+    return data
+
+
+def _plan_of(manifest: Manifest, path: Path, sha: str | None):
+    whole = Manifest.from_json(whole_manifest(path, sha))
+    if "planned" in whole.extra:        # not a list: kept as it was, like from_json does
+        manifest.extra["planned"] = whole.extra["planned"]
+    return whole.planned
 
 
 MAX_CHAIN = 10_000      # runs in one chain (a campaign's resumes, a search's rounds)
@@ -228,8 +249,11 @@ class Run:
     def load(cls, path, project_root: Path | None = None) -> Run:
         path = Path(path)
         parsed, manifest = _manifest_read(path)
+        sha = manifest_sha(path)
+        # the records' checks need the plan: read only if records are decoded
+        whole = None if manifest_whole(path) else (lambda: whole_manifest(path, sha))
         with _no_gc():
-            got = recordcache.open_run(path, manifest=parsed, manifest_key=manifest_sha(path) or "")
+            got = recordcache.open_run(path, manifest=parsed, manifest_key=sha or "", whole=whole)
             size = len(got.records) if got.records is not None else got.digest.records
             if size >= FREEZE_OVER:
                 gc.freeze()

@@ -586,7 +586,9 @@ def _parse_manifest(path: Path, data: bytes) -> dict:
     return manifest
 
 
-_SHARED_MANIFESTS: dict[Path, tuple[str, dict, tuple | None]] = {}
+# path -> (sha256 of its bytes, the manifest, the file's identity, whether it is whole)
+_SHARED_MANIFESTS: dict[Path, tuple[str, dict, tuple | None, bool]] = {}
+PLANNED = "planned"
 
 
 def _identity(path: Path) -> tuple | None:
@@ -600,28 +602,47 @@ def _identity(path: Path) -> tuple | None:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
-def read_manifest_shared(run_path: Path) -> dict:
+def read_manifest_shared(run_path: Path, whole: bool = True) -> dict:
     """read_manifest for readers: parsed once per process while the file's bytes stay the same
     (a campaign's plan makes a manifest megabytes, and finding a run reads every run's), and
-    read again only when its inode, size or times changed. The dict is shared: never change it."""
+    read again only when its inode, size or times changed. The dict is shared: never change it.
+
+    whole=False: a campaign's manifest may come without its plan (`planned`, most of its bytes,
+    which most readers never look at); manifest_whole() says whether it did."""
     path = Path(run_path) / MANIFEST
     ident = _identity(path)
     known = _SHARED_MANIFESTS.get(path)
-    if known is not None and ident is not None and known[2] == ident:
+    if known is not None and ident is not None and known[2] == ident and (known[3] or not whole):
         return known[1]
     data = _manifest_bytes(path)
     sha = hashlib.sha256(data).hexdigest()
-    if known is None or known[0] != sha:
-        if len(data) >= cache.MIN_BYTES:        # a campaign's plan: parsed once per bytes
-            manifest = cache.memo(path, "manifest", f"{len(data)}-{sha}",
-                                  lambda: _parse_manifest(path, data), dict)
-        else:
-            manifest = _parse_manifest(path, data)
+    if known is not None and known[0] == sha and (known[3] or not whole):
+        manifest, is_whole = known[1], known[3]
+    elif len(data) < cache.MIN_BYTES:
+        manifest, is_whole = _parse_manifest(path, data), True
+    elif whole:                                 # a campaign's plan: parsed once per bytes
+        manifest, is_whole = cache.memo(path, "manifest", f"{len(data)}-{sha}",
+                                        lambda: _parse_manifest(path, data), dict), True
     else:
-        manifest = known[1]
+        got = cache.memo(path, "manifest-head", f"{len(data)}-{sha}",
+                         lambda: _head(_parse_manifest(path, data)), tuple)
+        if not (len(got) == 2 and type(got[0]) is dict and type(got[1]) is bool):
+            got = _head(_parse_manifest(path, data))       # an entry of another shape: a miss
+        manifest, is_whole = got
     # the identity taken before reading: a write during the read shows as a change next time
-    _SHARED_MANIFESTS[path] = (sha, manifest, ident)
+    _SHARED_MANIFESTS[path] = (sha, manifest, ident, is_whole)
     return manifest
+
+
+def _head(manifest: dict) -> tuple[dict, bool]:
+    """A manifest without its plan, and whether that is all of it (it had none)."""
+    return {k: v for k, v in manifest.items() if k != PLANNED}, PLANNED not in manifest
+
+
+def manifest_whole(run_path: Path) -> bool:
+    """Whether the manifest read_manifest_shared last gave of a run was all of it."""
+    known = _SHARED_MANIFESTS.get(Path(run_path) / MANIFEST)
+    return known is None or known[3]
 
 
 def manifest_sha(run_path: Path) -> str | None:
