@@ -97,7 +97,7 @@ def test_a_manifest_changed_before_its_plan_is_read_is_an_error(run_path, record
     (run_path / "manifest.json").write_text(json.dumps(manifest))
     for _ in range(2):          # never the new plan under the old manifest, never None
         with pytest.raises(IolabError, match="changed while it was read"):
-            warm.manifest.planned
+            _ = warm.manifest.planned
     _fresh_process()
     assert Run.load(run_path).manifest.planned == manifest["planned"]
 
