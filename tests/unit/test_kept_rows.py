@@ -8,7 +8,6 @@ threshold is lowered so these small runs use it.
 
 from __future__ import annotations
 
-import json
 import pickle
 
 import pytest
