@@ -366,24 +366,31 @@ def compare_by_param(side: Side, key: str, baseline: str, metrics: list[str] | N
                             f"no case has the baseline {key} = {baseline}"))
             continue
         shown = _key_values_of(table)
+        floor = side.drift_floor(table.part)
+        drift_note = _drift_note("run", floor)
+        # each case's baseline and notes, the same for every metric
+        against = []
+        for r, rest in zip(rows, others):
+            if r.params[key] == base_value:
+                continue
+            base = bases.get(rest)
+            notes = flag_notes("this case", r)
+            if base is None:
+                against.append((r, None, notes + ["no baseline case differing only in " + key]))
+                continue
+            notes = flag_notes("baseline", base) + notes
+            notes += _version_note(side, side, table.part, base.case_id, r.case_id,
+                                   ("baseline", "this case"))
+            against.append((r, base, notes + drift_note))
         for m in table.metrics:
             pairs = []
-            for r, rest in zip(rows, others):
-                if r.params[key] == base_value:
-                    continue
-                base = bases.get(rest)
+            for r, base, notes in against:
                 sb = r.cells[m].summary
-                notes = flag_notes("this case", r)
                 if base is None:
-                    pairs.append(Pair(shown(r), None, r.case_id, stats.summarize([]), sb,
-                                      notes + ["no baseline case differing only in " + key]))
+                    pairs.append(Pair(shown(r), None, r.case_id, stats.summarize([]), sb, list(notes)))
                     continue
-                notes = flag_notes("baseline", base) + notes
-                notes += _version_note(side, side, table.part, base.case_id, r.case_id,
-                                       ("baseline", "this case"))
-                floor = side.drift_floor(table.part)
                 pairs.append(Pair(shown(r), base.case_id, r.case_id,
-                                  base.cells[m].summary, sb, notes + _drift_note("run", floor), floor))
+                                  base.cells[m].summary, sb, list(notes), floor))
             out.append(MetricTable(table.part, table.benchmark, m, table.units.get(m, ""),
                                    _headers(table), pairs))
     if not found_key:
@@ -414,6 +421,14 @@ def _all_varied(side: Side) -> set:
 
 def mean_ci_cell(s: stats.Summary | None) -> str:
     return "-" if s is None else fmt_mean_ci(s, marks=False)
+
+
+def _cell(cells: dict[int, str], s: stats.Summary) -> str:
+    """mean_ci_cell, once per summary of a table being written (kept alive by its pairs)."""
+    text = cells.get(id(s))
+    if text is None:
+        text = cells[id(s)] = mean_ci_cell(s)
+    return text
 
 
 def ratio_cell(v) -> str:
@@ -451,13 +466,15 @@ def render_comparison(c: Comparison) -> str:
         out += [f"### {t.part} · {metric_label(t.metric)} ({t.metric}, {better})", "",
                 "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
         seen: list[str] = []
+        better = t.better
+        cells: dict[int, str] = {}      # a summary's cell, once (a baseline is in many rows)
         for p in t.pairs:
             w = p.welch
             ci = p.ratio_ci
             line = (p.key_values or [p.case_b or p.case_a or "-"]) + [
-                mean_ci_cell(p.a), str(p.a.n), mean_ci_cell(p.b), str(p.b.n), ratio_cell(p.ratio),
+                _cell(cells, p.a), str(p.a.n), _cell(cells, p.b), str(p.b.n), ratio_cell(p.ratio),
                 "-" if ci is None else f"{ci[0]:.2f}–{ci[1]:.2f}",
-                "-" if w is None else f"{w.p:.3g}", p.verdict(t.better),
+                "-" if w is None else f"{w.p:.3g}", p.verdict(better),
                 footnoted(p.notes + set_aside_notes((c.label_a, p.a), (c.label_b, p.b)), seen)]
             out.append("| " + " | ".join(line) + " |")
         out.append("")

@@ -174,11 +174,12 @@ FREEZE_OVER = 5000
 
 
 @contextlib.contextmanager
-def _no_gc():
+def no_gc():
     """Decoding a run builds millions of small objects and no cycles: the cyclic collector would
     scan them again and again while they are built (a third of a large run's load). So it is
     paused meanwhile; for a large run (FREEZE_OVER records) what was built is then moved out of
-    its sight for good (gc.freeze), or every later collection would scan it again."""
+    its sight for good (gc.freeze), or every later collection would scan it again. The verbs
+    that build tables and comparisons of a run pause it the same way (no cycles there either)."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -228,7 +229,7 @@ class Run:
         """Every record, in file order; read from the cache on first use when the run was
         loaded from its digest alone."""
         if self._records is None:
-            with _no_gc():
+            with no_gc():
                 self._records = self._later()
             self._later = None
         return self._records
@@ -252,7 +253,7 @@ class Run:
         sha = manifest_sha(path)
         # the records' checks need the plan: read only if records are decoded
         whole = None if manifest_whole(path) else (lambda: whole_manifest(path, sha))
-        with _no_gc():
+        with no_gc():
             got = recordcache.open_run(path, manifest=parsed, manifest_key=sha or "", whole=whole)
             size = len(got.records) if got.records is not None else got.digest.records
             if size >= FREEZE_OVER:
