@@ -223,6 +223,39 @@ def test_a_large_manifest_and_its_missing_jobs_are_kept_and_follow_changes(run_p
     assert not again.complete
 
 
+def test_a_digests_page_facts_read_back_equal_and_damaged_ones_are_refused():
+    """What a page reads of the records (provenance, flags, Darshan views) is in the digest: it
+    reads back equal, and a damaged entry is an error (the digest is then folded again)."""
+    from iolab.results import digest
+    from tests.golden.publish_data import failed
+
+    exp = experiment("archer-fpp-vs-ssf")
+    recs = records(exp, RUN, reps=3, darshan_cases=2, fail_last=True)
+    recs[0] = failed(recs[0])
+    facts = digest.fold(recs)
+    assert facts.flags and facts.darshan and any(f for f, _o in facts.darshan.values())
+    (part,) = facts.parts.values()
+    assert part.ran and part.binaries["version"] and part.stacks
+    text = json.dumps(digest.to_json(facts))
+    assert digest.from_json(json.loads(text)) == facts
+
+    def damaged(change):
+        data = json.loads(text)
+        change(data)
+        return data
+    for change in (lambda d: d["flags"][0][2][0][1].append("2"),            # a repetition as text
+                   lambda d: d["flags"][0].pop(),
+                   lambda d: d["darshan"][0][2][0].__setitem__(1, ["a list"]),
+                   lambda d: d["darshan"][0][3][0].__setitem__(0, 7),
+                   lambda d: next(iter(d["parts"].values()))["binaries"].pop("version"),
+                   lambda d: next(iter(d["parts"].values())).__setitem__("ran", "yes"),
+                   lambda d: next(iter(d["parts"].values()))["stacks"].append("spack"),
+                   lambda d: d.__setitem__("reframe", 4.9),
+                   lambda d: d.pop("darshan")):
+        with pytest.raises((ValueError, KeyError, TypeError)):
+            digest.from_json(damaged(change))
+
+
 def test_the_digest_format_changes_with_the_fold():
     """A run's records.digest is read only when written in this iolab's digest.FORMAT: a change
     of what the fold keeps, or of its columns, must come with a new FORMAT (then this sum is
@@ -233,5 +266,6 @@ def test_the_digest_format_changes_with_the_fold():
     from iolab.results import digest
 
     code = "".join(inspect.getsource(o) for o in (
-        digest.CaseFacts, digest.PartFacts, digest.Digest, digest.fold, digest.to_json, digest.from_json))
-    assert (digest.FORMAT, hashlib.sha256(code.encode()).hexdigest()[:16]) == (3, "8a1f7f015b41c2f3")
+        digest.CaseFacts, digest.PartFacts, digest.Digest, digest.fold, digest._fold_page,
+        digest.to_json, digest.from_json))
+    assert (digest.FORMAT, hashlib.sha256(code.encode()).hexdigest()[:16]) == (4, "1c4545adf20d92f5")

@@ -45,7 +45,6 @@ from ..errors import IolabError
 from ..experiment.matrix import show_value
 from ..analysis.published.study import load_study
 from ..render import render_template
-from ..results.record import Record
 from ..experiment.reportspec import StudyLink
 from ..results.run import Run
 from ..analysis.published.studies import compare_study, study_blocks
@@ -61,12 +60,18 @@ def _short(sha: str | None, n: int = 12) -> str | None:
     return sha[:n] if sha else None
 
 
-def setting(rec: Record) -> str:
-    """The case's varied parameters, as `iolab plan` shows them."""
-    params = rec.params
-    text = ", ".join(f"{k}={show_value(rec.benchmark, k, params.get(k))}" for k in rec.varied
+def setting(benchmark: str, varied, params: dict, case_id: str) -> str:
+    """A case's varied parameters, as `iolab plan` shows them."""
+    text = ", ".join(f"{k}={show_value(benchmark, k, params.get(k))}" for k in varied
                      if k in params)
-    return text or rec.case_id
+    return text or case_id
+
+
+def _setting(facts, job: tuple) -> str:
+    """setting() of a case of the run's digest (a drift reference's case too)."""
+    part = facts.parts[job[0]]
+    case = part.cases.get(job[1]) or part.reference
+    return setting(part.benchmark, part.varied, case.params if case else {}, job[1])
 
 
 def _reps(values) -> str:
@@ -77,39 +82,30 @@ def _reps(values) -> str:
 # --------------------------------------------------------------------------------- provenance
 
 def provenance(run: Run) -> dict:
-    """What the run is: system, versions, git state, stack, per part the benchmark binaries."""
-    path, manifest, records = run.path, run.manifest, run.records
+    """What the run is: system, versions, git state, stack, per part the benchmark binaries
+    (from the run's digest: no record is read)."""
+    path, manifest, facts = run.path, run.manifest, run.digest
     stack_locks = set()
-    parts: dict[str, dict] = {}
-    for rec in records:
-        part = parts.setdefault(rec.part, {
-            "part": rec.part, "benchmark": rec.benchmark, "names": [],
-            "versions": [], "paths": [], "sha256": [], "stacks": []})
-        binary = rec.provenance.binary
-        if rec.ok:
-            for key, out in (("name", "names"), ("version", "versions"), ("path", "paths"),
-                             ("sha256", "sha256")):
-                value = binary.get(key)
-                if value and value not in part[out]:
-                    part[out].append(value)
-        if rec.status == "skipped" and "not found" in str(rec.error or ""):
+    parts: list[dict] = []
+    for name, pf in facts.parts.items():
+        part = {"part": name, "benchmark": pf.benchmark, "names": list(pf.binaries["name"]),
+                "versions": list(pf.binaries["version"]), "paths": list(pf.binaries["path"]),
+                "sha256": list(pf.binaries["sha256"]), "stacks": []}
+        if pf.not_found:
             part["not_found"] = True
-        stack = rec.provenance.get("stack")
-        if isinstance(stack, dict):
+        for stack in pf.stacks:
             shown = ", ".join(f"{k}={v}" for k, v in sorted(stack.items())
                               if v not in (None, "", [], {}) and k != "spack_lock_sha256")
             if shown and shown not in part["stacks"]:
                 part["stacks"].append(shown)
             if stack.get("spack_lock_sha256"):
                 stack_locks.add(stack["spack_lock_sha256"])
-    for part in parts.values():
-        ran = any(r.ok and r.part == part["part"] for r in records)
         # never "not printed" for a binary that did not run: say why there is no version
-        part["version_text"] = (", ".join(part["versions"]) or "not printed" if ran
-                                else "not found" if part.get("not_found") else "did not run")
-    status = {s: sum(r.status == s for r in records) for s in ("ok", "failed", "skipped", "aborted")}
-    reframe = manifest.get("reframe") or next(
-        (r.provenance.get("reframe") for r in records if r.provenance.get("reframe")), None)
+        part["version_text"] = (", ".join(part["versions"]) or "not printed" if pf.ran
+                                else "not found" if pf.not_found else "did not run")
+        parts.append(part)
+    status = {s: facts.counts.get(s, 0) for s in ("ok", "failed", "skipped", "aborted")}
+    reframe = manifest.get("reframe") or facts.reframe
     lock = manifest.get("spack_lock_sha256") or (sorted(stack_locks)[0] if len(stack_locks) == 1 else None)
     return {
         "run_id": path.name,
@@ -127,9 +123,9 @@ def provenance(run: Run) -> dict:
         "spack_lock_short": _short(lock),
         "experiment_sha256": manifest.experiment_sha256,
         "host": manifest.host.get("hostname") or "-",
-        "records": len(records),
+        "records": facts.records,
         "status": status,
-        "parts": list(parts.values()),
+        "parts": parts,
         "state": run.describe(),
         # each run's records as checked (integrity.py): its final digest, or why none
         "checked": [{"run_id": r.run_id, "text": r.verdict.describe() if r.verdict else "in memory"}
@@ -164,48 +160,21 @@ def html_table(table) -> dict:
 
 # ------------------------------------------------------------------------- requested vs applied
 
-def flags_by_case(records: list[Record]) -> list[dict]:
-    """Every flag (requested vs applied difference), by case, with the repetitions it concerns."""
-    cases: dict[tuple, dict] = {}
-    for rec in records:
-        flags = rec.notes()
-        if not flags:
-            continue
-        key = (rec.part, rec.case_id)
-        case = cases.setdefault(key, {"part": key[0], "case_id": key[1], "setting": setting(rec),
-                                      "flags": {}})
-        for flag in flags:
-            case["flags"].setdefault(flag, []).append(rec.repetition)
-    return [{**c, "flags": [{"text": t, "reps": _reps(r)} for t, r in c["flags"].items()]}
-            for c in cases.values()]
+def flags_by_case(facts) -> list[dict]:
+    """Every flag (requested vs applied difference), by case, with the repetitions it concerns
+    (the run's digest's, in the order the records first say them)."""
+    return [{"part": job[0], "case_id": job[1], "setting": _setting(facts, job),
+             "flags": [{"text": t, "reps": _reps(r)} for t, r in flags.items()]}
+            for job, flags in facts.flags.items() if flags]
 
 
-def darshan_by_case(records: list[Record]) -> list[dict]:
+def darshan_by_case(facts) -> list[dict]:
     """observed.darshan of each case: findings (with their repetitions) and logs without any."""
-    cases: dict[tuple, dict] = {}
-    for rec in records:
-        dar = rec.observed.get("darshan")
-        if not isinstance(dar, dict):
-            continue
-        key = (rec.part, rec.case_id)
-        case = cases.setdefault(key, {"part": key[0], "case_id": key[1], "setting": setting(rec),
-                                      "findings": {}, "other": {}})
-        rep = rec.repetition
-        status = dar.get("status", "unknown")
-        for f in dar.get("findings") or []:
-            text = f.get("text") if isinstance(f, dict) else str(f)
-            rule = f.get("rule") if isinstance(f, dict) else None
-            case["findings"].setdefault((rule, text), []).append(rep)
-        if status != "ok":
-            why = f"{status}: {dar.get('reason') or 'no reason recorded'}"
-            case["other"].setdefault(why, []).append(rep)
-        elif not dar.get("findings"):
-            case["other"].setdefault("ok: no findings", []).append(rep)
-    return [{"part": c["part"], "case_id": c["case_id"], "setting": c["setting"],
+    return [{"part": job[0], "case_id": job[1], "setting": _setting(facts, job),
              "findings": [{"rule": r or "", "text": t, "reps": _reps(v)}
-                          for (r, t), v in c["findings"].items()],
-             "other": [{"text": t, "reps": _reps(v)} for t, v in c["other"].items()]}
-            for c in cases.values()]
+                          for (r, t), v in findings.items()],
+             "other": [{"text": t, "reps": _reps(v)} for t, v in other.items()]}
+            for job, (findings, other) in facts.darshan.items()]
 
 
 # ----------------------------------------------------------------------------------- published
@@ -325,15 +294,15 @@ def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str
     if not run.record_count:
         raise IolabError(f"run {path.name} has no readable records", hint=run.describe())
     settings = run.report
-    tables = tables_from(run.digest, None, settings)
+    tables = tables_from(run.digest, None, settings, run.kept_at())
     made, notes = plots.make_plots(run, staging / PLOTS_DIR, prefix=prefix, tables=tables)
     link = settings.study()
     published = published_comparison(run, link, project_root) if link else None
     drifts = drift.notes(drift.of_run(run))
     return RunReport(provenance(run), [html_table(t) for t in tables],
                      render(tables, "md", run, drifts), render(tables, "csv"),
-                     [_plot_entry(p, staging) for p in made], notes, flags_by_case(run.records),
-                     darshan_by_case(run.records), published, settings, run.notes() + drifts, run,
+                     [_plot_entry(p, staging) for p in made], notes, flags_by_case(run.digest),
+                     darshan_by_case(run.digest), published, settings, run.notes() + drifts, run,
                      search_section(run, staging, prefix))
 
 

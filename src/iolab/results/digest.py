@@ -25,6 +25,7 @@ from .record import STATUSES, Record
 
 # A benchmark's own maximum of a metric (over its iterations) is reported as <metric>_max.
 OWN_MAX_SUFFIX = "_max"
+BINARY_KEYS = ("name", "version", "path", "sha256")
 
 
 def shows_effective(key: str) -> bool:
@@ -79,6 +80,13 @@ class PartFacts:
     # the jobs of a drift reference (Record.drift_reference): kept out of
     # its case's facts, their series read by drift.py
     reference: CaseFacts | None = None
+    # what a page says of the part's benchmark (present/publish.py), drift references included:
+    # the ok records' binary names, versions, paths and sha256 (each once, first seen first),
+    # whether any ok record ran, whether a skipped one said "not found", each distinct stack
+    binaries: dict[str, list] = field(default_factory=lambda: {k: [] for k in BINARY_KEYS})
+    ran: bool = False
+    not_found: bool = False
+    stacks: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -89,6 +97,12 @@ class Digest:
     raw_errors: int                 # records whose raw outputs were not all stored
     experiment: str                 # the first record's
     varied: set[str]                # every record's varied keys
+    # for a page, in record order: the first ReFrame version a record names; each flagged case's
+    # flags (text -> the repetitions it concerns); each case's Darshan view: findings
+    # ((rule, text) -> repetitions) and the other outcomes (text -> repetitions)
+    reframe: str | None = None
+    flags: dict[tuple, dict[str, list]] = field(default_factory=dict)
+    darshan: dict[tuple, tuple[dict, dict]] = field(default_factory=dict)
 
     @property
     def records(self) -> int:
@@ -119,6 +133,7 @@ def fold(records: Iterable[Record]) -> Digest:
     versions: dict[tuple, set] = {}
     hints: dict[str, list[str]] = {}        # part -> its varied keys with a value in effect
     first = None
+    page = Digest({}, {}, {}, 0, "", set())     # the page's facts, gathered as records come
     for rec in records:
         if first is None:
             first = rec
@@ -131,6 +146,7 @@ def fold(records: Iterable[Record]) -> Digest:
             part = parts[rec.part] = PartFacts(rec.part, rec.benchmark, rec.experiment, rec.run_id,
                                                list(rec.varied))
             hints[rec.part] = [k for k in part.varied if shows_effective(k)]
+        _fold_page(page, part, rec)
         if rec.drift_reference:
             case = part.reference
             if case is None:
@@ -180,7 +196,47 @@ def fold(records: Iterable[Record]) -> Digest:
                 if not getattr(case, name):
                     setattr(case, name, same.setdefault((name,), []))
     reps = {k: same.setdefault(("reps",) + tuple(v), tuple(v)) for k, v in reps_of.items()}
-    return Digest(parts, counts, reps, raw_errors, first.experiment if first else "", varied)
+    return Digest(parts, counts, reps, raw_errors, first.experiment if first else "", varied,
+                  page.reframe, page.flags, page.darshan)
+
+
+def _shown(value):
+    """A finding's rule or text as a page shows it: None, or text (a key of the fold)."""
+    return value if value is None or type(value) is str else str(value)
+
+
+def _fold_page(page: Digest, part: PartFacts, rec: Record) -> None:
+    """What a page (present/publish.py) reads of a record, every record (references too)."""
+    prov = rec.provenance
+    if page.reframe is None and prov.get("reframe"):
+        page.reframe = prov.get("reframe")
+    if rec.ok:
+        part.ran = True
+        binary = prov.binary
+        for key in BINARY_KEYS:
+            value = binary.get(key)
+            if value and value not in part.binaries[key]:
+                part.binaries[key].append(value)
+    elif rec.status == "skipped" and "not found" in str(rec.error or ""):
+        part.not_found = True
+    stack = prov.get("stack")
+    if isinstance(stack, dict) and stack not in part.stacks:
+        part.stacks.append(stack)
+    job = (rec.part, rec.case_id)
+    for flag in rec.notes():
+        page.flags.setdefault(job, {}).setdefault(str(flag), []).append(rec.repetition)
+    dar = rec.observed.get("darshan")
+    if isinstance(dar, dict):
+        findings, other = page.darshan.setdefault(job, ({}, {}))
+        for f in dar.get("findings") or []:
+            key = (_shown(f.get("rule")), _shown(f.get("text"))) if isinstance(f, dict) else (None, str(f))
+            findings.setdefault(key, []).append(rec.repetition)
+        status = dar.get("status", "unknown")
+        if status != "ok":
+            why = f"{status}: {dar.get('reason') or 'no reason recorded'}"
+            other.setdefault(why, []).append(rec.repetition)
+        elif not dar.get("findings"):
+            other.setdefault("ok: no findings", []).append(rec.repetition)
 
 
 def _fold_reference(case: CaseFacts, rec: Record) -> None:
@@ -212,7 +268,7 @@ def _add_values(case: CaseFacts, rec: Record) -> None:
 # file a run keeps beside its records). Plain JSON, never a pickle: the file comes with the run,
 # from whoever made or copied it. FORMAT changes whenever fold() or this layout does, so a
 # digest of another fold is never read as this one's.
-FORMAT = 3
+FORMAT = 4
 _LISTS = ("failed", "skipped", "aborted", "notes")
 
 
@@ -242,9 +298,16 @@ def to_json(d: Digest) -> dict:
                         for m in metrics},
             "reference": None if p.reference is None else _reference_json(
                 p.reference, d.reps_of.get((name, p.reference.case_id), ())),
+            "binaries": p.binaries, "ran": p.ran, "not_found": p.not_found, "stacks": p.stacks,
         }
     return {"format": FORMAT, "counts": d.counts, "raw_errors": d.raw_errors,
             "experiment": d.experiment, "varied": sorted(d.varied), "parts": parts,
+            "reframe": d.reframe,
+            "flags": [[*job, [[text, reps] for text, reps in flags.items()]]
+                      for job, flags in d.flags.items()],
+            "darshan": [[*job, [[rule, text, reps] for (rule, text), reps in findings.items()],
+                         [[text, reps] for text, reps in other.items()]]
+                        for job, (findings, other) in d.darshan.items()],
             # (part, case) pairs with a record but no CaseFacts cannot exist: reps_of is per case
             "summarized": all(c.summaries is not None for p in d.parts.values()
                               for c in p.cases.values())}
@@ -305,9 +368,14 @@ def from_json(data: dict) -> Digest:
             pf.reference = _reference_from(name, pf.benchmark, p["reference"])
             # a reference case whose every job is a reference's has no column of its own
             reps_of.setdefault((name, pf.reference.case_id), tuple(p["reference"]["reps_of"]))
+        _page_part_from(pf, p)
         parts[name] = pf
+    reframe = data["reframe"]
+    if reframe is not None and type(reframe) is not str:
+        raise ValueError("reframe: not a version")
     return Digest(parts, dict(data["counts"]), reps_of, int(data["raw_errors"]),
-                  str(data["experiment"]), set(data["varied"]))
+                  str(data["experiment"]), set(data["varied"]), reframe,
+                  _flags_from(data["flags"]), _darshan_from(data["darshan"]))
 
 
 def _reference_json(c: CaseFacts, reps_of) -> dict:
@@ -331,3 +399,55 @@ def _reference_from(part: str, benchmark: str, r: dict) -> CaseFacts:
         if where is not None:
             case.where[m] = list(where)
     return case
+
+
+def _page_part_from(pf: PartFacts, p: dict) -> None:
+    binaries = p["binaries"]
+    if type(binaries) is not dict or sorted(binaries) != sorted(BINARY_KEYS) or not all(
+            type(v) is list for v in binaries.values()):
+        raise ValueError(f"part {pf.part}: binaries: not a digest's")
+    if type(p["ran"]) is not bool or type(p["not_found"]) is not bool or type(p["stacks"]) is not list \
+            or not all(type(st) is dict for st in p["stacks"]):
+        raise ValueError(f"part {pf.part}: what ran: not a digest's")
+    pf.binaries, pf.ran, pf.not_found, pf.stacks = binaries, p["ran"], p["not_found"], p["stacks"]
+
+
+def _job(part, case_id) -> tuple:
+    if type(part) is not str or type(case_id) is not str:
+        raise ValueError("a flagged case: not a part and case id")
+    return part, case_id
+
+
+def _reps_list(reps) -> list:
+    if type(reps) is not list or not all(r is None or type(r) is int for r in reps):
+        raise ValueError("repetitions: not a list of repetitions")
+    return reps
+
+
+def _flags_from(rows) -> dict:
+    out = {}
+    for part, case_id, flags in rows:
+        out[_job(part, case_id)] = {_text(text): _reps_list(reps) for text, reps in flags}
+    return out
+
+
+def _darshan_from(rows) -> dict:
+    out = {}
+    for part, case_id, findings, other in rows:
+        out[_job(part, case_id)] = (
+            {(_text_or_none(rule), _text_or_none(text)): _reps_list(reps)
+             for rule, text, reps in findings},
+            {_text(text): _reps_list(reps) for text, reps in other})
+    return out
+
+
+def _text_or_none(value):
+    if value is not None and type(value) is not str:
+        raise ValueError("a Darshan finding: not text")
+    return value
+
+
+def _text(value) -> str:
+    if type(value) is not str:
+        raise ValueError("a flag or outcome: not text")
+    return value
