@@ -166,6 +166,13 @@ def _t_pdf(t: float, df: float) -> float:
     return math.exp(-_log_beta(df / 2, 0.5) - 0.5 * math.log(df) - (df + 1) / 2 * math.log1p(t * t / df))
 
 
+@functools.lru_cache(maxsize=64)
+def _normal_quantile(p: float) -> float:
+    """The standard normal's quantile, once per probability: a t quantile asks for the same
+    one at every degree of freedom (a comparison's pairs each have their own)."""
+    return NormalDist().inv_cdf(p)
+
+
 def _hill(q: float, df: float) -> float:
     """Hill's approximation of the upper t quantile (Algorithm 396, 1970; as R's qt starts),
     good to about 1e-6 for df > 1."""
@@ -175,7 +182,7 @@ def _hill(q: float, df: float) -> float:
     d = ((94.5 / (b + c) - 3) / b + 1) * math.sqrt(a * math.pi / 2) * df
     y = (d * 2 * q) ** (2 / df)
     if y > 0.05 + a:
-        x = NormalDist().inv_cdf(q)
+        x = _normal_quantile(q)
         y = x * x
         if df < 5:
             c += 0.3 * (df - 4.5) * (x + 0.6)
@@ -194,7 +201,7 @@ def t_isf(q: float, df: float) -> float:
         return math.tan(math.pi * (0.5 - q))
     if df == 2:
         return (1 - 2 * q) * math.sqrt(2 / (4 * q * (1 - q)))
-    lo, hi = NormalDist().inv_cdf(1 - q), math.inf        # the normal's is below any t's
+    lo, hi = _normal_quantile(1 - q), math.inf        # the normal's is below any t's
     t = _hill(q, df) if df > 1 else lo
     # Newton on the survival function, kept inside the bracket; quadratic convergence: once
     # a step is below 1e-7 of t, the value after it is good to about 1e-14
