@@ -366,24 +366,30 @@ def compare_by_param(side: Side, key: str, baseline: str, metrics: list[str] | N
                             f"no case has the baseline {key} = {baseline}"))
             continue
         shown = _key_values_of(table)
+        floor = side.drift_floor(table.part)
+        # each case's baseline and notes, the same for every metric: found once per case
+        against = []
+        for r, rest in zip(rows, others):
+            if r.params[key] == base_value:
+                continue
+            base = bases.get(rest)
+            notes = flag_notes("this case", r)
+            if base is None:
+                against.append((r, None, notes + ["no baseline case differing only in " + key]))
+                continue
+            notes = flag_notes("baseline", base) + notes
+            notes += _version_note(side, side, table.part, base.case_id, r.case_id,
+                                   ("baseline", "this case"))
+            against.append((r, base, notes + _drift_note("run", floor)))
         for m in table.metrics:
             pairs = []
-            for r, rest in zip(rows, others):
-                if r.params[key] == base_value:
-                    continue
-                base = bases.get(rest)
+            for r, base, notes in against:
                 sb = r.cells[m].summary
-                notes = flag_notes("this case", r)
                 if base is None:
-                    pairs.append(Pair(shown(r), None, r.case_id, stats.summarize([]), sb,
-                                      notes + ["no baseline case differing only in " + key]))
+                    pairs.append(Pair(shown(r), None, r.case_id, stats.summarize([]), sb, list(notes)))
                     continue
-                notes = flag_notes("baseline", base) + notes
-                notes += _version_note(side, side, table.part, base.case_id, r.case_id,
-                                       ("baseline", "this case"))
-                floor = side.drift_floor(table.part)
                 pairs.append(Pair(shown(r), base.case_id, r.case_id,
-                                  base.cells[m].summary, sb, notes + _drift_note("run", floor), floor))
+                                  base.cells[m].summary, sb, list(notes), floor))
             out.append(MetricTable(table.part, table.benchmark, m, table.units.get(m, ""),
                                    _headers(table), pairs))
     if not found_key:
