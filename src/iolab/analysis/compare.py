@@ -457,13 +457,19 @@ def render_comparison(c: Comparison) -> str:
         out += [f"### {t.part} · {metric_label(t.metric)} ({t.metric}, {better})", "",
                 "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
         seen: list[str] = []
+        better_side = t.better
+        # a baseline case stands beside every case that differs from it: its cell written once
+        cells: dict[int, str] = {}
         for p in t.pairs:
             w = p.welch
             ci = p.ratio_ci
+            cell_a = cells.get(id(p.a))
+            if cell_a is None:
+                cell_a = cells[id(p.a)] = mean_ci_cell(p.a)
             line = (p.key_values or [p.case_b or p.case_a or "-"]) + [
-                mean_ci_cell(p.a), str(p.a.n), mean_ci_cell(p.b), str(p.b.n), ratio_cell(p.ratio),
+                cell_a, str(p.a.n), mean_ci_cell(p.b), str(p.b.n), ratio_cell(p.ratio),
                 "-" if ci is None else f"{ci[0]:.2f}–{ci[1]:.2f}",
-                "-" if w is None else f"{w.p:.3g}", p.verdict(t.better),
+                "-" if w is None else f"{w.p:.3g}", p.verdict(better_side),
                 footnoted(p.notes + set_aside_notes((c.label_a, p.a), (c.label_b, p.b)), seen)]
             out.append("| " + " | ".join(line) + " |")
         out.append("")
