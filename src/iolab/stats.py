@@ -97,6 +97,24 @@ def _beta_fraction(a: float, b: float, x: float) -> float:
     raise ArithmeticError(f"incomplete beta: no convergence for a={a}, b={b}, x={x}")
 
 
+def _beta_series(a: float, b: float, x: float) -> float:
+    """a B(a, b) I_x(a, b) / (x^a y^b) as the power series sum_n prod_k<n (a+b+k)/(a+1+k) x
+    (positive terms, so no cancellation), for x where it converges in a few dozen terms."""
+    total = term = 1.0
+    s, r = a + b, a + 1.0
+    n = 0.0
+    while term > total * 1e-17:
+        term *= (s + n) / (r + n) * x
+        total += term
+        n += 1.0
+    return total
+
+
+def _series_fits(a: float, b: float, x: float) -> bool:
+    """_beta_series takes fewer steps than _beta_fraction: x small, and few terms while they grow."""
+    return x <= 0.25 and (a + b) * x <= 16.0
+
+
 def _stirling_tail(x: float) -> float:
     """lgamma(x) - ((x - 1/2) log x - x + log(2 pi)/2), for x >= 10."""
     r = 1.0 / (x * x)
@@ -123,8 +141,16 @@ def _ibeta(a: float, b: float, x: float, y: float, log_x: float, log_y: float) -
         return 1.0
     front = math.exp(a * log_x + b * log_y - _log_beta(a, b))
     if x < (a + 1.0) / (a + b + 2.0):
+        if _series_fits(a, b, x):
+            return front * _beta_series(a, b, x) / a
+        if _series_fits(b, a, y):
+            # from the other side, where the series is short: 1 - I_y(b, a), while the
+            # subtraction costs little more than a digit (a 95% quantile's tail is 1 - 0.95)
+            rest = front * _beta_series(b, a, y) / b
+            if rest <= 0.96:
+                return 1.0 - rest
         return front * _beta_fraction(a, b, x) / a
-    return 1.0 - front * _beta_fraction(b, a, y) / b
+    return 1.0 - front * (_beta_series(b, a, y) if _series_fits(b, a, y) else _beta_fraction(b, a, y)) / b
 
 
 def t_sf(t: float, df: float) -> float:
@@ -146,6 +172,13 @@ def _t_pdf(t: float, df: float) -> float:
     return math.exp(-_log_beta(df / 2, 0.5) - 0.5 * math.log(df) - (df + 1) / 2 * math.log1p(t * t / df))
 
 
+@functools.lru_cache(maxsize=64)
+def _normal_quantile(p: float) -> float:
+    """The standard normal's quantile, once per probability: a t quantile asks for the same
+    one at every degree of freedom (a comparison's pairs each have their own)."""
+    return NormalDist().inv_cdf(p)
+
+
 def _hill(q: float, df: float) -> float:
     """Hill's approximation of the upper t quantile (Algorithm 396, 1970; as R's qt starts),
     good to about 1e-6 for df > 1."""
@@ -155,7 +188,7 @@ def _hill(q: float, df: float) -> float:
     d = ((94.5 / (b + c) - 3) / b + 1) * math.sqrt(a * math.pi / 2) * df
     y = (d * 2 * q) ** (2 / df)
     if y > 0.05 + a:
-        x = NormalDist().inv_cdf(q)
+        x = _normal_quantile(q)
         y = x * x
         if df < 5:
             c += 0.3 * (df - 4.5) * (x + 0.6)
@@ -174,7 +207,7 @@ def t_isf(q: float, df: float) -> float:
         return math.tan(math.pi * (0.5 - q))
     if df == 2:
         return (1 - 2 * q) * math.sqrt(2 / (4 * q * (1 - q)))
-    lo, hi = NormalDist().inv_cdf(1 - q), math.inf        # the normal's is below any t's
+    lo, hi = _normal_quantile(1 - q), math.inf        # the normal's is below any t's
     t = _hill(q, df) if df > 1 else lo
     # Newton on the survival function, kept inside the bracket; quadratic convergence: once
     # a step is below 1e-7 of t, the value after it is good to about 1e-14

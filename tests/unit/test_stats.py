@@ -40,6 +40,20 @@ def test_t_tail_agrees_with_scipy():
             assert stats.t_sf(-t, df) == pytest.approx(1 - want, rel=1e-12), (df, t)
 
 
+def test_t_tail_on_each_side_of_the_series_bounds():
+    # the tail takes the power series where it is short (from either side of the beta
+    # function) and the continued fraction elsewhere: a dense grid over Welch's degrees of
+    # freedom and the t of a p-value near alpha or a 95% quantile crosses every switch
+    special = pytest.importorskip("scipy.special")
+    for i in range(45):
+        df = 1.2 * 1.23 ** i                    # 1.2 .. about 11,000
+        for j in range(30):
+            t = 0.05 * 1.18 ** j                # 0.05 .. about 6
+            want = float(special.stdtr(df, -t))
+            assert stats.t_sf(t, df) == pytest.approx(want, rel=1e-12), (df, t)
+            assert stats.t_sf(-t, df) == pytest.approx(1 - want, rel=1e-12), (df, t)
+
+
 def test_t_tail_by_hand():
     # df = 1 is Cauchy: P(T > 1) = 1/4; df = 2: P(T > t) = (1 - t / sqrt(2 + t^2)) / 2
     assert stats.t_sf(1.0, 1) == pytest.approx(0.25, rel=1e-14)
