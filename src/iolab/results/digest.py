@@ -373,9 +373,11 @@ def from_json(data: dict) -> Digest:
     reframe = data["reframe"]
     if reframe is not None and type(reframe) is not str:
         raise ValueError("reframe: not a version")
+    flags, darshan = _flags_from(data["flags"]), _darshan_from(data["darshan"])
+    if any(job[0] not in parts for job in (*flags, *darshan)):
+        raise ValueError("a flagged case of a part the digest does not have")
     return Digest(parts, dict(data["counts"]), reps_of, int(data["raw_errors"]),
-                  str(data["experiment"]), set(data["varied"]), reframe,
-                  _flags_from(data["flags"]), _darshan_from(data["darshan"]))
+                  str(data["experiment"]), set(data["varied"]), reframe, flags, darshan)
 
 
 def _reference_json(c: CaseFacts, reps_of) -> dict:
