@@ -41,11 +41,9 @@ cases shifts whole cases and is seen by neither.
 from __future__ import annotations
 
 import datetime
-import hashlib
 import math
 import statistics
 from dataclasses import dataclass
-from pathlib import Path
 
 from .. import benchmarks, stats
 from ..results.digest import Digest, PartFacts, fold
@@ -363,15 +361,10 @@ def of_run(run) -> list:
 
     def compute() -> list:
         return of_digest(run.digest, inter, every=every)
-    if not run.cache_key:
-        return compute()
     from ..results import cache
-    from ..results.store import RECORDS
 
-    # of iolab's code too: the metric tested comes from the benchmarks' descriptors
-    key = hashlib.sha256(f"{cache.package_key()} {run.cache_key} {inter} {sorted(every.items())}"
-                         .encode()).hexdigest()[:32]
-    return cache.memo(Path(run.path) / RECORDS, "drift", key, compute, list)
+    # keyed by iolab's code too: the metric tested comes from the benchmarks' descriptors
+    return cache.of_run(run.kept_at(), "drift", [inter, sorted(every.items())], compute, list)
 
 
 def notes(drifts: list) -> list[str]:

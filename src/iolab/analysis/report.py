@@ -394,11 +394,9 @@ def table_rows(table: Table, style: str = "md") -> tuple[list[str], list[list[st
     """
     if table.kept is None:
         return _table_rows(table, style)
-    source, run_key = table.kept
-    key = hashlib.sha256(json.dumps([cache.package_key(), run_key, style, table.part, table.keys,
-                                     table.metrics]).encode()).hexdigest()[:32]
     kind = f"rows-{style}-" + hashlib.sha256(table.part.encode()).hexdigest()[:8]
-    got = cache.memo(source, kind, key, lambda: _kept(table, style), tuple)
+    got = cache.of_run(table.kept, kind, [style, table.part, table.keys, table.metrics],
+                       lambda: _kept(table, style), tuple)
     if _fits(got, table, style):
         return got[1:]
     return _table_rows(table, style)       # a damaged entry: a miss

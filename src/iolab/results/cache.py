@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import pickle
 import stat
@@ -136,3 +137,15 @@ def memo(source: Path, kind: str, key: str, compute, value_type: type):
         value = compute()
         write_value(path, key, value, prefix(kind, source))
     return value
+
+
+def of_run(kept: tuple | None, kind: str, inputs, compute, value_type: type):
+    """compute() of a value derived from a run's digest alone, kept beside its cached digest:
+    `kept` is Run.kept_at() (the records and their cache key; None: computed, not kept), and
+    the entry's key is that, iolab's code and `inputs` (JSON: what else the value depends on)."""
+    if kept is None:
+        return compute()
+    source, run_key = kept
+    key = hashlib.sha256(json.dumps([package_key(), run_key, inputs], default=str)
+                         .encode()).hexdigest()[:32]
+    return memo(source, kind, key, compute, value_type)
