@@ -5,6 +5,9 @@ A partition's extras['iolab']['stack'] chooses the provider:
                                                  environment (a ReFrame fixture, rfm/spack.py);
       'spack_config': 'debian12'                 the site's externals, reframe/config/spack/*.yaml
       'install_opts': ['--no-checksum']          more options for `spack install`
+  {'provider': 'spack', 'env': '/path/to/env'}   an environment already built (scripts/setup
+                                                 --spack-bundle): its view first on PATH, its
+                                                 spack.lock and hashes in every record
   {'provider': 'modules', 'modules': {'ior': ['ior/4.0.0'], 'darshan': ['darshan-runtime'],
                                       'hdf5': ['cray-hdf5-parallel'], 'parallel-netcdf': [...]}}
   {'provider': 'prefix', 'prefix': '/opt/io'}    a hand-built stack with bin/ and lib/
@@ -52,10 +55,20 @@ class Stack:
     spack_config: str | None = None     # the site's Spack config (reframe/config/spack/<name>.yaml)
     install_opts: list[str] = field(default_factory=list)   # more `spack install` options
     spack_env: str | None = None        # the environment the fixture built (set by the case)
+    built_env: str | None = None        # an environment built before the run ('env'), with its view
+
+    @property
+    def view(self) -> str | None:
+        '''The view of an environment built before the run (its bin/ and lib/), else None.'''
+        return os.path.join(self.built_env, ".spack-env", "view") if self.built_env else None
 
     def env(self) -> dict[str, str]:
         """Variables the job needs so the stack's binaries and libraries are found, as shell
         words (the prefix literal, $PATH and $LD_LIBRARY_PATH expanded in the job)."""
+        if self.view is not None:
+            # Spack's binaries find their libraries by RPATH: the view's lib/ (which also holds
+            # gcc-runtime's libstdc++) stays off the job's LD_LIBRARY_PATH
+            return {"PATH": shell.word(f"{self.view}/bin", "Spack environment") + ':"$PATH"'}
         if self.provider != "prefix":
             return {}
         return {"PATH": shell.word(f"{self.prefix}/bin", "stack prefix") + ':"$PATH"',
@@ -76,9 +89,11 @@ class Stack:
     def available(self, executable: str, benchmark: str | None = None) -> bool | None:
         """Whether the binary exists, where this process can tell; None when only the job can
         (modules and Spack environments are loaded inside the job)."""
-        if self.provider == "prefix":
-            # The prefix goes first on PATH; what it lacks may still come from the system.
-            return (os.access(os.path.join(self.prefix, "bin", executable), os.X_OK)
+        base = self.prefix if self.provider == "prefix" else self.view
+        if base is not None:
+            # The prefix (or view) goes first on PATH; what it lacks (externals such as Debian's
+            # fio are not in a view) may still come from the system.
+            return (os.access(os.path.join(base, "bin", executable), os.X_OK)
                     or shutil.which(executable) is not None)
         if self.provider == "path":
             return shutil.which(executable) is not None
@@ -106,6 +121,9 @@ class Stack:
                 path = os.path.join(d, "libdarshan.so") if d else ""
                 if path and os.path.exists(path):
                     return path, shell.word(path, "LD_LIBRARY_PATH entry")
+        if self.view is not None:
+            path = os.path.join(self.view, "lib", "libdarshan.so")
+            return (path, shell.word(path, "Spack environment")) if os.path.exists(path) else None
         if self.provider == "spack":
             env = f" -e {shell.word(self.spack_env, 'Spack environment')}" if self.spack_env else ""
             expr = f"$(spack{env} location -i darshan-runtime)/lib/libdarshan.so"
@@ -117,17 +135,19 @@ class Stack:
 
     def supplied_by(self, binary_path: str | None) -> str:
         """Which provider the binary that actually ran came from."""
-        if self.provider == "prefix" and binary_path and binary_path.startswith(
-                os.path.join(self.prefix, "bin") + os.sep):
-            return "prefix"
-        if self.provider == "prefix":
-            return "path"
-        return self.provider
+        base = self.prefix if self.provider == "prefix" else self.view
+        if base is None:
+            return self.provider
+        if binary_path and binary_path.startswith(os.path.join(base, "bin") + os.sep):
+            return self.provider
+        return "path"
 
     def describe(self, binary_path: str | None = None) -> dict:
         out = {"provider": self.provider, "supplied_by": self.supplied_by(binary_path)}
         if self.prefix:
             out["prefix"] = self.prefix
+        if self.built_env:
+            out["spack_env"], out["view"] = self.built_env, self.view
         if self.provider == "modules":
             out["modules"] = self.modules
         return out
@@ -149,6 +169,18 @@ def from_extras(extras: dict) -> Stack:
     darshan_lib = conf.pop("darshan_lib", None)
     spack_config = conf.pop("spack_config", None)
     install_opts = conf.pop("install_opts", []) or []
+    built_env = conf.pop("env", None)
+    if built_env is not None:
+        if provider != "spack" or not isinstance(built_env, str) or not built_env.strip():
+            raise IolabError("'env' names a built Spack environment (a directory), for the spack provider",
+                             key="extras.iolab.stack.env")
+        built_env = os.path.expanduser(os.path.expandvars(built_env))
+        if not os.path.isfile(os.path.join(built_env, "spack.lock")) or not os.path.isdir(
+                os.path.join(built_env, ".spack-env", "view")):
+            raise IolabError(f"no built Spack environment at {built_env} (no spack.lock or no view)",
+                             key="extras.iolab.stack.env",
+                             hint="build it with scripts/setup --spack-bundle DIR (docs/benchmarks.md), "
+                                  "or set IOLAB_SPACK_ENV= (empty) to use what is on PATH")
     if conf:
         raise IolabError(f"unknown keys {sorted(conf)} in the stack of the system config",
                          key="extras.iolab.stack")
@@ -158,7 +190,23 @@ def from_extras(extras: dict) -> Stack:
     if not isinstance(install_opts, list) or not all(isinstance(o, str) for o in install_opts):
         raise IolabError("'install_opts' must be a list of strings", key="extras.iolab.stack.install_opts")
     return Stack(provider, prefix, {k: list(v) for k, v in modules.items()}, darshan_lib,
-                 spack_config, list(install_opts))
+                 spack_config, list(install_opts), built_env=built_env)
+
+
+def lock_specs(lock_path) -> dict[str, dict]:
+    """name -> {version, hash} of the specs Spack built (not the externals), from a spack.lock
+    (lockfile version 5 and later: `concrete_specs` keyed by hash); {} when it cannot be read."""
+    import json
+
+    try:
+        specs = json.loads(open(lock_path, "rb").read()).get("concrete_specs") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    out = {}
+    for digest, spec in specs.items():
+        if isinstance(spec, dict) and "name" in spec and not spec.get("external"):
+            out.setdefault(spec["name"], {"version": spec.get("version"), "hash": digest})
+    return out
 
 
 def summarize(records) -> list[str]:

@@ -22,6 +22,24 @@ def have(binary: str) -> bool:
     return shutil.which(binary) is not None
 
 
+# IOLAB_REQUIRE_STACK=1 (CI, once scripts/setup --spack-bundle built the stack): every end-to-end
+# test runs the real benchmarks; one that would need a stand-in fails instead of replaying.
+STACK_REQUIRED = os.environ.get("IOLAB_REQUIRE_STACK") == "1"
+# The benchmarks the stack supplies (tests/bin's spack stands in for Spack, not for a benchmark).
+STACK_BINARIES = ("ior", "mdtest", "h5bench_write", "h5bench_read", "btio")
+
+
+def standins_needed() -> list[str]:
+    """The stand-ins of tests/bin a run would need here: those whose real binary is absent.
+    Under IOLAB_REQUIRE_STACK=1 a needed benchmark stand-in fails the test."""
+    missing = sorted(p.name for p in STANDIN_BIN.iterdir() if not have(p.name))
+    absent = [m for m in missing if m in STACK_BINARIES]
+    if STACK_REQUIRED and absent:
+        pytest.fail(f"IOLAB_REQUIRE_STACK=1 but {', '.join(absent)} not on PATH: the test would "
+                    "replay a recording instead of measuring (scripts/setup --spack-bundle DIR)")
+    return missing
+
+
 @pytest.fixture
 def rfm_env(tmp_path):
     """Environment for a ReFrame run whose results, stage and scratch live in tmp_path.
@@ -38,12 +56,12 @@ def rfm_env(tmp_path):
                  "IOLAB_KEEP_DATA"):
         env.pop(name, None)
     # Only the missing binaries are stood in for: a real one on PATH is always used.
-    missing = [p for p in STANDIN_BIN.iterdir() if not have(p.name)]
+    missing = standins_needed()
     if missing:
         bin_dir = tmp_path / "standin-bin"
         bin_dir.mkdir()
-        for path in missing:
-            (bin_dir / path.name).symlink_to(path)
+        for name in missing:
+            (bin_dir / name).symlink_to(STANDIN_BIN / name)
         env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
     return env
 

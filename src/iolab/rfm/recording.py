@@ -23,7 +23,7 @@ from ..results.provenance import base_manifest, git_state, sha256_file, utcnow
 from ..results import recordcache
 from ..results.runfiles import new_run_id, results_root
 from ..results.store import RunDir
-from ..software import spack_packages
+from ..software import lock_specs, spack_packages
 from ..layers.registry import registry
 from . import continuation, internals, jobscript, observe
 
@@ -296,6 +296,15 @@ def _stack(test, run: _Run, binary_path: str | None) -> dict | None:
         out["versions"] = {name: installed[name]["version"] for name in
                            dict.fromkeys(spack_packages().values()) if name in installed}
         out["hashes"] = {name: installed[name]["hash"] for name in out["versions"]}
+    elif stack.built_env:
+        lock = Path(stack.built_env) / "spack.lock"
+        if lock.is_file():
+            out["spack_lock_sha256"] = sha256_file(lock)
+            run.store_lock(lock)
+            installed = lock_specs(lock)
+            out["versions"] = {name: installed[name]["version"] for name in
+                               dict.fromkeys(spack_packages().values()) if name in installed}
+            out["hashes"] = {name: installed[name]["hash"] for name in out["versions"]}
     return out
 
 

@@ -69,7 +69,9 @@ def _check_site() -> None:
 
 
 def _system_uses_spack() -> bool:
-    return any(site.of(p).stack.provider == "spack" for p in _partitions())
+    """Whether a partition builds spack.yaml during the run (not one that names a built env)."""
+    return any(site.of(p).stack.provider == "spack" and not site.of(p).stack.built_env
+               for p in _partitions())
 
 
 def _load(yaml_path: Path):

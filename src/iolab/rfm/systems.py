@@ -106,15 +106,29 @@ def use_slurm_conf(state_dir: str) -> None:
         os.environ["SLURM_CONF"] = conf
 
 
+# The environment `scripts/setup --spack-bundle` built for this checkout (one line: its path).
+SPACK_ENV_NOTE = os.path.join(".iolab", "spack-env")
+
+
 def stack_from_env() -> dict:
     """A hand-built stack (bin/, lib/) named by IOLAB_STACK_PREFIX; IOLAB_STACK=spack: spack.yaml
-    built by Spack, with Debian 12's packages as externals (reframe/config/spack/debian12.yaml,
-    or the file IOLAB_SPACK_CONFIG names); else whatever is on PATH."""
+    built by Spack during the run, with Debian 12's packages as externals
+    (reframe/config/spack/debian12.yaml, or the file IOLAB_SPACK_CONFIG names); a Spack
+    environment built before (IOLAB_SPACK_ENV, else the one scripts/setup built for this checkout;
+    IOLAB_SPACK_ENV= empty turns that off); else whatever is on PATH."""
     prefix = os.environ.get("IOLAB_STACK_PREFIX")
     if prefix:
         return {"provider": "prefix", "prefix": prefix}
     if os.environ.get("IOLAB_STACK") == "spack":
         return {"provider": "spack", "spack_config": os.environ.get("IOLAB_SPACK_CONFIG", "debian12")}
+    env = os.environ.get("IOLAB_SPACK_ENV")
+    if env is None:
+        try:
+            env = (project_root() / SPACK_ENV_NOTE).read_text().strip()
+        except OSError:
+            env = ""
+    if env:
+        return {"provider": "spack", "env": env}
     return {"provider": "path"}
 
 

@@ -1,0 +1,5 @@
+"""Building the I/O stack of spack.yaml before any run: from an offline Spack bundle (bundle.py
+reads, checks and writes one; build.py sets Spack up from it and installs the environment).
+
+Run-time questions (where a case's binaries come from) live in iolab.software.
+"""
