@@ -117,10 +117,14 @@ class Stack:
             path = os.path.join(self.prefix, "lib", "libdarshan.so")
             return (path, shell.word(path, "stack prefix")) if os.path.exists(path) else None
         if self.provider == "path":
-            for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") + ["/usr/lib", "/usr/local/lib"]:
+            # LD_LIBRARY_PATH, then beside each PATH entry (PREFIX/bin -> PREFIX/lib: a Spack
+            # view or a prefix whose benchmarks are on PATH), then the system's directories
+            beside = [os.path.join(os.path.dirname(d.rstrip("/")), "lib")
+                      for d in os.environ.get("PATH", "").split(":") if d]
+            for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") + beside + ["/usr/lib", "/usr/local/lib"]:
                 path = os.path.join(d, "libdarshan.so") if d else ""
                 if path and os.path.exists(path):
-                    return path, shell.word(path, "LD_LIBRARY_PATH entry")
+                    return path, shell.word(path, "libdarshan.so found")
         if self.view is not None:
             path = os.path.join(self.view, "lib", "libdarshan.so")
             return (path, shell.word(path, "Spack environment")) if os.path.exists(path) else None
@@ -223,6 +227,8 @@ def summarize(records) -> list[str]:
             head += f", spack.lock sha256 {stack['spack_lock_sha256']}"
         if stack.get("prefix"):
             head += f", prefix {stack['prefix']}"
+        if stack.get("view"):
+            head += f", view {stack['view']}"
         if stack.get("modules"):
             head += ", modules " + "; ".join(f"{k}: {' '.join(v)}"
                                              for k, v in sorted(stack["modules"].items()))
@@ -236,17 +242,21 @@ def summarize(records) -> list[str]:
         name = rec.benchmark
         spack_version = (stack.get("versions") or {}).get(spack_packages().get(name, ""))
         version = binary.get("version") or spack_version
+        spack_hash = (stack.get("hashes") or {}).get(spack_packages().get(name, ""))
         if name and (binary.get("path") or version):
             benchmarks.setdefault(f"{name} {binary.get('name') or ''}".strip(), (
-                binary.get("path"), version, stack.get("supplied_by"), binary.get("sha256")))
+                binary.get("path"), version, stack.get("supplied_by"), binary.get("sha256"),
+                spack_hash if stack.get("supplied_by") == "spack" else None))
         dar = rec.observed.get("darshan", {}).get("summary") or {}
         ver = dar.get("darshan_version") or (stack.get("versions") or {}).get("darshan-runtime")
         if ver and rec.observed.get("darshan"):
-            darshan.add(ver)
-    for label, (path, version, supplied_by, sha) in sorted(benchmarks.items()):
+            dhash = (stack.get("hashes") or {}).get(DARSHAN_PACKAGE)
+            darshan.add(f"{ver}, Spack hash {dhash}" if dhash else ver)
+    for label, (path, version, supplied_by, sha, spack_hash) in sorted(benchmarks.items()):
         lines.append(f"  {label}: {version or 'version not printed'}, {path or 'path unknown'}"
                      f"{f' ({supplied_by})' if supplied_by else ''}"
-                     f"{f', sha256 {sha[:16]}' if sha else ''}")
+                     f"{f', sha256 {sha[:16]}' if sha else ''}"
+                     f"{f', Spack hash {spack_hash}' if spack_hash else ''}")
     for ver in sorted(darshan):
         lines.append(f"  darshan-runtime: {ver}")
     return lines

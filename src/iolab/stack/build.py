@@ -73,6 +73,20 @@ def env_view(env_dir: Path) -> Path:
     return env_dir / ".spack-env" / "view"
 
 
+# What a reused environment must still have: each of these resolves into the install tree.
+VIEW_FILES = ("bin/ior", "bin/mdtest", "bin/h5bench_write", "bin/h5bench_read", "bin/btio",
+              "lib/libdarshan.so", "bin/darshan-parser")
+
+
+def broken_view(env_dir: Path) -> list[str]:
+    """The files of VIEW_FILES the environment's view lacks, or whose link leads nowhere (an
+    install tree emptied by hand): such an environment is installed again, never reused."""
+    view = env_view(env_dir)
+    if not view.is_dir():
+        return ["the view"]
+    return [name for name in VIEW_FILES if not (view / name).exists()]
+
+
 @dataclass
 class Built:
     env_dir: Path
@@ -307,12 +321,15 @@ def setup(bundle_dir: Path, *, root: Path | None = None, home: Path | None = Non
         key = inputs_key(b, root, site_config)
         env_dir = home / "envs" / key[:16]
         marker = env_dir / INSTALLED
-        if marker.is_file() and marker.read_text().strip() == key and env_view(env_dir).is_dir() \
+        if marker.is_file() and marker.read_text().strip() == key and not broken_view(env_dir) \
                 and (env_dir / "spack.lock").is_file():
             write_pointer(root, env_dir)
             took = time.monotonic() - t0
             log.say(f"== reused the installed environment {env_dir} (nothing changed; {took:.1f} s)")
             return Built(env_dir, env_view(env_dir), env_dir / "spack.lock", True, took)
+        if marker.is_file():
+            log.say(f"   the installed environment {env_dir} lacks "
+                    f"{', '.join(broken_view(env_dir)) or 'its spack.lock'}: building it again")
 
         spack_root = _extract(b.spack_tarball, home / f"spack-{b.spack_version}", log)
         packages = _extract(b.packages_tarball, home / f"packages-{b.sums[b.packages_tarball.name][:12]}", log)
@@ -348,9 +365,10 @@ def setup(bundle_dir: Path, *, root: Path | None = None, home: Path | None = Non
             if exc.package:
                 exc.message = f"{exc.package} did not build: {exc.message}"
             raise
-        if not env_view(env_dir).is_dir():
-            raise IolabError(f"{env_dir}: Spack installed, but the environment has no view",
-                             hint="spack.yaml must keep `view: true`")
+        lacking = broken_view(env_dir)
+        if lacking:
+            raise IolabError(f"{env_dir}: Spack installed, but its view lacks {', '.join(lacking)}",
+                             hint="spack.yaml must keep `view: true` and the benchmarks' specs")
         marker.write_text(key + "\n")
         write_pointer(root, env_dir)
         took = time.monotonic() - t0
