@@ -66,6 +66,13 @@ def rfm_env(tmp_path):
     return env
 
 
+def without(env: dict, binary: str) -> dict:
+    """env with a benchmark absent, for the tests of that path: neither on PATH (nor stood in
+    for), nor from the Spack environment setup built (IOLAB_SPACK_ENV= empty: PATH alone)."""
+    dirs = [p for p in env["PATH"].split(os.pathsep) if not (p and os.path.exists(os.path.join(p, binary)))]
+    return dict(env, PATH=os.pathsep.join(dirs), IOLAB_SPACK_ENV="")
+
+
 def check_replay_flag(rec: dict, tmp_path: Path) -> None:
     """A case run by a stand-in says which recording it replayed, and is flagged as no
     measurement; a case run by the real binary is not."""

@@ -8,19 +8,40 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import have, iolab, only_run, records, reframe
+from .conftest import REPO, STACK_REQUIRED, have, iolab, only_run, records, reframe
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not have("mpirun"), reason="mpirun (Open MPI) is not installed"),
               pytest.mark.skipif(not have("fio"), reason="fio is not installed")]
 
 PREFIX = os.environ.get("IOLAB_STACK_PREFIX", "")
-LIBDARSHAN = Path(PREFIX) / "lib" / "libdarshan.so" if PREFIX else None
+
+
+def _spack_env() -> str:
+    """The built Spack environment the local systems use (IOLAB_SPACK_ENV, else setup's note)."""
+    if "IOLAB_SPACK_ENV" in os.environ:
+        return os.environ["IOLAB_SPACK_ENV"]
+    note = REPO / ".iolab" / "spack-env"
+    return note.read_text().strip() if note.is_file() else ""
+
+
+# Darshan's runtime from the stack the run uses: a prefix, else the Spack environment setup built
+if PREFIX:
+    LIBDARSHAN, STACK_ENV = Path(PREFIX) / "lib" / "libdarshan.so", {"IOLAB_STACK_PREFIX": PREFIX}
+elif _spack_env():
+    LIBDARSHAN = Path(_spack_env()) / ".spack-env" / "view" / "lib" / "libdarshan.so"
+    STACK_ENV = {"IOLAB_SPACK_ENV": _spack_env()}
+else:
+    LIBDARSHAN, STACK_ENV = None, {}
 
 
 def test_without_a_darshan_runtime_cases_still_run(rfm_env, tmp_path):
-    rfm_env.update(IOLAB_DARSHAN="1")
+    rfm_env.update(IOLAB_DARSHAN="1", IOLAB_SPACK_ENV="")
     rfm_env.pop("IOLAB_STACK_PREFIX", None)
+    # no stack: fio from the system, and no PATH entry with a Darshan beside it (PREFIX/lib)
+    rfm_env["PATH"] = os.pathsep.join(
+        d for d in rfm_env["PATH"].split(os.pathsep)
+        if not (Path(d).parent / "lib" / "libdarshan.so").exists())
     if any(Path(d, "libdarshan.so").exists() for d in ("/usr/lib", "/usr/local/lib")):
         pytest.skip("a system-wide libdarshan.so exists here")
     out = reframe(["-r", "-n", "quickstart%case=3cf5ac1a"], rfm_env)
@@ -32,10 +53,12 @@ def test_without_a_darshan_runtime_cases_still_run(rfm_env, tmp_path):
         assert "LD_PRELOAD" not in rec["provenance"]["command"]
 
 
-@pytest.mark.skipif(LIBDARSHAN is None or not LIBDARSHAN.exists(),
-                    reason="libdarshan.so not found: set IOLAB_STACK_PREFIX to a stack with darshan-runtime")
+@pytest.mark.skipif((LIBDARSHAN is None or not LIBDARSHAN.exists()) and not STACK_REQUIRED,
+                    reason="libdarshan.so not found: scripts/setup --spack-bundle DIR, or set "
+                           "IOLAB_STACK_PREFIX to a stack with darshan-runtime")
 def test_darshan_log_per_case_summarised_and_tabled(rfm_env, tmp_path):
-    rfm_env.update(IOLAB_DARSHAN="1", IOLAB_DARSHAN_DXT="1", IOLAB_STACK_PREFIX=PREFIX)
+    assert LIBDARSHAN is not None and LIBDARSHAN.exists(), "IOLAB_REQUIRE_STACK=1 but no libdarshan.so"
+    rfm_env.update(IOLAB_DARSHAN="1", IOLAB_DARSHAN_DXT="1", **STACK_ENV)
     out = reframe(["-r", "-n", "quickstart"], rfm_env)
     assert out.returncode == 0, out.stdout[-3000:]
     run = only_run(tmp_path / "results", "quickstart")

@@ -14,7 +14,7 @@ import pytest
 from iolab.experiment.load import load_experiment
 from iolab.experiment.matrix import expand
 
-from .conftest import REPO, have, make_project, only_run, records
+from .conftest import REPO, have, make_project, only_run, records, without
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not have("mpirun"), reason="mpirun (Open MPI) is not installed"),
@@ -26,8 +26,8 @@ def _without_ior(env: dict, tmp_path: Path) -> dict:
     standin = tmp_path / "standin-bin" / "ior"
     if standin.is_symlink():
         standin.unlink()
-    dirs = [p for p in env["PATH"].split(os.pathsep) if not (p and os.path.exists(os.path.join(p, "ior")))]
-    return dict(env, PATH=os.pathsep.join([str(Path(sys.executable).parent), *dirs]))
+    env = without(env, "ior")
+    return dict(env, PATH=os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]]))
 
 
 def _project(tmp_path: Path) -> Path:
@@ -103,9 +103,7 @@ parts:
 def test_a_read_whose_write_was_skipped_is_skipped_too(rfm_env, tmp_path):
     from .conftest import reframe
 
-    dirs = [p for p in rfm_env["PATH"].split(os.pathsep)
-            if not (p and os.path.exists(os.path.join(p, "h5bench_write")))]
-    env = dict(rfm_env, PATH=os.pathsep.join(dirs))
+    env = without(rfm_env, "h5bench_write")
     root = make_project(tmp_path, {"write-read": WRITE_READ})
     out = reframe(["-r", "-n", "write_read"], env, cwd=root, config=str(root / "reframe/config/local.py"))
     assert out.returncode == 0, out.stdout[-3000:]

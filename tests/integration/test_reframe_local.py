@@ -10,7 +10,7 @@ import pytest
 from iolab.experiment.load import load_experiment
 from iolab.experiment.matrix import expand
 
-from .conftest import REPO, check_replay_flag, have, iolab, make_project, only_run, records, reframe
+from .conftest import REPO, check_replay_flag, have, iolab, make_project, only_run, records, reframe, without
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not have("mpirun"), reason="mpirun (Open MPI) is not installed"),
@@ -87,8 +87,7 @@ def test_quickstart_runs_and_publishes_a_table(rfm_env, tmp_path):
 
 
 def test_missing_benchmark_is_skipped_with_its_name(rfm_env, tmp_path):
-    rfm_env["PATH"] = os.pathsep.join(p for p in rfm_env["PATH"].split(os.pathsep)
-                                      if not (p and os.path.exists(os.path.join(p, "ior"))))
+    rfm_env.update(without(rfm_env, "ior"))
     exp = load_experiment(REPO / "experiments" / "quickstart.yaml")
     names = [f"quickstart%case={c.case_id}" for c in expand(exp) if c.benchmark == "ior"]
     out = reframe(["-r", *[a for n in names for a in ("-n", n)]], rfm_env)

@@ -6,15 +6,17 @@ without ambiguous rows and ends in a verdict. README's compare examples run as w
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shlex
+from pathlib import Path
 
 import pytest
 
 from iolab.experiment.load import load_experiment
 from iolab.analysis.published.study import load_study
 
-from .conftest import REPO, check_replay_flag, have, iolab, only_run, records, reframe
+from .conftest import REPO, STANDIN_BIN, check_replay_flag, have, iolab, only_run, records, reframe
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not have("mpirun"), reason="mpirun (Open MPI) is not installed")]
@@ -31,13 +33,32 @@ PUBLISHED_STUDIES = {e: load_experiment(REPO / "experiments" / f"{e}.yaml").repo
 ROWS = re.compile(r"^rows: (\d+) matched, (\d+) without a matching case, (\d+) ambiguous$", re.M)
 
 
+def real_stack(rfm_env, tmp_path) -> bool:
+    """Whether this run measures with the real benchmarks and a Darshan runtime (the stack that
+    scripts/setup --spack-bundle built): no stand-in on the run's PATH, and libdarshan.so in the
+    Spack environment's view."""
+    note = REPO / ".iolab" / "spack-env"
+    env = rfm_env.get("IOLAB_SPACK_ENV", note.read_text().strip() if note.is_file() else "")
+    standins = tmp_path / "standin-bin"
+    return bool(env) and (Path(env) / ".spack-env" / "view" / "lib" / "libdarshan.so").exists() and not (
+        standins.is_dir() and any((standins / b.name).exists() for b in STANDIN_BIN.iterdir()
+                                  if b.name != "spack"))
+
+
 def run_locally(exp_id: str, config: str, rfm_env, tmp_path):
+    darshan = real_stack(rfm_env, tmp_path)
+    if darshan:     # measured for real: with Darshan around every case, as a study would be
+        rfm_env["IOLAB_DARSHAN"] = "1"
     out = reframe(["-r", "-n", exp_id.replace("-", "_")], rfm_env, config=config)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     recs = records(only_run(tmp_path / "results", exp_id))
     assert recs and all(r["status"] == "ok" for r in recs), {r["error"] for r in recs}
     for rec in recs:
         check_replay_flag(rec, tmp_path)
+        if darshan:
+            dar = rec["observed"]["darshan"]
+            assert dar["status"] == "ok", (rec["case_id"], dar)
+            assert rec["provenance"]["stack"]["supplied_by"] == "spack", rec["provenance"]["stack"]
     return recs
 
 
@@ -76,6 +97,16 @@ def test_local_run_gets_a_verdict_per_study_without_ambiguous_rows(exp_id, rfm_e
     # where a table has fewer than 3 matched rows the verdict says so instead of guessing
     for (matched, _, _), v in zip(counts, verdicts):
         assert (int(matched) < 3) == v.startswith("not assessed: ") or "do not differ" in v, (matched, v)
+    # and the page: the study's verdicts beside the run's tables
+    page = tmp_path / "page"
+    out = iolab(["publish", exp_id, "--out", str(page)], rfm_env)
+    assert out.returncode == 0, out.stderr
+    html = (page / "index.html").read_text()
+    assert html.count('class="verdict shape-verdict"') == len(compared), exp_id
+    if real_stack(rfm_env, tmp_path):
+        lock = only_run(tmp_path / "results", exp_id) / "spack.lock"
+        assert f'title="{hashlib.sha256(lock.read_bytes()).hexdigest()}"' in html, exp_id
+        assert "No Darshan data in these runs" not in html and '<table class="darshan">' in html, exp_id
 
 
 def readme_compare_examples(study: str) -> list[list[str]]:

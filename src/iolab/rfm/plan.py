@@ -85,6 +85,9 @@ def plan(case, exp, *, repetition: int, run_id: str, stage: Path, partition: Par
     options = {"hints": {}, "show_hints": False, "keep_files": False}
     for part in asked.values():
         options.update(part.spec_options)
+    # data kept on request (IOLAB_KEEP_DATA, keep_data:) is kept by the benchmark too: IOR
+    # removes its own file at the end unless told -k
+    options["keep_files"] = options["keep_files"] or keep_data
     spec = bench.run_spec(case, ctx.case_dir, input_dir=producer_dir, **options)
     out = JobPlan(ctx.case_dir, spec, None, local_launcher=not spec.mpi,
                   unrunnable=[r for part in asked.values() for r in part.unrunnable],
