@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import subprocess
 import tarfile
 from pathlib import Path
 
@@ -234,3 +235,24 @@ def test_an_environment_without_a_lock_is_refused(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "no spack.lock" in err and err.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_a_git_work_tree_is_archived_at_its_commit_the_same_bytes_twice(tmp_path):
+    root = tree(tmp_path / "spack", {"bin/spack": "#!/bin/sh\n", "README.md": "spack\n"},
+                executable={"bin/spack"})
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "GIT_AUTHOR_DATE": "2025-11-14T00:00:00Z",
+           "GIT_COMMITTER_DATE": "2025-11-14T00:00:00Z"}
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "v1.1.0"]):
+        subprocess.run(["git", "-C", str(root), *args], env=env, check=True)
+    # what using it added, uncommitted: not carried
+    tree(root, {"etc/spack/mirrors.yaml": "mirrors:: {}\n"})
+    assert make_bundle._git_top(root) and not make_bundle._git_top(root / "bin")
+    a, b = tmp_path / "a.tar.gz", tmp_path / "b.tar.gz"
+    commit = make_bundle.git_archive(root, a, "spack-1.1.0")
+    make_bundle.git_archive(root, b, "spack-1.1.0")
+    assert a.read_bytes() == b.read_bytes() and len(commit) == 40
+    with tarfile.open(a) as tar:
+        names = {m.name for m in tar.getmembers() if m.isfile()}
+        assert tar.getmember("spack-1.1.0/bin/spack").mode == 0o755
+    assert names == {"spack-1.1.0/bin/spack", "spack-1.1.0/README.md"}

@@ -16,9 +16,12 @@ any Spack 1.x (`--spack`) with a concretized environment of spack.yaml (`--env`)
     wheels/                         clingo and its dependencies (`pip download`, or --wheels DIR)
     SHA256SUMS, README.md
 
-Tarballs are deterministic (sorted members, one mtime, owner root, gzip without a name or
-time): the same inputs give the same bytes. OUT is written as a hidden sibling first and renamed
-when complete and verified; an OUT that exists and is not empty is refused.
+Spack runs isolated, as build.py runs it: its user scope, caches and stages in a temporary
+directory (~/.spack is not read, and the Spack and environment given are only read), with
+`--packages` its builtin repository. Tarballs are deterministic (sorted members, one mtime,
+owner root, gzip without a name or time): the same inputs give the same bytes. OUT is written as
+a hidden sibling first and renamed when complete and verified; an OUT that exists and is not
+empty is refused.
 """
 
 from __future__ import annotations
@@ -129,7 +132,9 @@ def git_archive(root: Path, out: Path, prefix: str) -> str:
     commit = _git(root, "rev-parse", "HEAD")
     raw, gz = _gzip(out)
     with raw, gz:
-        proc = subprocess.Popen(["git", "-C", str(root), "archive", "--format=tar",
+        # modes 755/644 as our own tars, and no line-ending conversion, whatever git's config says
+        proc = subprocess.Popen(["git", "-C", str(root), "-c", "tar.umask=0022", "-c", "core.autocrlf=false",
+                                 "archive", "--format=tar",
                                  f"--prefix={prefix}/", "HEAD"], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
         shutil.copyfileobj(proc.stdout, gz)
@@ -233,6 +238,10 @@ class _Maker:
             f"  build_stage:\n  - {json.dumps(str(work / 'stage'))}\n"
             f"  source_cache: {json.dumps(str(work / 'source-cache'))}\n"
             f"  misc_cache: {json.dumps(str(misc))}\n")
+        if src.packages is not None:
+            # the packages carried are the packages Spack mirrors the sources of
+            (self.scope / "repos.yaml").write_text(
+                f"repos:\n  builtin: {json.dumps(str(src.packages / 'repos' / 'spack_repo' / 'builtin'))}\n")
         self.spack = build.Spack(work, src.spack, src.python, self.log)
 
     def run(self, *args: str, check: bool = True):
@@ -443,8 +452,8 @@ def main(argv: list[str] | None = None) -> int:
                    "environment and clingo")
     p.add_argument("--spack", type=Path, help="a Spack root instead of a home's (needs --env)")
     p.add_argument("--env", type=Path, help="a concretized environment of spack.yaml (has spack.lock)")
-    p.add_argument("--packages", type=Path, help="the builtin package repository "
-                   "(default: the one Spack names)")
+    p.add_argument("--packages", type=Path, help="the builtin package repository (a spack-packages "
+                   "directory; Spack is pointed at it too; default: the one Spack names)")
     p.add_argument("--packages-tag", help="its tag, for the tarball's name (default: its git tag, "
                    "or the tarball it was extracted from)")
     p.add_argument("--spack-python", type=Path, help="the python Spack runs with (default: the "
