@@ -121,7 +121,8 @@ class Stack:
             # view or a prefix whose benchmarks are on PATH), then the system's directories
             beside = [os.path.join(os.path.dirname(d.rstrip("/")), "lib")
                       for d in os.environ.get("PATH", "").split(":") if d]
-            for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") + beside + ["/usr/lib", "/usr/local/lib"]:
+            system = ["/usr/lib", "/usr/local/lib"]
+            for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") + beside + system:
                 path = os.path.join(d, "libdarshan.so") if d else ""
                 if path and os.path.exists(path):
                     return path, shell.word(path, "libdarshan.so found")

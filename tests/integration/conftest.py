@@ -66,6 +66,35 @@ def rfm_env(tmp_path):
     return env
 
 
+def spack_env() -> str:
+    """The built Spack environment the local systems use (IOLAB_SPACK_ENV, else setup's note)."""
+    if "IOLAB_SPACK_ENV" in os.environ:
+        return os.environ["IOLAB_SPACK_ENV"]
+    note = REPO / ".iolab" / "spack-env"
+    return note.read_text().strip() if note.is_file() else ""
+
+
+def darshan_stack() -> tuple[Path | None, dict]:
+    """(libdarshan.so of the stack the runs use, the variables that select that stack): a prefix
+    (IOLAB_STACK_PREFIX), else the Spack environment setup built; (None, {}) without either."""
+    prefix = os.environ.get("IOLAB_STACK_PREFIX", "")
+    if prefix:
+        return Path(prefix) / "lib" / "libdarshan.so", {"IOLAB_STACK_PREFIX": prefix}
+    env = spack_env()
+    if env:
+        return Path(env) / ".spack-env" / "view" / "lib" / "libdarshan.so", {"IOLAB_SPACK_ENV": env}
+    return None, {}
+
+
+def need_darshan():
+    """Skip where no Darshan runtime is at hand; under IOLAB_REQUIRE_STACK=1 that is a failure
+    (the test body asserts the runtime exists)."""
+    lib, _ = darshan_stack()
+    return pytest.mark.skipif((lib is None or not lib.exists()) and not STACK_REQUIRED,
+                              reason="libdarshan.so not found: scripts/setup --spack-bundle DIR, or "
+                                     "IOLAB_STACK_PREFIX naming a stack with darshan-runtime")
+
+
 def without(env: dict, binary: str) -> dict:
     """env with a benchmark absent, for the tests of that path: neither on PATH (nor stood in
     for), nor from the Spack environment setup built (IOLAB_SPACK_ENV= empty: PATH alone)."""

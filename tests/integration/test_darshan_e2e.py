@@ -8,31 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, STACK_REQUIRED, have, iolab, only_run, records, reframe
+from .conftest import darshan_stack, have, iolab, need_darshan, only_run, records, reframe
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not have("mpirun"), reason="mpirun (Open MPI) is not installed"),
               pytest.mark.skipif(not have("fio"), reason="fio is not installed")]
 
-PREFIX = os.environ.get("IOLAB_STACK_PREFIX", "")
-
-
-def _spack_env() -> str:
-    """The built Spack environment the local systems use (IOLAB_SPACK_ENV, else setup's note)."""
-    if "IOLAB_SPACK_ENV" in os.environ:
-        return os.environ["IOLAB_SPACK_ENV"]
-    note = REPO / ".iolab" / "spack-env"
-    return note.read_text().strip() if note.is_file() else ""
-
-
-# Darshan's runtime from the stack the run uses: a prefix, else the Spack environment setup built
-if PREFIX:
-    LIBDARSHAN, STACK_ENV = Path(PREFIX) / "lib" / "libdarshan.so", {"IOLAB_STACK_PREFIX": PREFIX}
-elif _spack_env():
-    LIBDARSHAN = Path(_spack_env()) / ".spack-env" / "view" / "lib" / "libdarshan.so"
-    STACK_ENV = {"IOLAB_SPACK_ENV": _spack_env()}
-else:
-    LIBDARSHAN, STACK_ENV = None, {}
+LIBDARSHAN, STACK_ENV = darshan_stack()
 
 
 def test_without_a_darshan_runtime_cases_still_run(rfm_env, tmp_path):
@@ -53,9 +35,7 @@ def test_without_a_darshan_runtime_cases_still_run(rfm_env, tmp_path):
         assert "LD_PRELOAD" not in rec["provenance"]["command"]
 
 
-@pytest.mark.skipif((LIBDARSHAN is None or not LIBDARSHAN.exists()) and not STACK_REQUIRED,
-                    reason="libdarshan.so not found: scripts/setup --spack-bundle DIR, or set "
-                           "IOLAB_STACK_PREFIX to a stack with darshan-runtime")
+@need_darshan()
 def test_darshan_log_per_case_summarised_and_tabled(rfm_env, tmp_path):
     assert LIBDARSHAN is not None and LIBDARSHAN.exists(), "IOLAB_REQUIRE_STACK=1 but no libdarshan.so"
     rfm_env.update(IOLAB_DARSHAN="1", IOLAB_DARSHAN_DXT="1", **STACK_ENV)

@@ -4,14 +4,13 @@ mdtest runs where it is on PATH; elsewhere the stand-in of tests/bin replays rea
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 
 from iolab import benchmarks
 
-from .conftest import check_replay_flag, have, iolab, make_project, only_run, records, reframe
+from .conftest import (check_replay_flag, darshan_stack, have, iolab, make_project, need_darshan, only_run,
+                       records, reframe)
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not have("mpirun"), reason="mpirun (Open MPI) is not installed")]
@@ -77,8 +76,7 @@ def test_mdtest_cases_run_end_to_end(rfm_env, tmp_path):
     assert "ops/s" in table.stdout
 
 
-PREFIX = os.environ.get("IOLAB_STACK_PREFIX", "")
-LIBDARSHAN = Path(PREFIX) / "lib" / "libdarshan.so" if PREFIX else None
+LIBDARSHAN, STACK_ENV = darshan_stack()
 
 MDTEST_SMALL_FILES = """\
 id: mdtest-small-files
@@ -91,10 +89,10 @@ fixed: {items: 200, entries: files, unique_dir: true, write_bytes: 64KiB, read_b
 """
 
 
-@pytest.mark.skipif(LIBDARSHAN is None or not LIBDARSHAN.exists(),
-                    reason="libdarshan.so not found: set IOLAB_STACK_PREFIX to a stack with darshan-runtime")
+@need_darshan()
 def test_mdtest_under_darshan_striping_and_metadata_findings(rfm_env, tmp_path):
-    rfm_env.update(IOLAB_DARSHAN="1", IOLAB_STACK_PREFIX=PREFIX)
+    assert LIBDARSHAN is not None and LIBDARSHAN.exists(), "IOLAB_REQUIRE_STACK=1 but no libdarshan.so"
+    rfm_env.update(IOLAB_DARSHAN="1", **STACK_ENV)
     root = make_project(tmp_path, {"mdtest-small-files": MDTEST_SMALL_FILES})
     out = reframe(["-r", "-n", "mdtest_small_files"], rfm_env, cwd=root,
                   config=str(root / "reframe" / "config" / "local.py"))

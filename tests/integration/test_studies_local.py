@@ -16,7 +16,8 @@ import pytest
 from iolab.experiment.load import load_experiment
 from iolab.analysis.published.study import load_study
 
-from .conftest import REPO, STANDIN_BIN, check_replay_flag, have, iolab, only_run, records, reframe
+from .conftest import (REPO, STANDIN_BIN, check_replay_flag, have, iolab, only_run, records, reframe,
+                       spack_env)
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not have("mpirun"), reason="mpirun (Open MPI) is not installed")]
@@ -37,8 +38,7 @@ def real_stack(rfm_env, tmp_path) -> bool:
     """Whether this run measures with the real benchmarks and a Darshan runtime (the stack that
     scripts/setup --spack-bundle built): no stand-in on the run's PATH, and libdarshan.so in the
     Spack environment's view."""
-    note = REPO / ".iolab" / "spack-env"
-    env = rfm_env.get("IOLAB_SPACK_ENV", note.read_text().strip() if note.is_file() else "")
+    env = rfm_env.get("IOLAB_SPACK_ENV", spack_env())
     standins = tmp_path / "standin-bin"
     return bool(env) and (Path(env) / ".spack-env" / "view" / "lib" / "libdarshan.so").exists() and not (
         standins.is_dir() and any((standins / b.name).exists() for b in STANDIN_BIN.iterdir()

@@ -332,7 +332,8 @@ def setup(bundle_dir: Path, *, root: Path | None = None, home: Path | None = Non
                     f"{', '.join(broken_view(env_dir)) or 'its spack.lock'}: building it again")
 
         spack_root = _extract(b.spack_tarball, home / f"spack-{b.spack_version}", log)
-        packages = _extract(b.packages_tarball, home / f"packages-{b.sums[b.packages_tarball.name][:12]}", log)
+        packages_dir = home / f"packages-{b.sums[b.packages_tarball.name][:12]}"
+        packages = _extract(b.packages_tarball, packages_dir, log)
         _git_repo(packages, log)
         python = _python(home, b, log)
         _site_scope(spack_root, home, b)
@@ -347,7 +348,8 @@ def setup(bundle_dir: Path, *, root: Path | None = None, home: Path | None = Non
                             ignore=shutil.ignore_patterns("__pycache__"))
         if site_config is not None:
             spack.run("-e", str(env_dir), "config", "add", "-f", str(site_config))
-            log.say(f"   externals: {site_config.relative_to(root) if site_config.is_relative_to(root) else site_config}")
+            shown = site_config.relative_to(root) if site_config.is_relative_to(root) else site_config
+            log.say(f"   externals: {shown}")
         step = time.monotonic()
         log.say("== concretizing spack.yaml (the first time also indexes the package repository)")
         spack.run("-e", str(env_dir), "concretize", "--fresh")
