@@ -22,7 +22,7 @@ from iolab.experiment.load import load_experiment
 from iolab.experiment.matrix import expand
 from iolab.layers.storage import cephfs
 
-from .conftest import REPO, have, iolab, only_run, records, reframe
+from .conftest import REPO, STACK_REQUIRED, have, iolab, only_run, records, reframe
 
 STATE = Path(os.environ.get("IOLAB_CEPH_STATE", "/tmp/iolab-ceph"))
 MOUNT = Path(os.environ.get("IOLAB_CEPH_MOUNT", STATE / "mnt"))
@@ -49,7 +49,8 @@ def _why_not() -> str | None:
 
 def ceph_env(rfm_env: dict, pinned: bool = False, ior: bool = False) -> dict:
     """The job environment for localceph with the `ceph` profile, or a skip with the reason
-    (a failure under IOLAB_REQUIRE_CEPH=1, unless only IOR is missing: CI has none)."""
+    (a failure under IOLAB_REQUIRE_CEPH=1, unless only IOR is missing; under IOLAB_REQUIRE_STACK=1
+    a missing IOR fails too)."""
     why = _why_not()
     if why is None and ior and not have("ior"):
         why = ("IOR is not installed (its test stand-in replays recorded outputs and writes no "
@@ -60,6 +61,8 @@ def ceph_env(rfm_env: dict, pinned: bool = False, ior: bool = False) -> dict:
     if why:
         if REQUIRED and not why.startswith("IOR is not installed"):
             pytest.fail(f"IOLAB_REQUIRE_CEPH=1 but: {why}")
+        if STACK_REQUIRED and why.startswith("IOR is not installed"):
+            pytest.fail(f"IOLAB_REQUIRE_STACK=1 but: {why}")
         pytest.skip(why)
     return env
 
