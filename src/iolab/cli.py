@@ -469,6 +469,7 @@ def cmd_runs(args) -> int:
         if state.unreadable:
             line += f"; {len(state.unreadable)} unreadable line(s) skipped"
         line += _integrity_text(state)
+        line += _flags_text(state)
         line += "".join(f"; {d.short()}" for d in drift.of_run(state) if d.drifts)
         if state.unsaved:
             line += f"; unmerged: {', '.join(state.unsaved)}"
@@ -486,6 +487,20 @@ def cmd_runs(args) -> int:
     if status:
         print(f"iolab: error: some runs of {args.experiment!r} are unreadable (see above)", file=sys.stderr)
     return status
+
+
+def _flags_text(run) -> str:
+    """What was asked and not applied or not run (a setting ext4 ignored, Darshan without its
+    runtime...): how many records, and the most frequent flag, from the run's digest."""
+    kinds: dict[str, int] = {}
+    for flags in run.digest.flags.values():
+        for text, reps in flags.items():
+            kinds[text] = kinds.get(text, 0) + len(reps)
+    if not kinds:
+        return ""
+    text, count = max(kinds.items(), key=lambda kv: kv[1])
+    more = f"; and {len(kinds) - 1} other flag(s)" if len(kinds) > 1 else ""
+    return f"; flagged: {text} ({count} record{'s' if count != 1 else ''}){more}"
 
 
 def _order_text(run) -> str | None:

@@ -17,15 +17,20 @@ pytestmark = [pytest.mark.integration,
 LIBDARSHAN, STACK_ENV = darshan_stack()
 
 
-def test_without_a_darshan_runtime_cases_still_run(rfm_env, tmp_path):
-    rfm_env.update(IOLAB_DARSHAN="1", IOLAB_SPACK_ENV="")
+def no_darshan(rfm_env: dict, **more) -> None:
+    """Darshan asked for, with no runtime to be found: no stack (fio from the system), and no
+    PATH entry with a Darshan beside it (PREFIX/lib)."""
+    rfm_env.update(IOLAB_DARSHAN="1", IOLAB_SPACK_ENV="", **more)
     rfm_env.pop("IOLAB_STACK_PREFIX", None)
-    # no stack: fio from the system, and no PATH entry with a Darshan beside it (PREFIX/lib)
     rfm_env["PATH"] = os.pathsep.join(
         d for d in rfm_env["PATH"].split(os.pathsep)
         if not (Path(d).parent / "lib" / "libdarshan.so").exists())
     if any(Path(d, "libdarshan.so").exists() for d in ("/usr/lib", "/usr/local/lib")):
         pytest.skip("a system-wide libdarshan.so exists here")
+
+
+def test_without_a_darshan_runtime_cases_still_run(rfm_env, tmp_path):
+    no_darshan(rfm_env)
     out = reframe(["-r", "-n", "quickstart%case=3cf5ac1a"], rfm_env)
     assert out.returncode == 0, out.stdout[-3000:]
     for rec in records(only_run(tmp_path / "results", "quickstart")):
@@ -33,6 +38,21 @@ def test_without_a_darshan_runtime_cases_still_run(rfm_env, tmp_path):
         dar = rec["observed"]["darshan"]
         assert dar["status"] == "not available" and "darshan-runtime" in dar["reason"]
         assert "LD_PRELOAD" not in rec["provenance"]["command"]
+        # asked for and not run: a flag on the row, never silence
+        assert rec["flags"] == [f"Darshan requested but not run: {dar['reason']}"], rec["flags"]
+    runs = iolab(["runs", "quickstart"], rfm_env)
+    assert "; flagged: Darshan requested but not run: no darshan-runtime" in runs.stdout, runs.stdout
+    table = iolab(["table", "quickstart"], rfm_env)
+    assert "Darshan requested but not run" in table.stdout, table.stdout[-2000:]
+
+
+def test_without_a_darshan_runtime_a_strict_run_fails_the_case(rfm_env, tmp_path):
+    no_darshan(rfm_env, IOLAB_STRICT="1")
+    out = reframe(["-r", "-n", "quickstart%case=3cf5ac1a"], rfm_env)
+    assert out.returncode == 1, out.stdout[-3000:]
+    (rec, *more) = records(only_run(tmp_path / "results", "quickstart"))
+    assert rec["status"] == "failed" and not rec["metrics"]
+    assert rec["error"].startswith("Darshan requested but not run: no darshan-runtime"), rec["error"]
 
 
 @need_darshan()

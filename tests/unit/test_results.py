@@ -313,6 +313,11 @@ def test_runs_lists_states(four_runs):
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert [line.split()[0] for line in lines] == ids
+    # what was asked and not applied is said too (the stripes these runs ask for, on ext4)
+    flagged = [line.split("; flagged: ") for line in lines]
+    assert all(len(parts) == 2 for parts in flagged), lines
+    lines = [parts[0] for parts in flagged]
+    assert flagged[0][1] == "striping not applied: ext4: no striping (4 records)"
     assert lines[0].endswith("4 records: 4 ok  complete") and "measured  local:default" in lines[0]
     assert lines[1].endswith("3 records: 2 ok, 1 aborted  incomplete: 1 of 4 jobs have no record, "
                              "1 aborted (interrupted by SIGTERM)")

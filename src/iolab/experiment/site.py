@@ -9,6 +9,8 @@ mean 'cores_per_node'?)`), never a silent default. What a run recorded of them (
 
 from __future__ import annotations
 
+import os
+
 import difflib
 import functools
 import json
@@ -55,6 +57,12 @@ class SiteConfig:
     same_machine_as: tuple[str, ...] = ()
     strict: bool = False                     # a case that cannot run fails the run, not skipped
     raw: dict = field(default_factory=dict, compare=False)   # as written: the manifest records it
+
+    @property
+    def strict_now(self) -> bool:
+        """Whether a case that cannot run as asked fails the run instead of being skipped: the
+        system's `strict`, or IOLAB_STRICT=1 (scripts/run --strict) for any system."""
+        return self.strict or os.environ.get("IOLAB_STRICT") == "1"
 
     @property
     def mpi_runtime(self) -> str:

@@ -28,7 +28,7 @@ from . import continuation, internals, observe, plan, recording, session
 def strict(partition) -> bool:
     """Whether a case that cannot run on this partition fails the run instead of being skipped:
     the system's `strict` setting, or IOLAB_STRICT=1 (scripts/run --strict) for any system."""
-    return site.of(partition).strict or os.environ.get("IOLAB_STRICT") == "1"
+    return site.of(partition).strict_now
 
 
 def _not_runnable(test, reason: str, partition) -> None:

@@ -130,6 +130,7 @@ def plan(case, exp, *, repetition: int, run_id: str, stage: Path, partition: Par
         jobshape.check_directives(partition.scheduler, partition.name, case.job.extra_directives)
         or jobshape.check_resources(partition.name, partition.resources, case.job.resources))
 
+    out.failure = out.failure or next((p.failure for p in around.values() if p.failure), None)
     for name, part in around.items():
         if part.start is not None:
             out.starts[name] = part.start

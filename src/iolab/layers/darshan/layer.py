@@ -31,6 +31,11 @@ class DarshanLayer(Layer):
         found = preload.preload(conf_of(case, ctx), ctx.stack, spec, ctx.stage, ctx.policy)
         if found is None:
             return Contribution()
+        if found.info["status"] == "not available" and ctx.site.strict_now:
+            # asked for and impossible: a strict system fails the case rather than measure
+            # without the layer it was asked to run
+            return Contribution(start=found.info,
+                                failure=f"Darshan requested but not run: {found.info['reason']}")
         return Contribution(start=found.info, env=found.env, launcher_options=found.launcher_options,
                             prefix=found.prefix)
 
@@ -48,6 +53,8 @@ class DarshanLayer(Layer):
                            f"(requested {m['requested']})")
         if dar.get("status") in ("unreadable", "no log", "incomplete"):
             out.append(f"Darshan log {dar['status']}: {dar.get('reason')}")
+        elif dar.get("status") == "not available":
+            out.append(f"Darshan requested but not run: {dar.get('reason')}")
         return out
 
     def parse_columns(self, text: str) -> list[str]:
