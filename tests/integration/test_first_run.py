@@ -73,9 +73,15 @@ def test_strict_makes_a_skip_fail_the_run(rfm_env, tmp_path):
     assert out.returncode == 1, out.stdout[-3000:]
     assert "iolab: not run (strict): benchmark binary 'ior' not found" in out.stdout
     assert "[  FAILED  ]" in out.stdout and "PASSED" not in out.stdout
-    assert out.stdout.rstrip().splitlines()[-1].endswith("(to provide it: docs/benchmarks.md)")
+    # the records, the table and the closing line say what ReFrame's report says: failed, not run
+    last = out.stdout.rstrip().splitlines()[-1]
     recs = records(only_run(tmp_path / "results", "quickstart"))
-    assert {r["status"] for r in recs} == {"ok", "skipped"}
+    assert {r["status"] for r in recs} == {"ok", "failed"}
+    refused = [r for r in recs if r["status"] == "failed"]
+    assert all(r["error"].startswith("not run (strict): benchmark binary 'ior' not found") for r in refused)
+    assert last.endswith(f"{len(recs) - len(refused)} of {len(recs)} jobs ran, {len(refused)} failed without "
+                         "running (strict): ior not installed here (to provide it: docs/benchmarks.md)"), last
+    assert "skipped" not in out.stdout.split("### quickstart", 1)[1], out.stdout[-3000:]
 
 
 def test_a_misspelt_experiment_gets_the_closest_name(rfm_env, tmp_path):

@@ -24,6 +24,7 @@ from ..experiment import schema as schemas
 from ..parsers import Metric
 from ..results.record import NUM_TASKS, Record, param_value
 from ..units import UNIT_BYTES
+from ..results.record import NOT_RUN_STRICT
 
 
 
@@ -559,12 +560,17 @@ _ABSENT = re.compile(r"benchmark binary '([^']+)' not found")
 PROVIDE_DOC = "docs/benchmarks.md"
 
 
+
+
 def run_summary(state) -> str:
-    """One line on how a run went: how many of its jobs ran, how many were skipped, for which
-    absent benchmarks (and where to read how to provide them) or for which other reasons."""
+    """One line on how a run went: how many of its jobs ran, how many were skipped (or, in a
+    strict run, failed without running), for which absent benchmarks (and where to read how to
+    provide them) or for which other reasons."""
     records = state.records
     skipped = [r for r in records if r.status == "skipped"]
-    ran = [r for r in records if r.status not in ("skipped", "aborted")]
+    refused = [r for r in records if r.status == "failed" and str(r.error or "").startswith(NOT_RUN_STRICT)]
+    refused_ids = {id(r) for r in refused}
+    ran = [r for r in records if r.status not in ("skipped", "aborted") and id(r) not in refused_ids]
     ok = sum(r.status == "ok" for r in ran)
     text = f"{state.experiment_id} run {state.run_id}: {len(ran)} of {len(records)} jobs ran"
     if len(ran) != ok:
@@ -572,14 +578,21 @@ def run_summary(state) -> str:
     aborted = sum(r.status == "aborted" for r in records)
     if aborted:
         text += f", {aborted} aborted"
+    if refused:
+        text += f", {len(refused)} failed without running (strict): " + _why_not_run(
+            refused, NOT_RUN_STRICT)
     if not skipped:
-        return text + ", none skipped"
-    absent = sorted({m[1] for r in skipped if (m := _ABSENT.search(str(r.error or "")))})
-    others = list(dict.fromkeys(" ".join(str(r.error or "no reason recorded").split())
-                                for r in skipped if not _ABSENT.search(str(r.error or ""))))
+        return text + ("" if refused else ", none skipped")
+    return text + f", {len(skipped)} skipped: " + _why_not_run(skipped)
+
+
+def _why_not_run(records, prefix: str = "") -> str:
+    """The reasons a set of jobs did not run, once each: absent benchmarks first."""
+    errors = [str(r.error or "no reason recorded").removeprefix(prefix) for r in records]
+    absent = sorted({m[1] for e in errors if (m := _ABSENT.search(e))})
+    others = list(dict.fromkeys(" ".join(e.split()) for e in errors if not _ABSENT.search(e)))
     why = []
     if absent:
         why.append(f"{', '.join(absent)} not installed here (to provide "
                    f"{'it' if len(absent) == 1 else 'them'}: {PROVIDE_DOC})")
-    why += others
-    return text + f", {len(skipped)} skipped: " + "; ".join(why)
+    return "; ".join(why + others)

@@ -29,6 +29,11 @@ NUM_TASKS = "scale.num_tasks"
 
 # ------------------------------------------------------------------------------- parameters
 
+# The error of a case a strict run failed because it could not run here (an absent benchmark...):
+# a failure that never measured, which the run's summary counts apart from the jobs that ran.
+NOT_RUN_STRICT = "not run (strict): "
+
+
 def num_tasks(params: dict) -> int:
     """Processes of a case: nodes x tasks per node (1 each when not set)."""
     return params.get("scale.nodes", 1) * params.get("scale.tasks_per_node", 1)

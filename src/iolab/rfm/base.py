@@ -23,6 +23,7 @@ from .. import benchmarks
 from . import site
 from ..experiment.matrix import describe
 from . import continuation, internals, observe, plan, recording, session
+from ..results.record import NOT_RUN_STRICT
 
 
 def strict(partition) -> bool:
@@ -33,12 +34,16 @@ def strict(partition) -> bool:
 
 def _not_runnable(test, reason: str, partition) -> None:
     """A case that cannot run here is recorded as skipped with every reason. ReFrame skips it (its
-    convention for a test that cannot run here) unless the system is strict: then the run fails
-    with it. A session where nothing ran fails anyway (session.py): never PASSED."""
+    convention for a test that cannot run here) unless the system is strict: then the case is a
+    failure, in its record as in ReFrame's report, and the run fails with it. A session where
+    nothing ran fails anyway (session.py): never PASSED."""
+    if strict(partition):
+        test._iolab_record(status="failed", error=NOT_RUN_STRICT + reason)
+        raise ReframeError(f"iolab: {NOT_RUN_STRICT}{reason}")
     test._iolab_record(status="skipped", error=reason)
     idle = session.last_skip_fails()
-    if strict(partition) or idle:
-        raise ReframeError(idle or f"iolab: not run (strict): {reason}")
+    if idle:
+        raise ReframeError(idle)
     test.skip(f"iolab: not run: {reason}")
 
 
