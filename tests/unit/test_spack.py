@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from iolab.results.provenance import sha256_file
+from tests.tools.record_spack import standin
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL_REPO = ROOT / "spack-repo" / "spack_repo" / "iolab"
@@ -125,12 +126,3 @@ def test_the_recorded_spack_build_is_of_this_spack_yaml():
     assert installed["ior"]["version"] == "4.0.0" and installed["darshan-runtime"]["version"] == "3.4.7"
     assert installed["hdf5"]["external"]["path"] == "/usr/lib/x86_64-linux-gnu/hdf5/openmpi"
 
-
-def standin():
-    from importlib.machinery import SourceFileLoader
-    from importlib.util import module_from_spec, spec_from_loader
-
-    loader = SourceFileLoader("spack_standin", str(ROOT / "tests" / "bin" / "spack"))
-    module = module_from_spec(spec_from_loader("spack_standin", loader))
-    loader.exec_module(module)
-    return module
