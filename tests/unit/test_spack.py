@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from iolab.results.provenance import sha256_file
+from tests.tools.record_spack import standin
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL_REPO = ROOT / "spack-repo" / "spack_repo" / "iolab"
@@ -126,11 +127,15 @@ def test_the_recorded_spack_build_is_of_this_spack_yaml():
     assert installed["hdf5"]["external"]["path"] == "/usr/lib/x86_64-linux-gnu/hdf5/openmpi"
 
 
-def standin():
-    from importlib.machinery import SourceFileLoader
-    from importlib.util import module_from_spec, spec_from_loader
-
-    loader = SourceFileLoader("spack_standin", str(ROOT / "tests" / "bin" / "spack"))
-    module = module_from_spec(spec_from_loader("spack_standin", loader))
-    loader.exec_module(module)
-    return module
+def test_the_lock_is_for_the_x86_64_baseline_not_the_recording_host():
+    """Spack builds for the host's microarchitecture unless a requirement names one; the Debian
+    site file requires the x86-64 baseline of all (and of darshan-runtime, whose own requirement
+    replaces that of `all`), so the recorded lock rebuilds on any x86-64 machine."""
+    site = yaml.safe_load((ROOT / "reframe" / "config" / "spack" / "debian12.yaml").read_text())
+    for name in ("all", "darshan-runtime"):
+        assert "target=x86_64" in site["packages"][name]["require"], name
+    lock = json.loads((DATA / "spack.lock").read_text())
+    targets = {n["name"]: n["arch"]["target"] for n in lock["concrete_specs"].values()}
+    targets = {k: v["name"] if isinstance(v, dict) else v for k, v in targets.items()}
+    assert set(targets.values()) == {"x86_64"}, targets
+    assert {"ior", "h5bench", "btio", "darshan-runtime", "darshan-util"} <= set(targets)

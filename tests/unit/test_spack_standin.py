@@ -61,12 +61,12 @@ def test_the_recorded_sequence_replays_and_writes_what_spack_wrote(env):
     done = spack(env, "install", "--fail-fast", "--no-checksum")
     assert done.returncode == 0, done.stderr
     assert "==> ior: Successfully installed ior-4.0.0-" in done.stdout
-    assert str(env / ".spack-env/iolab-standin/opt/spack/linux-icelake/ior-4.0.0-") in done.stdout
+    assert str(env / ".spack-env/iolab-standin/opt/spack/linux-x86_64/ior-4.0.0-") in done.stdout
     assert INDEX["install_root"] not in done.stdout and INDEX["env_dir"] not in done.stdout
 
     where = spack(env, "location", "-i", "darshan-runtime")
     assert where.returncode == 0
-    assert where.stdout.startswith(str(env / ".spack-env/iolab-standin/opt/spack/linux-icelake/"
+    assert where.stdout.startswith(str(env / ".spack-env/iolab-standin/opt/spack/linux-x86_64/"
                                        "darshan-runtime-3.4.7-"))
     found = json.loads(spack(env, "find", "--json").stdout)
     assert {s["name"] for s in found} >= {"ior", "h5bench", "btio", "darshan-runtime", "fio"}
@@ -93,7 +93,7 @@ def test_load_puts_the_callers_variables_where_spack_would(env):
                        "SPACK_LOADED_HASHES": "abc", "HOME": "/home/u"})
     assert out.returncode == 0 and out.stderr == ""      # environment only: no replay mark
     got = exports(out.stdout)
-    prefix = str(env / ".spack-env/iolab-standin/opt/spack/linux-icelake/ior-4.0.0-")
+    prefix = str(env / ".spack-env/iolab-standin/opt/spack/linux-x86_64/ior-4.0.0-")
     assert got["PATH"].startswith(prefix) and got["PATH"].endswith("/bin:/job/bin:/usr/bin")
     assert "/usr/bin:/bin" not in got["PATH"]            # the recording caller's PATH is gone
     assert got["LD_LIBRARY_PATH"] == "/job/lib:/usr/lib/x86_64-linux-gnu/hdf5/openmpi/lib"
@@ -180,6 +180,6 @@ def test_commands_and_options_without_a_recording_are_refused(env):
 
 def test_version_is_the_recorded_spack():
     out = subprocess.run([sys.executable, str(STANDIN), "--version"], capture_output=True, text=True)
-    assert out.stdout.strip() == INDEX["spack_version"] == (
-        "1.1.0 (2e907202bcc8209a6a62243aab50c179b524cc3b)")
+    assert out.stdout.strip() == INDEX["spack_version"] == "1.1.0"     # what the release prints
+    assert "2e907202bcc8209a6a62243aab50c179b524cc3b" in INDEX["spack_source"]
     assert os.access(STANDIN, os.X_OK)
