@@ -62,7 +62,7 @@ def _default_profile(given: str | None):
 def cmd_list(args) -> int:
     """The experiments of this project, one line each: profiles, parts, last run."""
     from .experiment.load import load_experiment
-    from .results.lookup import list_runs
+    from .results.lookup import list_runs, reproduces
     from .results.store import read_manifest_shared, results_root
 
     root = _root()
@@ -78,8 +78,8 @@ def cmd_list(args) -> int:
             continue
         parts = ", ".join(p.benchmark if p.name == "main" else f"{p.name} ({p.benchmark})"
                           for p in exp.parts)
-        try:
-            runs = list_runs(results_root(root), exp.id)
+        try:        # a reproduction of one case is no run of the experiment's
+            runs = [p for p in list_runs(results_root(root), exp.id) if reproduces(p) is None]
         except IolabError:
             runs = []
         last = "never run"
@@ -186,15 +186,15 @@ def _pooled(exp_id: str, runs: list[str] | None, since: str | None, include_impo
             set_aside: bool = False):
     """Several runs (each with its continuations) pooled: named ones, or every run since a date
     (YYYY-MM-DD or a UTC time) or a run id."""
-    from .results.lookup import find_run, list_runs
+    from .results.lookup import find_run, list_runs, reproduces
     from .results.store import results_root
     from .results.run import Run, chain_paths
 
     res = results_root(_root())
     paths = [find_run(res, exp_id, r, include_imported) for r in runs or []]
-    if since:
-        every = [p for p in list_runs(res, exp_id)
-                 if include_imported or Run.load(p).origin == "measured"]
+    if since:       # every run since: of the experiment's, so no reproduction of one case
+        every = [p for p in list_runs(res, exp_id) if reproduces(p) is None
+                 and (include_imported or Run.load(p).origin == "measured")]
         named = [p for p in every if p.name == since or p.name.startswith(since)]
         if named:
             paths += every[every.index(named[0]):]
@@ -314,7 +314,7 @@ def cmd_trend(args) -> int:
     from .analysis import trend
     from .analysis.compare import direction
     from .analysis.report import fmt_value, param_label
-    from .results.lookup import list_runs, no_runs_error
+    from .results.lookup import list_runs, no_runs_error, reproduces
     from .results.run import Run, chain_paths
     from .results.store import results_root
 
@@ -329,6 +329,7 @@ def cmd_trend(args) -> int:
     paths = list_runs(root, args.experiment)
     if not paths:
         raise no_runs_error(root, args.experiment)
+    paths = [p for p in paths if reproduces(p) is None]     # the experiment's runs, in time
     if args.since:
         stamp = args.since.replace("-", "").replace(":", "")
         if not stamp[:8].isdigit():
@@ -461,6 +462,9 @@ def cmd_runs(args) -> int:
             continue
         line = (f"{path.name}  {state.origin:8}  {state.system or '-':20}  {state.counts_text()}  "
                 f"{state.describe()}")
+        original = state.manifest.get("reproduces")
+        if isinstance(original, dict):
+            line += f"; reproduces {original.get('run')} (never the default 'latest')"
         if state.parent:
             line += f"; continues {state.parent}"
         elif chain is not None:

@@ -102,3 +102,14 @@ def test_reproduce_reruns_a_recorded_case_and_compares(rfm_env, tmp_path):
         (scratch["case_id"], "ok", 65536)] * 2
     manifest = json.loads((again / "manifest.json").read_text())
     assert manifest["reproduces"]["run"] == first.name and "parent" not in manifest
+    # a run of its own kind: listed as such, and never what the verbs take as the latest run
+    runs = iolab(["runs", "resumable"], cli_env, cwd=root)
+    line = next(ln for ln in runs.stdout.splitlines() if ln.startswith(again.name))
+    assert f"; reproduces {first.name} (never the default 'latest')" in line, runs.stdout
+    table = iolab(["table", "resumable"], cli_env, cwd=root)
+    assert table.returncode == 0 and f"run {first.name}" in table.stdout and again.name not in table.stdout
+    assert table.stdout.count("| scratch |") + table.stdout.count("| node_local |") == 2, table.stdout
+    listed = iolab(["list"], cli_env, cwd=root)
+    assert f"last run {first.name}" in listed.stdout, listed.stdout
+    verify = iolab(["verify", "resumable"], cli_env, cwd=root)
+    assert first.name in verify.stdout + verify.stderr and again.name not in verify.stdout + verify.stderr

@@ -62,27 +62,44 @@ def no_runs_error(root: Path, experiment_id: str) -> IolabError:
                       hint=(f"did you mean {near[0]!r}? " if near else "") + listed)
 
 
-def _is_imported(path: Path) -> bool:
+def _head(path: Path) -> dict:
     try:
-        return read_manifest_shared(path, whole=False).get("origin") == "imported"
+        head = read_manifest_shared(path, whole=False)
     except IolabError:
-        return False
+        return {}
+    return head if isinstance(head, dict) else {}
+
+
+def _is_imported(path: Path) -> bool:
+    return _head(path).get("origin") == "imported"
+
+
+def reproduces(path: Path) -> str | None:
+    """The run a run reproduces (`iolab reproduce`: one case, a run of its own kind), else None."""
+    what = _head(path).get("reproduces")
+    return str(what.get("run")) if isinstance(what, dict) else None
 
 
 def find_run(root: Path, experiment_id: str, run: str | None, include_imported: bool = False) -> Path:
-    """A run by id (or a unique prefix/suffix); None or "latest": the latest measured run, or
-    the latest of all runs with include_imported."""
+    """A run by id (or a unique prefix/suffix); None or "latest": the latest measured run (never
+    a reproduction of one case: `iolab reproduce` sets it against its original itself), or the
+    latest of all runs with include_imported."""
     runs = list_runs(root, experiment_id)
     if not runs:
         raise no_runs_error(root, experiment_id)
     if run in (None, "latest"):
-        pool = runs if include_imported else [p for p in runs if not _is_imported(p)]
+        pool = [p for p in runs if reproduces(p) is None]
         if not pool:
-            raise IolabError(f"experiment {experiment_id!r} has only imported runs ({len(runs)}), and "
+            raise IolabError(f"experiment {experiment_id!r} has only reproductions of one case "
+                             f"({len(runs)}), and 'latest' means the latest full run",
+                             hint=f"name a run: {', '.join(p.name for p in runs[-5:])}")
+        measured = pool if include_imported else [p for p in pool if not _is_imported(p)]
+        if not measured:
+            raise IolabError(f"experiment {experiment_id!r} has only imported runs ({len(pool)}), and "
                              "'latest' means the latest measured run",
                              hint=f"pass --include-imported to use the latest imported run, "
-                                  f"{runs[-1].name}, or name a run")
-        return pool[-1]
+                                  f"{pool[-1].name}, or name a run")
+        return measured[-1]
     matches = [p for p in runs if p.name == run or p.name.startswith(run) or p.name.endswith(run)]
     if len(matches) != 1:
         known = ", ".join(p.name for p in runs[-5:])
