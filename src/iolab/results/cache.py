@@ -4,8 +4,10 @@ $IOLAB_CACHE, else $XDG_CACHE_HOME/iolab, else ~/.cache/iolab; never inside resu
 directory holds only what the run wrote. IOLAB_CACHE=off turns it off. An entry is named by
 what it holds, the file it was derived from and a key of that file's bytes; it starts with the
 key, is written to a temporary file and renamed, is readable by its owner only, and is read
-only when this user owns it and it is a regular file. Anything else (damaged, foreign, another
-key) is a miss: the caller derives the value again from the file, which stays the truth.
+only when this user owns it and it is a regular file. Each entry ends with the sha256 of all it
+holds before (sealed): a value is used only when that digest is its content's and nothing
+follows. Anything else (damaged, edited, foreign, another key) is a miss: the caller derives
+the value again from the file, which stays the truth.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 from ..errors import IolabError
 
-FORMAT = 1
+FORMAT = 2        # 2: entries sealed with the sha256 of their content
 MIN_BYTES = 1 << 20        # smaller files: deriving again costs less than hashing and loading
 
 
@@ -86,15 +88,55 @@ def readable(path: Path) -> bool:
     return st.st_uid == os.getuid() and stat.S_ISREG(st.st_mode)
 
 
+class Sealed:
+    """A cache entry's file as read or written through it: every byte goes into a sha256, and
+    the entry ends with that digest (write: seal(); read: intact() once all is read)."""
+
+    SIZE = 32
+
+    def __init__(self, f):
+        self.f, self.h = f, hashlib.sha256()
+
+    def write(self, data) -> int:
+        self.h.update(data)
+        return self.f.write(data)
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.f.read(n)
+        self.h.update(data)
+        return data
+
+    def readline(self, limit: int = -1) -> bytes:
+        data = self.f.readline(limit)
+        self.h.update(data)
+        return data
+
+    def readinto(self, buf) -> int:
+        n = self.f.readinto(buf)
+        self.h.update(memoryview(buf)[:n])
+        return n
+
+    def seal(self) -> None:
+        self.f.write(self.h.digest())
+
+    def intact(self) -> bool:
+        """Whether what was read is what was written: the digest follows it, and nothing else."""
+        return self.f.read(self.SIZE + 1) == self.h.digest()
+
+
 def read_value(path: Path, key: str, kind: type):
-    """The value of an entry written by write_value for `key`, if it is a `kind`; else None."""
+    """The value of an entry written by write_value for `key`, if it is a `kind` and the entry
+    is intact (sealed); else None."""
     if not readable(path):
         return None
     try:
-        with open(path, "rb") as f:
+        with open(path, "rb") as raw:
+            f = Sealed(raw)
             if pickle.load(f) != (FORMAT, key):
                 return None
             value = pickle.load(f)
+            if not f.intact():
+                return None
     except Exception:  # noqa: BLE001 - a damaged or foreign entry is only a miss
         return None
     return value if type(value) is kind else None
@@ -106,15 +148,17 @@ def write_value(path: Path, key: str, value, kind_prefix: str) -> None:
 
 
 def write(path: Path, kind_prefix: str, dump) -> None:
-    """Atomically, then the source's older entries of the kind go; a cache that cannot be
-    written (read-only home, full disk) is skipped."""
+    """Atomically and sealed (dump writes through a Sealed), then the source's older entries of
+    the kind go; a cache that cannot be written (read-only home, full disk) is skipped."""
     where = path.parent
     tmp = where / f".{path.name}.{os.getpid()}.tmp"
     try:
         where.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
+        with os.fdopen(fd, "wb") as raw:
+            f = Sealed(raw)
             dump(f)
+            f.seal()
         os.replace(tmp, path)
         for old in where.glob(f"{kind_prefix}*.pickle"):
             if old != path:

@@ -387,13 +387,16 @@ def _read(entry: Path, key: str):
     if not cache.readable(entry):
         return None
     try:
-        with open(entry, "rb") as f:
+        with open(entry, "rb") as raw:
+            f = cache.Sealed(raw)
             if pickle.load(f) != (FORMAT, key):
                 return None
             chunks, bad, verdict = pickle.load(f)
             records = []
             for _ in range(chunks):
                 records += pickle.load(f)
+            if not f.intact():      # edited or damaged after it was written: a miss
+                return None
     except Exception:  # noqa: BLE001 - a damaged or foreign entry is only a cache miss
         return None
     if not isinstance(records, list) or not all(type(r) is Record for r in records[:1]):
