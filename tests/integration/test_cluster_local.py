@@ -166,15 +166,17 @@ def _srun_partition_env(config: str = "localcluster.py") -> dict:
     return dict(json.loads(out.stdout.splitlines()[-1]))
 
 
-def _built(tmp_path: Path, name: str, command: list[str]) -> Path:
+def _built(tmp_path: Path, name: str, command: list[str]):
+    """Runs a build step (or, without a name, a query whose output it returns)."""
     if not have(command[0]):
-        why = f"no {command[0]} to build {name} (Debian package libopenmpi-dev, which brings libpmix-dev)"
+        package = {"pkg-config": "pkgconf", "cc": "build-essential"}.get(command[0], "libopenmpi-dev")
+        why = f"no {command[0]} to build the test's programs (Debian package {package})"
         if REQUIRED:
             pytest.fail(why)
         pytest.skip(why)
     built = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr
-    return tmp_path / name
+    return tmp_path / name if name else built.stdout
 
 
 def _fences(stderr: str) -> dict[int, list[tuple]]:
@@ -197,11 +199,10 @@ def test_mpi_init_ends_with_a_barrier_across_the_nodes(tmp_path):
     preload logging each fence's call and release (tests/tools/pmix_fence_log.c)."""
     assert WHY is None, WHY
     tools = REPO / "tests" / "tools"
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "pmix"], capture_output=True,
-                           text=True).stdout.split() if have("pkg-config") else []
+    flags = _built(tmp_path, "", ["pkg-config", "--cflags", "--libs", "pmix"])
     preload = _built(tmp_path, "pmix_fence_log.so",
                      ["cc", "-shared", "-fPIC", "-o", str(tmp_path / "pmix_fence_log.so"),
-                      str(tools / "pmix_fence_log.c"), *(flags or ["-lpmix"]), "-ldl"])
+                      str(tools / "pmix_fence_log.c"), *flags.split(), "-ldl"])
     program = _built(tmp_path, "mpiio_shared_write",
                      ["mpicc", "-O2", "-o", str(tmp_path / "mpiio_shared_write"),
                       str(tools / "mpiio_shared_write.c")])
