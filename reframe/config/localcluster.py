@@ -27,7 +27,12 @@ OPENMPI_NET = [['OMPI_MCA_btl', 'self,vader,tcp'], ['OMPI_MCA_btl_tcp_if_include
                ['OMPI_MCA_oob_tcp_if_include', NET]]
 # srun: PMIx; a rank that dies ends the step at once (--kill-on-bad-exit), instead of the others
 # waiting for it in MPI until the time limit (seen once: both ranks of one node died at start).
-SRUN_ENV = [['SLURM_MPI_TYPE', 'pmix'], ['SLURM_KILL_BAD_EXIT', '1']]
+# SLURM_PMIX_FENCE=ring: every PMIx fence through Slurm's ring algorithm. With Slurm 22.05's
+# default (its tree algorithm for a fence without data), the barrier that ends MPI_Init released
+# the ranks of a node before the other nodes' ranks had called it, while some were still in the
+# modex fence; a message from a released rank then reached one that had no receive callbacks yet,
+# and it died of a call through a null pointer in Open MPI's TCP BTL (docs/systems.md).
+SRUN_ENV = [['SLURM_MPI_TYPE', 'pmix'], ['SLURM_KILL_BAD_EXIT', '1'], ['SLURM_PMIX_FENCE', 'ring']]
 # ROMIO: hints are applied from a file and the ones in effect are printed.
 FLAVOUR = 'openmpi-romio'
 PROFILES = ['cluster', 'local']

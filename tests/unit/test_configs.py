@@ -106,3 +106,38 @@ def test_the_cluster_on_cephfs_is_the_cluster_with_scratch_and_ceph_conf_of_the_
     assert {k: v for k, v in extras.items() if k != "scratch"} == \
         {k: v for k, v in base_extras.items() if k != "scratch"}
     assert (part["scheduler"], part["launcher"], part["access"]) == ("slurm", "srun", ["--partition=compute"])
+
+
+def test_the_clusters_srun_jobs_take_real_pmix_barriers_and_tcp_on_the_bridge():
+    """localcluster and localcluster-ceph: the srun partitions' jobs run every PMIx fence through
+    Slurm's ring algorithm (SLURM_PMIX_FENCE=ring): with Slurm 22.05's default, the tree for a
+    fence without data, the barrier ending MPI_Init released ranks before all had reached it, and
+    an early message killed a rank still in MPI_Init (docs/systems.md). Open MPI's TCP transports
+    stay on the bridge's network. Loaded in a process of its own, like the test above."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2] / "reframe" / "config"
+    show = ("import json, sys\nfrom reframe.core.config import load_config\n"
+            "site = load_config(sys.argv[1])\n"
+            "print(json.dumps({s['name'] + ':' + p['name']: [p['launcher'], p['env_vars']]"
+            " for s in site['systems'] if s['name'] != 'generic' for p in s['partitions']}))")
+    env = {k: v for k, v in os.environ.items() if k != "IOLAB_CLUSTER_NET"}
+    found = {}
+    for config in ("localcluster.py", "localcluster-ceph.py"):
+        out = subprocess.run([sys.executable, "-c", show, str(root / config)], capture_output=True,
+                             text=True, env=env, timeout=120, check=True)
+        found.update(json.loads(out.stdout.splitlines()[-1]))
+    assert sorted(found) == ["localcluster-ceph:compute", "localcluster-mpirun:compute",
+                             "localcluster:compute"]
+    for name, (launcher, env_vars) in found.items():
+        job_env = dict(env_vars)
+        assert job_env["OMPI_MCA_btl"] == "self,vader,tcp", name
+        assert job_env["OMPI_MCA_btl_tcp_if_include"] == "169.254.77.0/24", name
+        assert job_env["OMPI_MCA_oob_tcp_if_include"] == "169.254.77.0/24", name
+        if launcher == "srun":
+            assert job_env["SLURM_MPI_TYPE"] == "pmix" and job_env["SLURM_PMIX_FENCE"] == "ring", name
+        else:
+            assert "SLURM_PMIX_FENCE" not in job_env, name         # mpirun: Open MPI's own PMIx server
