@@ -320,8 +320,8 @@ def cmd_trend(args) -> int:
 
     if not trend.available():
         raise IolabError(trend.MISSING)
-    if args.penalty <= 0:
-        raise IolabError(f"--penalty {args.penalty:g}: give a positive number (default "
+    if not 0 < args.penalty < math.inf:      # false for nan too: a change at every run, or never
+        raise IolabError(f"--penalty {args.penalty:g}: give a positive finite number (default "
                          f"{trend.DEFAULT_PENALTY:g}; larger finds fewer changes)")
     if args.all_systems and args.system:
         raise IolabError("give --system S or --all-systems, not both")
@@ -341,6 +341,9 @@ def cmd_trend(args) -> int:
         run.vouch(args.set_aside)
         if run.origin == "measured" or args.include_imported:
             runs.append(run)
+            for note in run.integrity_notes("the trend") if run.problems() else ():
+                # each line left out named, as `table --set-aside` names it
+                print(f"iolab: note: run {run.run_id}: {note}", file=sys.stderr)
 
     def label(rec) -> str:
         shown = [(param_label(k, rec.benchmark), rec.params[k]) for k in rec.varied if k in rec.params]
