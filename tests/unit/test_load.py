@@ -241,6 +241,16 @@ MORE_ERRORS = [
         matrix: {transfer_size: [1m, 2m]}
         search: {objective: write_bw, budget: 2, initial: 3}
         """, "search-initial.yaml:5: search.initial: 3 random cases are more than the budget of 2"),
+    ("require-other-file-system", """
+        id: require-other-file-system
+        description: a CephFS layout where only Lustre may run
+        benchmark: fio
+        require_file_system: lustre
+        fixed: {rw: write, bs: 1MiB, size: 8MiB}
+        matrix:
+          cephfs.stripe_count: [1, 2]
+        """, "require-other-file-system.yaml:7: matrix.cephfs.stripe_count: a CephFS layout, but "
+             "require_file_system is lustre: no case can run as asked"),
 ]
 
 

@@ -737,7 +737,13 @@ def _one_file_system(doc: Located, at: tuple, section: dict, profile: str | None
     keys = _set_keys(section)
     named = [(fs, sorted(k for k in keys if k.startswith(fs.prefix))) for fs in file_systems()]
     named = [(fs, ks) for fs, ks in named if ks]
-    for fs, _keys in named:
+    required = doc.data.get("require_file_system")
+    for fs, ks in named:
+        if required in {f.name for f in file_systems()} - {fs.name}:
+            # every case would be skipped (or fail, strict) on the one file system it may run on
+            raise doc.error(section["at"].get(ks[0], at),
+                            f"a {fs.title} layout, but require_file_system is {required}: no case "
+                            "can run as asked", hint=f"drop the {fs.prefix}* keys, or require_file_system")
         for req in _layouts(section, fs):
             problem = fs.check(req)
             if problem:
