@@ -446,8 +446,9 @@ def _free_text(path) -> bool:
     return any(len(f) == len(path) and all(a in ("*", b) for a, b in zip(f, path)) for f in FREE_TEXT)
 
 
-def control_character(text: str, free_text: bool = False) -> str | None:
-    """What is wrong with this string, if it holds a control character (see FREE_TEXT)."""
+def control_character(text: str, free_text: bool = False, free_where: str | None = _WHERE_FREE) -> str | None:
+    """What is wrong with this string, if it holds a control character (see FREE_TEXT; free_where:
+    where newlines and tabs may go instead, if anywhere)."""
     found = (_FREE_TEXT_CONTROL if free_text else CONTROL).search(text)
     if not found:
         return None
@@ -455,8 +456,8 @@ def control_character(text: str, free_text: bool = False) -> str | None:
     where = ("ends with" if found.end() == len(text)
              else f"has at character {found.start() + 1}")
     message = f"{where} {char_name(char)}: control characters are not allowed here"
-    if char in "\t\n":
-        message += f"; newlines and tabs only in {_WHERE_FREE}"
+    if char in "\t\n" and free_where:
+        message += f"; newlines and tabs only in {free_where}"
     return message
 
 
