@@ -852,6 +852,11 @@ a first session:
 `iolab VERB --help` shows a verb's options and examples; docs/ has the rest."""
 
 
+ID_HELP = "the experiment's id: the stem of experiments/ID.yaml, its runs in results/ID/"
+YAML_HELP = "an experiment YAML, or the id of one in experiments/"
+BENCHMARK_HELP = "the benchmark that wrote the files, named as an experiment names it (fio, ior...)"
+
+
 class _Formatter(argparse.HelpFormatter):
     """Descriptions wrapped as usual; the examples kept line by line."""
 
@@ -868,15 +873,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("validate", help="check experiment YAMLs against the schema")
-    s.add_argument("files", nargs="+", metavar="YAML")
+    s.add_argument("files", nargs="+", metavar="YAML", help=YAML_HELP)
     s.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("list", help="the experiments, one line each: profiles, parts, last run")
     s.set_defaults(func=cmd_list)
 
     s = sub.add_parser("plan", help="list an experiment's cases, jobs and bytes written")
-    s.add_argument("experiment", metavar="YAML|ID")
-    s.add_argument("--profile")
+    s.add_argument("experiment", metavar="YAML|ID", help=YAML_HELP)
+    s.add_argument("--profile", help="the profile to plan (default: IOLAB_PROFILE, else the one the "
+                   "local system runs where the experiment has it)")
     s.add_argument("--suggest-reps", action="store_true",
                    help="suggest repetitions per case from earlier runs of the same case ids")
     s.add_argument("--target-ci", type=float, default=5.0, metavar="PERCENT",
@@ -892,13 +898,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_render)
 
     s = sub.add_parser("table", help="print a run's comparison table")
-    s.add_argument("experiment", metavar="ID")
+    s.add_argument("experiment", metavar="ID", help=ID_HELP)
     s.add_argument("--run", help="run id (or a unique prefix/suffix); default: the latest")
     s.add_argument("--runs", nargs="+", metavar="RUN",
                    help="pool the repetitions of these runs where their provenance agrees")
     s.add_argument("--since", metavar="DATE|RUN",
                    help="pool every run from this date (2026-11-21, UTC) or run id on")
-    s.add_argument("--format", choices=["md", "csv", "json"], default="md")
+    s.add_argument("--format", choices=["md", "csv", "json"], default="md",
+                   help="Markdown tables with footnotes (default md), CSV (the notes go to stderr) or JSON")
     s.add_argument("--metrics", help="comma-separated metric names, e.g. write_bw,write_bw_max")
     s.add_argument("--darshan", metavar="COLUMNS",
                    help="add Darshan columns, e.g. small_write_pct,agg_ranks,posix_write_time")
@@ -917,7 +924,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("compare", help="two runs, two values of a parameter, or a run and a published study",
                        description="iolab compare ID RUN_A RUN_B | ID [RUN] --by KEY --baseline VALUE | "
                                    "ID RUN published:STUDY")
-    s.add_argument("experiment", metavar="ID")
+    s.add_argument("experiment", metavar="ID", help=ID_HELP)
     s.add_argument("runs", nargs="*", metavar="RUN",
                    help="run ids (or unique prefixes/suffixes); published:STUDY for a study "
                         "in results/published/")
@@ -947,7 +954,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("trend", help="a metric over all runs of an experiment in time order, per "
                        "case and system, with the runs where it changed (change points, ruptures)")
-    s.add_argument("experiment", metavar="ID")
+    s.add_argument("experiment", metavar="ID", help=ID_HELP)
     s.add_argument("--metric", help="the metric (default: the benchmark's first table metric)")
     s.add_argument("--since", metavar="DATE", help="only runs from this UTC date or time on, e.g. "
                    "2026-11-21 or 2026-11-21T10:00")
@@ -967,13 +974,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_trend)
 
     s = sub.add_parser("parse", help="print metrics parsed from benchmark outputs as JSON lines")
-    s.add_argument("benchmark")
-    s.add_argument("files", nargs="+", metavar="FILE")
+    s.add_argument("benchmark", help=BENCHMARK_HELP)
+    s.add_argument("files", nargs="+", metavar="FILE", help="the benchmark's output files")
     s.set_defaults(func=cmd_parse)
 
     s = sub.add_parser("import", help="import outputs of runs made outside iolab into a results run")
-    s.add_argument("benchmark")
-    s.add_argument("files", nargs="+", metavar="FILE")
+    s.add_argument("benchmark", help=BENCHMARK_HELP)
+    s.add_argument("files", nargs="+", metavar="FILE", help="the benchmark's output files to import")
     s.add_argument("--into", required=True, metavar="ID", help="experiment id to file the run under")
     s.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="a parameter of the imported case (repeatable), e.g. lustre.stripe_count=4")
@@ -983,7 +990,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_import)
 
     s = sub.add_parser("darshan", help="Darshan summary and findings of a run's cases, or of any logs")
-    s.add_argument("targets", nargs="+", metavar="ID|LOG")
+    s.add_argument("targets", nargs="+", metavar="ID|LOG",
+                   help="an experiment id (the cases of its run), or Darshan logs of any job")
     s.add_argument("--run", help="run id (or a unique prefix/suffix); default: the latest")
     s.add_argument("--case", help="a case id (or its prefix)")
     s.add_argument("--json", action="store_true", help="print JSON")
@@ -994,7 +1002,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("runs", help="list an experiment's results runs: origin, system, records by "
                        "status, complete or not, the order its jobs ran in")
-    s.add_argument("experiment", metavar="ID")
+    s.add_argument("experiment", metavar="ID", help=ID_HELP)
     s.add_argument("run", nargs="?", metavar="RUN",
                    help="only this run, with its jobs in the order they ran (the order and its "
                         "seed are in the run's manifest)")
@@ -1005,7 +1013,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("verify", help="check a run's records: the digest chain (an edited, inserted, "
                        "duplicated, reordered or removed line is named) and every record's fields")
-    s.add_argument("experiment", metavar="ID")
+    s.add_argument("experiment", metavar="ID", help=ID_HELP)
     s.add_argument("run", nargs="?", metavar="RUN", help="default: the latest")
     s.add_argument("--write-digest", action="store_true",
                    help="once the records verify, write each run's records.digest anew from them "
@@ -1014,8 +1022,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("reproduce", help="re-run one recorded case from what its run stored (the YAML "
                        "as run, profile, system) and compare the result with the original")
-    s.add_argument("experiment", nargs="?", metavar="ID")
-    s.add_argument("run", nargs="?", metavar="RUN")
+    s.add_argument("experiment", nargs="?", metavar="ID", help=ID_HELP + "; or give --record")
+    s.add_argument("run", nargs="?", metavar="RUN", help="the run id (or a unique prefix/suffix)")
     s.add_argument("case", nargs="?", metavar="CASE", help="a case id (or a unique prefix)")
     s.add_argument("--rep", type=int, help="one of the repetitions the run has or planned for the "
                    "case (default: every one it has)")
@@ -1025,7 +1033,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_reproduce)
 
     s = sub.add_parser("status", help="how far a run is: jobs recorded of planned, failures, elapsed, ETA")
-    s.add_argument("experiment", metavar="ID")
+    s.add_argument("experiment", metavar="ID", help=ID_HELP)
     s.add_argument("run", nargs="?", metavar="RUN", help="default: the latest")
     s.add_argument("--watch", metavar="SECONDS", nargs="?", const="5",
                    help="read the run again every SECONDS (default 5; more than 0, at most a day) "
@@ -1034,7 +1042,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("resume", help="run the jobs of a run that have no ok record (missing, failed, "
                        "aborted) as a continuation of it; tables then show the run and its continuations")
-    s.add_argument("experiment", metavar="ID")
+    s.add_argument("experiment", metavar="ID", help=ID_HELP)
     s.add_argument("run", nargs="?", metavar="RUN", help="a run of the chain (default: the latest)")
     s.add_argument("--failed-only", action="store_true", help="only jobs recorded failed or aborted")
     s.add_argument("--missing-only", action="store_true", help="only planned jobs with no record")
@@ -1053,8 +1061,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("search", help="run an experiment's search: rounds of adaptively chosen cases "
                        "through ReFrame (each a continuation run) until the budget is spent, then its "
                        "answer; run again to resume")
-    s.add_argument("experiment", metavar="YAML|ID")
-    s.add_argument("--profile")
+    s.add_argument("experiment", metavar="YAML|ID", help=YAML_HELP)
+    s.add_argument("--profile", help="the profile to search (default: the experiment as written)")
     s.add_argument("--config", metavar="PATH",
                    help="ReFrame configuration (default: the search's, or reframe/config/local.py)")
     s.add_argument("--batch", type=int, default=1, metavar="N", help="cases per round (default 1)")
@@ -1070,7 +1078,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("search-report", help="a search's answer: the best setting found, its 95%% "
                        "interval, cases run of the grid, the runner-up (Welch) and the model's optimum")
-    s.add_argument("experiment", metavar="ID")
+    s.add_argument("experiment", metavar="ID", help=ID_HELP)
     s.add_argument("run", nargs="?", metavar="RUN", help="a run of the chain (default: the latest)")
     s.add_argument("--objective", metavar="METRIC",
                    help="the metric to answer for (default: the search's; needed for a run of the "
@@ -1085,7 +1093,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "experiment, provenance, tables, plots, requested vs applied, Darshan "
                                    "findings and the published study; tables.md, tables.csv, report.md, "
                                    "plots/. Results are only read.")
-    s.add_argument("experiment", metavar="ID")
+    s.add_argument("experiment", metavar="ID", help=ID_HELP)
     s.add_argument("--runs", nargs="+", metavar="RUN",
                    help="run ids (or unique prefixes/suffixes); default: the latest")
     s.add_argument("--out", required=True, metavar="DIR", help="a new or empty directory")
