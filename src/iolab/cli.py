@@ -302,9 +302,23 @@ def _compare(args) -> int:
         print(render_comparison(compare_by_param(one, args.by, args.baseline,
                                                  _metrics_arg(args.metrics, one.run))))
         return 0
+    if len(runs) == 1:
+        one = _run_state(args.experiment, runs[0], args.include_imported, args.set_aside)
+        varied = sorted({k for rec in one.records for k in rec.varied})
+        raise IolabError(f"one run ({one.run_id}): give another to compare it with (ID RUN_A RUN_B), "
+                         "or compare its cases by a parameter with --by KEY --baseline VALUE",
+                         hint=f"its cases vary {', '.join(varied)}" if varied else None)
     if len(runs) != 2:
         raise IolabError("compare two runs (ID RUN_A RUN_B), one run by a parameter "
                          "(ID [RUN] --by KEY --baseline VALUE) or a run with a study (ID RUN published:NAME)")
+    from .results.lookup import find_run
+    from .results.store import results_root
+
+    path_a, path_b = (find_run(results_root(_root()), args.experiment, r, args.include_imported)
+                      for r in runs)
+    if path_a == path_b:
+        raise IolabError(f"{runs[0]} and {runs[1]} are the same run, {path_a.name}: compare two runs, "
+                         "or one run's cases by a parameter (--by KEY --baseline VALUE)")
     a, b = side(runs[0], "A"), side(runs[1], "B")
     print(render_comparison(compare_runs(a, b, _metrics_arg(args.metrics, a.run, b.run))))
     return 0
@@ -810,7 +824,8 @@ Parallel I/O experiments made reproducible: check and plan an experiment YAML, r
 `scripts/run ID SYSTEM` (ReFrame), then read its results as tables, comparisons and pages."""
 
 # A few lines a user can copy, per verb; `iolab VERB --help` ends with them, and the generated
-# CLI reference shows them (a test keeps every verb covered).
+# CLI reference shows them (a test keeps every verb covered). They work with fio alone, as after
+# `scripts/setup --no-spack` with fio installed; one that needs another benchmark says so.
 EXAMPLES = {
     "validate": ["iolab validate experiments/quickstart.yaml", "iolab validate experiments/*.yaml"],
     "list": ["iolab list"],
@@ -818,12 +833,12 @@ EXAMPLES = {
              "iolab plan quickstart --suggest-reps --target-ci 5"],
     "render": ["iolab render", "iolab render --check"],
     "table": ["iolab table quickstart", "iolab table quickstart --format csv",
-              "iolab table quickstart --since 2026-11-01 --metrics write_bw,read_bw",
+              "iolab table quickstart --since 2026-11-01 --metrics write_bw,write_iops",
               "iolab table cephfs-striping --storage osds,objects"],
     "compare": ["iolab compare quickstart RUN_A RUN_B",
-                "iolab compare kaust-stripe-count --by lustre.stripe_count --baseline 1",
-                "iolab compare archer-fpp-vs-ssf RUN published:archer-fpp-ssf"],
-    "trend": ["iolab trend quickstart", "iolab trend kaust-stripe-count --metric read_bw --since 2026-11-01",
+                "iolab compare quickstart --by bs --baseline 4KiB",
+                "iolab compare archer-fpp-vs-ssf RUN published:archer-fpp-ssf   # an IOR experiment"],
+    "trend": ["iolab trend quickstart", "iolab trend quickstart --metric write_iops --since 2026-11-01",
               "iolab trend quickstart --system local:default --cases 3cf5ac1a --plot trend/"],
     "parse": ["iolab parse fio fio.json", "iolab parse ior ior-summary.json"],
     "import": ["iolab import ior out/*.json --into kaust-stripe-count --param lustre.stripe_count=4"],
@@ -834,8 +849,8 @@ EXAMPLES = {
                "iolab verify quickstart RUN --write-digest"],
     "reproduce": ["iolab reproduce quickstart RUN CASE", "iolab reproduce --record line.json"],
     "status": ["iolab status quickstart", "iolab status quickstart --watch 10"],
-    "resume": ["iolab resume archer-fpp-vs-ssf RUN --failed-only",
-               "iolab resume archer-fpp-vs-ssf --missing-only --dry-run"],
+    "resume": ["iolab resume quickstart RUN --failed-only",
+               "iolab resume quickstart --missing-only --dry-run"],
     "search": ["iolab search fio-search", "iolab search fio-search --rounds 2 --batch 4"],
     "search-report": ["iolab search-report fio-search"],
     "publish": ["iolab publish quickstart --out quickstart-page",
