@@ -243,6 +243,16 @@ def test_the_help_examples_of_table_and_compare_work_with_fio_alone(fio_only, ca
     assert ran == 4
 
 
+def test_reproduce_writes_no_colour_codes_where_stdout_is_no_terminal(fio_only, results):
+    # ReFrame colours what it prints (here: its one-line refusal of a config setting) unless told
+    env = {**os.environ, "IOLAB_RESULTS": str(results), "IOLAB_RFM_LOG": "loud"}
+    env.pop("RFM_COLORIZE", None)
+    out = run_cli("reproduce", "quickstart", fio_only, "3cf5ac1a", env=env)
+    assert out.returncode == 1
+    assert "ERROR: failed to load configuration: IOLAB_RFM_LOG='loud'" in out.stdout + out.stderr
+    assert "\x1b[" not in out.stdout + out.stderr
+
+
 # ------------------------------------------------------------------------- results paths, exits
 
 SUMMARY = IOR / "ior_mpiio_coll_4r_t256k_b8m.summary.json"
