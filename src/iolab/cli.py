@@ -41,7 +41,7 @@ def cmd_validate(args) -> int:
             print(f"ok: {exp.path} ({', '.join(counts)})")
         except IolabError as exc:
             failed += 1
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"iolab: error: {exc}", file=sys.stderr)
     return 2 if failed else 0
 
 
@@ -1127,6 +1127,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:            # bare `iolab`: what there is, not "arguments are required: command"
+        build_parser().print_help()
+        return 2
     args = build_parser().parse_args(argv)
     try:
         from .results.cache import cache_dir

@@ -53,7 +53,7 @@ def test_validate_prints_every_schema_error(tmp_path):
     assert out.returncode == 2
     shown = os.path.relpath(bad, REPO)      # errors name files relative to the working directory
     assert out.stderr.splitlines() == [
-        f"error: {shown}:4: repetitions: 0 is out of range (minimum 1)",
+        f"iolab: error: {shown}:4: repetitions: 0 is out of range (minimum 1)",
         f"{shown}:5: keep_data: expected boolean, got integer 1"]
 
 
@@ -511,3 +511,11 @@ def test_every_verb_has_examples_that_its_parser_takes():
     out = subprocess.run([sys.executable, "-m", "iolab.cli", "plan", "--help"], capture_output=True,
                          text=True)
     assert out.stdout.rstrip().endswith("iolab plan quickstart --suggest-reps --target-ci 5"), out.stdout
+
+
+def test_bare_iolab_prints_the_help():
+    out = run_cli()
+    assert out.returncode == 2
+    assert out.stdout.startswith("usage: iolab [-h] [--version]")
+    assert "a first session:" in out.stdout and "validate" in out.stdout
+    assert "error" not in out.stderr
