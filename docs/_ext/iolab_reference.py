@@ -34,6 +34,11 @@ def _code(text) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def _code_cell(text) -> str:
+    """Code in a table cell: a pipe inside backticks splits the row too (`YAML|ID`), unless escaped."""
+    return _code(text).replace("|", "\\|")
+
+
 def _kind(spec: dict) -> str:
     """What a schema node takes, in words: its type, enum, format or pattern of sizes."""
     if "const" in spec:
@@ -201,9 +206,10 @@ def cli_page() -> str:
             how = action.help % vars(action) if action.help else ""
             if action.choices and not isinstance(action.choices, dict):
                 how += f" (one of {', '.join(map(str, action.choices))})"
-            if action.default not in (None, False, argparse.SUPPRESS) and action.option_strings:
+            if (action.default not in (None, False, [], argparse.SUPPRESS) and action.option_strings
+                    and "default" not in how):        # once: where the help gives it, as it says it
                 how += f" (default {action.default})"
-            rows.append(f"| {_code(what)} | {_cell(how)} |")
+            rows.append(f"| {_code_cell(what)} | {_cell(how)} |")
         if rows:
             out += ["| argument | meaning |", "|---|---|", *rows, ""]
     return "\n".join(out)

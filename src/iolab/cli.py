@@ -41,7 +41,7 @@ def cmd_validate(args) -> int:
             print(f"ok: {exp.path} ({', '.join(counts)})")
         except IolabError as exc:
             failed += 1
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"iolab: error: {exc}", file=sys.stderr)
     return 2 if failed else 0
 
 
@@ -302,9 +302,23 @@ def _compare(args) -> int:
         print(render_comparison(compare_by_param(one, args.by, args.baseline,
                                                  _metrics_arg(args.metrics, one.run))))
         return 0
+    if len(runs) == 1:
+        one = _run_state(args.experiment, runs[0], args.include_imported, args.set_aside)
+        varied = sorted({k for rec in one.records for k in rec.varied})
+        raise IolabError(f"one run ({one.run_id}): give another to compare it with (ID RUN_A RUN_B), "
+                         "or compare its cases by a parameter with --by KEY --baseline VALUE",
+                         hint=f"its cases vary {', '.join(varied)}" if varied else None)
     if len(runs) != 2:
         raise IolabError("compare two runs (ID RUN_A RUN_B), one run by a parameter "
                          "(ID [RUN] --by KEY --baseline VALUE) or a run with a study (ID RUN published:NAME)")
+    from .results.lookup import find_run
+    from .results.store import results_root
+
+    path_a, path_b = (find_run(results_root(_root()), args.experiment, r, args.include_imported)
+                      for r in runs)
+    if path_a == path_b:
+        raise IolabError(f"{runs[0]} and {runs[1]} are the same run, {path_a.name}: compare two runs, "
+                         "or one run's cases by a parameter (--by KEY --baseline VALUE)")
     a, b = side(runs[0], "A"), side(runs[1], "B")
     print(render_comparison(compare_runs(a, b, _metrics_arg(args.metrics, a.run, b.run))))
     return 0
@@ -320,8 +334,8 @@ def cmd_trend(args) -> int:
 
     if not trend.available():
         raise IolabError(trend.MISSING)
-    if args.penalty <= 0:
-        raise IolabError(f"--penalty {args.penalty:g}: give a positive number (default "
+    if not 0 < args.penalty < math.inf:      # false for nan too: a change at every run, or never
+        raise IolabError(f"--penalty {args.penalty:g}: give a positive finite number (default "
                          f"{trend.DEFAULT_PENALTY:g}; larger finds fewer changes)")
     if args.all_systems and args.system:
         raise IolabError("give --system S or --all-systems, not both")
@@ -342,6 +356,9 @@ def cmd_trend(args) -> int:
         run.vouch(args.set_aside)
         if run.origin == "measured" or args.include_imported:
             runs.append(run)
+            for note in run.integrity_notes("the trend") if run.problems() else ():
+                # each line left out named, as `table --set-aside` names it
+                print(f"iolab: note: run {run.run_id}: {note}", file=sys.stderr)
 
     def label(rec) -> str:
         shown = [(param_label(k, rec.benchmark), rec.params[k]) for k in rec.varied if k in rec.params]
@@ -826,7 +843,8 @@ Parallel I/O experiments made reproducible: check and plan an experiment YAML, r
 `scripts/run ID SYSTEM` (ReFrame), then read its results as tables, comparisons and pages."""
 
 # A few lines a user can copy, per verb; `iolab VERB --help` ends with them, and the generated
-# CLI reference shows them (a test keeps every verb covered).
+# CLI reference shows them (a test keeps every verb covered). They work with fio alone, as after
+# `scripts/setup --no-spack` with fio installed; one that needs another benchmark says so.
 EXAMPLES = {
     "validate": ["iolab validate experiments/quickstart.yaml", "iolab validate experiments/*.yaml"],
     "list": ["iolab list"],
@@ -834,12 +852,12 @@ EXAMPLES = {
              "iolab plan quickstart --suggest-reps --target-ci 5"],
     "render": ["iolab render", "iolab render --check"],
     "table": ["iolab table quickstart", "iolab table quickstart --format csv",
-              "iolab table quickstart --since 2026-11-01 --metrics write_bw,read_bw",
+              "iolab table quickstart --since 2026-11-01 --metrics write_bw,write_iops",
               "iolab table cephfs-striping --storage osds,objects"],
     "compare": ["iolab compare quickstart RUN_A RUN_B",
-                "iolab compare kaust-stripe-count --by lustre.stripe_count --baseline 1",
-                "iolab compare archer-fpp-vs-ssf RUN published:archer-fpp-ssf"],
-    "trend": ["iolab trend quickstart", "iolab trend kaust-stripe-count --metric read_bw --since 2026-11-01",
+                "iolab compare quickstart --by bs --baseline 4KiB",
+                "iolab compare archer-fpp-vs-ssf RUN published:archer-fpp-ssf   # an IOR experiment"],
+    "trend": ["iolab trend quickstart", "iolab trend quickstart --metric write_iops --since 2026-11-01",
               "iolab trend quickstart --system local:default --cases 3cf5ac1a --plot trend/"],
     "parse": ["iolab parse fio fio.json", "iolab parse ior ior-summary.json"],
     "import": ["iolab import ior out/*.json --into kaust-stripe-count --param lustre.stripe_count=4"],
@@ -850,8 +868,8 @@ EXAMPLES = {
                "iolab verify quickstart RUN --write-digest"],
     "reproduce": ["iolab reproduce quickstart RUN CASE", "iolab reproduce --record line.json"],
     "status": ["iolab status quickstart", "iolab status quickstart --watch 10"],
-    "resume": ["iolab resume archer-fpp-vs-ssf RUN --failed-only",
-               "iolab resume archer-fpp-vs-ssf --missing-only --dry-run"],
+    "resume": ["iolab resume quickstart RUN --failed-only",
+               "iolab resume quickstart --missing-only --dry-run"],
     "search": ["iolab search fio-search", "iolab search fio-search --rounds 2 --batch 4"],
     "search-report": ["iolab search-report fio-search"],
     "publish": ["iolab publish quickstart --out quickstart-page",
@@ -866,6 +884,11 @@ a first session:
   iolab publish quickstart --out page     a page with provenance, tables and plots
 
 `iolab VERB --help` shows a verb's options and examples; docs/ has the rest."""
+
+
+ID_HELP = "the experiment's id: the stem of experiments/ID.yaml, its runs in results/ID/"
+YAML_HELP = "an experiment YAML, or the id of one in experiments/"
+BENCHMARK_HELP = "the benchmark that wrote the files, named as an experiment names it (fio, ior...)"
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -884,15 +907,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("validate", help="check experiment YAMLs against the schema")
-    s.add_argument("files", nargs="+", metavar="YAML")
+    s.add_argument("files", nargs="+", metavar="YAML", help=YAML_HELP)
     s.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("list", help="the experiments, one line each: profiles, parts, last run")
     s.set_defaults(func=cmd_list)
 
     s = sub.add_parser("plan", help="list an experiment's cases, jobs and bytes written")
-    s.add_argument("experiment", metavar="YAML|ID")
-    s.add_argument("--profile")
+    s.add_argument("experiment", metavar="YAML|ID", help=YAML_HELP)
+    s.add_argument("--profile", help="the profile to plan (default: IOLAB_PROFILE, else the one the "
+                   "local system runs where the experiment has it)")
     s.add_argument("--suggest-reps", action="store_true",
                    help="suggest repetitions per case from earlier runs of the same case ids")
     s.add_argument("--target-ci", type=float, default=5.0, metavar="PERCENT",
@@ -908,13 +932,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_render)
 
     s = sub.add_parser("table", help="print a run's comparison table")
-    s.add_argument("experiment", metavar="ID")
+    s.add_argument("experiment", metavar="ID", help=ID_HELP)
     s.add_argument("--run", help="run id (or a unique prefix/suffix); default: the latest")
     s.add_argument("--runs", nargs="+", metavar="RUN",
                    help="pool the repetitions of these runs where their provenance agrees")
     s.add_argument("--since", metavar="DATE|RUN",
                    help="pool every run from this date (2026-11-21, UTC) or run id on")
-    s.add_argument("--format", choices=["md", "csv", "json"], default="md")
+    s.add_argument("--format", choices=["md", "csv", "json"], default="md",
+                   help="Markdown tables with footnotes (default md), CSV (the notes go to stderr) or JSON")
     s.add_argument("--metrics", help="comma-separated metric names, e.g. write_bw,write_bw_max")
     s.add_argument("--darshan", metavar="COLUMNS",
                    help="add Darshan columns, e.g. small_write_pct,agg_ranks,posix_write_time")
@@ -933,7 +958,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("compare", help="two runs, two values of a parameter, or a run and a published study",
                        description="iolab compare ID RUN_A RUN_B | ID [RUN] --by KEY --baseline VALUE | "
                                    "ID RUN published:STUDY")
-    s.add_argument("experiment", metavar="ID")
+    s.add_argument("experiment", metavar="ID", help=ID_HELP)
     s.add_argument("runs", nargs="*", metavar="RUN",
                    help="run ids (or unique prefixes/suffixes); published:STUDY for a study "
                         "in results/published/")
@@ -963,7 +988,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("trend", help="a metric over all runs of an experiment in time order, per "
                        "case and system, with the runs where it changed (change points, ruptures)")
-    s.add_argument("experiment", metavar="ID")
+    s.add_argument("experiment", metavar="ID", help=ID_HELP)
     s.add_argument("--metric", help="the metric (default: the benchmark's first table metric)")
     s.add_argument("--since", metavar="DATE", help="only runs from this UTC date or time on, e.g. "
                    "2026-11-21 or 2026-11-21T10:00")
@@ -983,13 +1008,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_trend)
 
     s = sub.add_parser("parse", help="print metrics parsed from benchmark outputs as JSON lines")
-    s.add_argument("benchmark")
-    s.add_argument("files", nargs="+", metavar="FILE")
+    s.add_argument("benchmark", help=BENCHMARK_HELP)
+    s.add_argument("files", nargs="+", metavar="FILE", help="the benchmark's output files")
     s.set_defaults(func=cmd_parse)
 
     s = sub.add_parser("import", help="import outputs of runs made outside iolab into a results run")
-    s.add_argument("benchmark")
-    s.add_argument("files", nargs="+", metavar="FILE")
+    s.add_argument("benchmark", help=BENCHMARK_HELP)
+    s.add_argument("files", nargs="+", metavar="FILE", help="the benchmark's output files to import")
     s.add_argument("--into", required=True, metavar="ID", help="experiment id to file the run under")
     s.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="a parameter of the imported case (repeatable), e.g. lustre.stripe_count=4")
@@ -999,7 +1024,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_import)
 
     s = sub.add_parser("darshan", help="Darshan summary and findings of a run's cases, or of any logs")
-    s.add_argument("targets", nargs="+", metavar="ID|LOG")
+    s.add_argument("targets", nargs="+", metavar="ID|LOG",
+                   help="an experiment id (the cases of its run), or Darshan logs of any job")
     s.add_argument("--run", help="run id (or a unique prefix/suffix); default: the latest")
     s.add_argument("--case", help="a case id (or its prefix)")
     s.add_argument("--json", action="store_true", help="print JSON")
@@ -1010,7 +1036,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("runs", help="list an experiment's results runs: origin, system, records by "
                        "status, complete or not, the order its jobs ran in")
-    s.add_argument("experiment", metavar="ID")
+    s.add_argument("experiment", metavar="ID", help=ID_HELP)
     s.add_argument("run", nargs="?", metavar="RUN",
                    help="only this run, with its jobs in the order they ran (the order and its "
                         "seed are in the run's manifest)")
@@ -1021,7 +1047,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("verify", help="check a run's records: the digest chain (an edited, inserted, "
                        "duplicated, reordered or removed line is named) and every record's fields")
-    s.add_argument("experiment", metavar="ID")
+    s.add_argument("experiment", metavar="ID", help=ID_HELP)
     s.add_argument("run", nargs="?", metavar="RUN", help="default: the latest")
     s.add_argument("--write-digest", action="store_true",
                    help="once the records verify, write each run's records.digest anew from them "
@@ -1030,8 +1056,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("reproduce", help="re-run one recorded case from what its run stored (the YAML "
                        "as run, profile, system) and compare the result with the original")
-    s.add_argument("experiment", nargs="?", metavar="ID")
-    s.add_argument("run", nargs="?", metavar="RUN")
+    s.add_argument("experiment", nargs="?", metavar="ID", help=ID_HELP + "; or give --record")
+    s.add_argument("run", nargs="?", metavar="RUN", help="the run id (or a unique prefix/suffix)")
     s.add_argument("case", nargs="?", metavar="CASE", help="a case id (or a unique prefix)")
     s.add_argument("--rep", type=int, help="one of the repetitions the run has or planned for the "
                    "case (default: every one it has)")
@@ -1041,7 +1067,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_reproduce)
 
     s = sub.add_parser("status", help="how far a run is: jobs recorded of planned, failures, elapsed, ETA")
-    s.add_argument("experiment", metavar="ID")
+    s.add_argument("experiment", metavar="ID", help=ID_HELP)
     s.add_argument("run", nargs="?", metavar="RUN", help="default: the latest")
     s.add_argument("--watch", metavar="SECONDS", nargs="?", const="5",
                    help="read the run again every SECONDS (default 5; more than 0, at most a day) "
@@ -1050,7 +1076,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("resume", help="run the jobs of a run that have no ok record (missing, failed, "
                        "aborted) as a continuation of it; tables then show the run and its continuations")
-    s.add_argument("experiment", metavar="ID")
+    s.add_argument("experiment", metavar="ID", help=ID_HELP)
     s.add_argument("run", nargs="?", metavar="RUN", help="a run of the chain (default: the latest)")
     s.add_argument("--failed-only", action="store_true", help="only jobs recorded failed or aborted")
     s.add_argument("--missing-only", action="store_true", help="only planned jobs with no record")
@@ -1069,8 +1095,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("search", help="run an experiment's search: rounds of adaptively chosen cases "
                        "through ReFrame (each a continuation run) until the budget is spent, then its "
                        "answer; run again to resume")
-    s.add_argument("experiment", metavar="YAML|ID")
-    s.add_argument("--profile")
+    s.add_argument("experiment", metavar="YAML|ID", help=YAML_HELP)
+    s.add_argument("--profile", help="the profile to search (default: the experiment as written)")
     s.add_argument("--config", metavar="PATH",
                    help="ReFrame configuration (default: the search's, or reframe/config/local.py)")
     s.add_argument("--batch", type=int, default=1, metavar="N", help="cases per round (default 1)")
@@ -1086,7 +1112,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("search-report", help="a search's answer: the best setting found, its 95%% "
                        "interval, cases run of the grid, the runner-up (Welch) and the model's optimum")
-    s.add_argument("experiment", metavar="ID")
+    s.add_argument("experiment", metavar="ID", help=ID_HELP)
     s.add_argument("run", nargs="?", metavar="RUN", help="a run of the chain (default: the latest)")
     s.add_argument("--objective", metavar="METRIC",
                    help="the metric to answer for (default: the search's; needed for a run of the "
@@ -1101,7 +1127,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "experiment, provenance, tables, plots, requested vs applied, Darshan "
                                    "findings and the published study; tables.md, tables.csv, report.md, "
                                    "plots/. Results are only read.")
-    s.add_argument("experiment", metavar="ID")
+    s.add_argument("experiment", metavar="ID", help=ID_HELP)
     s.add_argument("--runs", nargs="+", metavar="RUN",
                    help="run ids (or unique prefixes/suffixes); default: the latest")
     s.add_argument("--out", required=True, metavar="DIR", help="a new or empty directory")
@@ -1120,6 +1146,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:            # bare `iolab`: what there is, not "arguments are required: command"
+        build_parser().print_help()
+        return 2
     args = build_parser().parse_args(argv)
     try:
         from .results.cache import cache_dir

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -52,7 +53,7 @@ def test_validate_prints_every_schema_error(tmp_path):
     assert out.returncode == 2
     shown = os.path.relpath(bad, REPO)      # errors name files relative to the working directory
     assert out.stderr.splitlines() == [
-        f"error: {shown}:4: repetitions: 0 is out of range (minimum 1)",
+        f"iolab: error: {shown}:4: repetitions: 0 is out of range (minimum 1)",
         f"{shown}:5: keep_data: expected boolean, got integer 1"]
 
 
@@ -192,10 +193,64 @@ def test_compare_forms_and_errors(results, capsys):
     assert "vs published: csc-btio-mahti" in out and "rows: 0 matched, 9 without a matching case" in out
     assert "absolute: not assessed: hardware differs" in out
 
-    assert main(["compare", "cmp-study", "only-one-run"]) == 2
-    assert "compare two runs (ID RUN_A RUN_B)" in capsys.readouterr().err
+    assert main(["compare", "cmp-study", "latest", "--include-imported"]) == 2
+    assert "give another to compare it with (ID RUN_A RUN_B), or compare its cases by a parameter " \
+           "with --by KEY --baseline VALUE" in capsys.readouterr().err
     assert main(["compare", "cmp-study", "published:nope", "--include-imported"]) == 2
     assert "no published study 'nope'" in capsys.readouterr().err
+
+
+RECORDED = REPO / "tests" / "data" / "runs" / "855c081" / "quickstart" / "20261123T182533Z-baeba3"
+
+
+@pytest.fixture
+def fio_only(results) -> str:
+    """A real quickstart run as it is where IOR is absent: its fio records only."""
+    run = results / "quickstart" / RECORDED.name
+    shutil.copytree(RECORDED, run)
+    lines = (run / "records.jsonl").read_text().splitlines(keepends=True)
+    (run / "records.jsonl").write_text("".join(l for l in lines if json.loads(l)["benchmark"] == "fio"))
+    return RECORDED.name
+
+
+def test_compare_one_run_suggests_by_and_a_run_with_itself_is_refused(fio_only, capsys):
+    assert main(["compare", "quickstart", fio_only]) == 2
+    err = capsys.readouterr().err
+    assert f"iolab: error: one run ({fio_only}): give another to compare it with" in err
+    assert "--by KEY --baseline VALUE (its cases vary bs, rw)" in err
+    assert main(["compare", "quickstart", fio_only, fio_only[-6:]]) == 2
+    assert capsys.readouterr().err == (
+        f"iolab: error: {fio_only} and {fio_only[-6:]} are the same run, {fio_only}: compare two "
+        "runs, or one run's cases by a parameter (--by KEY --baseline VALUE)\n")
+
+
+def test_baseline_values_are_shown_as_the_matrix_writes_them(fio_only, capsys):
+    assert main(["compare", "quickstart", "--by", "bs", "--baseline", "3KiB"]) == 2
+    assert "(values of bs in this run: 4KiB, 1MiB)" in capsys.readouterr().err
+
+
+def test_the_help_examples_of_table_and_compare_work_with_fio_alone(fio_only, capsys):
+    import shlex
+
+    from iolab.cli import EXAMPLES
+
+    ran = 0
+    for line in EXAMPLES["table"] + EXAMPLES["compare"]:
+        words = shlex.split(line, comments=True)
+        if words[2] == "quickstart" and not {"RUN", "RUN_A"} & set(words):
+            assert main(words[1:]) == 0, (line, capsys.readouterr().err)
+            ran += 1
+    assert ran == 4
+
+
+def test_reproduce_writes_no_colour_codes_where_stdout_is_no_terminal(fio_only, results):
+    # ReFrame colours what it prints (here: its one-line refusal of a config setting) unless told
+    env = {**os.environ, "IOLAB_RESULTS": str(results), "IOLAB_RFM_LOG": "loud"}
+    env.pop("RFM_COLORIZE", None)
+    out = run_cli("reproduce", "quickstart", fio_only, "3cf5ac1a", env=env)
+    assert out.returncode == 1
+    assert "ERROR: failed to load configuration: IOLAB_RFM_LOG='loud'" in out.stdout + out.stderr
+    assert "\x1b[" not in out.stdout + out.stderr
 
 
 # ------------------------------------------------------------------------- results paths, exits
@@ -450,9 +505,17 @@ def test_every_verb_has_examples_that_its_parser_takes():
     for verb, lines in EXAMPLES.items():
         assert lines, verb
         for line in lines:
-            words = shlex.split(line)
+            words = shlex.split(line, comments=True)
             assert words[:2] == ["iolab", verb], line
             assert parser.parse_args(words[1:]).command == verb, line
     out = subprocess.run([sys.executable, "-m", "iolab.cli", "plan", "--help"], capture_output=True,
                          text=True)
     assert out.stdout.rstrip().endswith("iolab plan quickstart --suggest-reps --target-ci 5"), out.stdout
+
+
+def test_bare_iolab_prints_the_help():
+    out = run_cli()
+    assert out.returncode == 2
+    assert out.stdout.startswith("usage: iolab [-h] [--version]")
+    assert "a first session:" in out.stdout and "validate" in out.stdout
+    assert "error" not in out.stderr

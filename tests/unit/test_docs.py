@@ -92,6 +92,40 @@ def test_every_verb_and_option_has_an_entry():
                     assert re.search(rf"`{re.escape(option)}[ ,`]", text), f"iolab {verb} {option}"
 
 
+def test_every_argument_of_every_verb_has_one_line_of_help():
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    bare = [f"iolab {verb} {'/'.join(a.option_strings) or a.metavar or a.dest}"
+            for verb, parser in sub.choices.items() for a in parser._actions
+            if not isinstance(a, argparse._HelpAction) and not (a.help or "").strip()]
+    assert not bare, f"arguments without help: {bare}"
+
+
+def cells(row: str) -> list[str]:
+    """A Markdown table row's cells, split where a pipe is not escaped (inside backticks too)."""
+    return re.split(r"(?<!\\)\|", row.strip())[1:-1]
+
+
+@pytest.mark.parametrize("name", sorted(reference.PAGES))
+def test_every_table_row_has_its_header_s_columns(name):
+    rows, header = [], None
+    for line in reference.PAGES[name]().splitlines() + [""]:
+        if line.startswith("|"):
+            header = header or len(cells(line))
+            rows.append(line)
+            assert len(cells(line)) == header, f"{name}: {line}"
+        else:
+            header = None
+    assert rows
+    assert cells("| `iolab plan YAML\\|ID` | x |") == [" `iolab plan YAML\\|ID` ", " x "]
+
+
+def test_a_default_is_given_once():
+    for line in reference.cli_page().splitlines():
+        assert line.count("(default") <= 1, line
+    plan = section(reference.cli_page(), "`iolab plan`")
+    assert "(default 5; above 0, at most 100) |" in plan
+
+
 def test_every_system_config_key_has_an_entry():
     page = reference.system_page()
     keys = schema_keys(site.schema())

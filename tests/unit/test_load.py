@@ -241,6 +241,16 @@ MORE_ERRORS = [
         matrix: {transfer_size: [1m, 2m]}
         search: {objective: write_bw, budget: 2, initial: 3}
         """, "search-initial.yaml:5: search.initial: 3 random cases are more than the budget of 2"),
+    ("require-other-file-system", """
+        id: require-other-file-system
+        description: a CephFS layout where only Lustre may run
+        benchmark: fio
+        require_file_system: lustre
+        fixed: {rw: write, bs: 1MiB, size: 8MiB}
+        matrix:
+          cephfs.stripe_count: [1, 2]
+        """, "require-other-file-system.yaml:7: matrix.cephfs.stripe_count: a CephFS layout, but "
+             "require_file_system is lustre: no case can run as asked"),
 ]
 
 
@@ -801,3 +811,24 @@ def test_every_error_of_a_file_comes_in_one_run(tmp_path):
     out = subprocess.run([sys.executable, "-m", "iolab.cli", "validate", str(path)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 6, out.stderr
+
+
+@pytest.mark.parametrize("typo, near", [("bz", "'bs'"), ("numjob", "'numjobs'"),
+                                        ("stripe_count", "'cephfs.stripe_count' or 'lustre.stripe_count'"),
+                                        ("lustre.stripesize", "'lustre.stripe_size'")])
+def test_a_mistyped_parameter_gets_the_nearest_names_and_the_others_grouped(write_experiment, typo, near):
+    path = write_experiment("typo", f"""
+        id: typo
+        description: a parameter mistyped
+        benchmark: fio
+        fixed: {{rw: write, size: 8MiB}}
+        matrix: {{{typo}: [1]}}
+        """)
+    with pytest.raises(IolabError) as info:
+        load_experiment(path)
+    message = str(info.value)
+    assert f"typo.yaml:5: matrix.{typo}: unknown parameter '{typo}' for fio (did you mean {near}? " \
+           "allowed: fio: rw, bs, size, numjobs," in message, message
+    for group in ("; storage: cephfs.stripe_unit,", "; mpiio: mpiio.aggregators,",
+                  "; scale: scale.nodes, scale.tasks_per_node)"):
+        assert group in message, message

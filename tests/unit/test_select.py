@@ -85,8 +85,24 @@ def test_the_log_file_is_at_info_unless_debug_is_asked_for():
     assert log_level([], {"RFM_VERBOSE": "0"}) == "info"
     assert log_level(["-v"], {"IOLAB_RFM_LOG": "info"}) == "info"
     assert log_level([], {"IOLAB_RFM_LOG": "DEBUG"}) == "debug"
-    with pytest.raises(ValueError, match="IOLAB_RFM_LOG='loud': give one of info, verbose, debug, debug2"):
+    with pytest.raises(Exception, match="IOLAB_RFM_LOG='loud': give one of info, verbose, debug, debug2"):
         log_level([], {"IOLAB_RFM_LOG": "loud"})
+
+
+def test_a_log_level_reframe_cannot_use_is_one_line_not_a_traceback():
+    import os
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    reframe = shutil.which("reframe") or pytest.skip("no reframe on PATH")
+    out = subprocess.run([reframe, "-C", "reframe/config/local.py", "-l"], cwd=repo, capture_output=True,
+                         text=True, timeout=300, env={**os.environ, "IOLAB_RFM_LOG": "loud"})
+    assert out.returncode != 0
+    assert "Traceback" not in out.stdout + out.stderr
+    assert ("failed to load configuration: IOLAB_RFM_LOG='loud': give one of info, verbose, debug, "
+            "debug2") in out.stdout + out.stderr
 
 
 def test_an_id_written_with_hyphens_names_its_experiment():

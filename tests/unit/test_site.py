@@ -118,7 +118,7 @@ def test_a_key_like_none_lists_the_keys():
     ({"cores_per_node": True}, "extras['iolab'].cores_per_node: True is a bool, expected an integer or None"),
     ({"cores_per_node": 0}, "extras['iolab'].cores_per_node: 0 is below the least allowed, 1"),
     ({"profile": 3}, "extras['iolab'].profile: 3 is an integer, expected a string or a list of strings"),
-    ({"profile": []}, "extras['iolab'].profile: [] is a list, expected a string or a list of strings"),
+    ({"profile": []}, "extras['iolab'].profile: [] is empty: give at least one"),
     ({"mpi_flavour": "openmpi_romio"},
      "extras['iolab'].mpi_flavour: 'openmpi_romio' is not allowed (did you mean "
      "'openmpi-romio'? allowed: mpich-romio, openmpi-romio, cray-mpich, openmpi-ompio)"),
@@ -165,6 +165,21 @@ def test_the_line_is_named_where_the_file_writes_the_key(tmp_path):
     # written twice, or built elsewhere (iolab.rfm.systems): no line rather than a wrong one
     config.write_text(config.read_text() + "_extras['cores_per_nodes'] = 5\n")
     assert error_of({"cores_per_nodes": 4}, file=str(config)).startswith(f"{config}: extras")
+
+
+def test_a_control_character_in_a_path_or_option_is_refused_at_load(tmp_path):
+    # a newline in scratch reached every job script, which failed with a traceback
+    config = tmp_path / "mysite.py"
+    config.write_text("from iolab.rfm.systems import local_system\n"
+                      "site_configuration = local_system('s', 'openmpi-ompio', 'x')\n"
+                      "_extras = site_configuration['systems'][0]['partitions'][0]['extras']['iolab']\n"
+                      "_extras['scratch'] = '/scratch/\\nme'\n")
+    assert error_of({"scratch": "/scratch/\nme"}, file=str(config)) == (
+        f"{config}:4: extras['iolab'].scratch: '/scratch/\\nme' has at character 10 a newline "
+        "(U+000A): control characters are not allowed here")
+    assert error_of({"launcher_options": ["--mpi=pmix\t"]}) == (
+        f"{CONFIG}: extras['iolab'].launcher_options[0]: '--mpi=pmix\\t' ends with a tab (U+0009): "
+        "control characters are not allowed here")
 
 
 def old_manifests() -> list[Path]:

@@ -156,3 +156,27 @@ def test_drift_reference_jobs_are_left_out_as_in_the_table(tmp_path, monkeypatch
         path.write_text("\n".join(lines + extra) + "\n")
     assert main(["trend", "quickstart"]) == 0
     assert "no change point in any case" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("penalty", ["nan", "inf", "-inf", "0"])
+def test_a_penalty_that_means_nothing_is_refused_in_one_line(campaign, capsys, penalty):
+    # nan: a change point at every run; inf: never one
+    assert main(["trend", "quickstart", f"--penalty={penalty}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"iolab: error: --penalty {float(penalty):g}: give a positive finite number")
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_set_aside_names_the_lines_it_leaves_out(campaign, tmp_path, capsys):
+    run = tmp_path / "results" / "quickstart" / campaign[3]
+    lines = (run / "records.jsonl").read_text().splitlines()
+    damaged = json.loads(lines[1])
+    damaged["metrics"][0]["value"] = -1.0     # never a measurement
+    lines[1] = json.dumps(damaged)
+    (run / "records.jsonl").write_text("\n".join(lines) + "\n")
+    assert main(["trend", "quickstart"]) != 0
+    assert "records.jsonl:2" in capsys.readouterr().err
+    assert main(["trend", "quickstart", "--set-aside"]) == 0
+    err = capsys.readouterr().err
+    assert (f"iolab: note: run {campaign[3]}: 1 record line(s) set aside, not in the trend: "
+            "records.jsonl:2 (") in err, err

@@ -96,6 +96,8 @@ def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None
         env = dict(os.environ, **{RESUME_ENV: str(cont.write(Path(tmp) / "continuation.json"))})
         if cont.profile:
             env["IOLAB_PROFILE"] = cont.profile
+        if "RFM_COLORIZE" not in env and (log or not sys.stdout.isatty()):
+            env["RFM_COLORIZE"] = "n"     # colour codes only for a terminal (as scripts/run)
         for name, value in (env_changes or {}).items():
             if value is None:
                 env.pop(name, None)

@@ -22,7 +22,7 @@ from .. import benchmarks
 from .. import stats
 from . import drift as drifts
 from ..errors import IolabError
-from .published.study import coerce_param
+from .published.study import coerce_param, param_text
 from ..results.record import Manifest, Record
 from .report import (fmt_mean_ci, fmt_value, metric_label, note_mark, param_label, short_reason,
                      tables_from)
@@ -399,7 +399,11 @@ def compare_by_param(side: Side, key: str, baseline: str, metrics: list[str] | N
         raise IolabError(f"no case of run {side.run_id} has parameter {key!r}",
                          hint=f"parameters: {', '.join(varied)}")
     if not any(t.pairs for t in out) and not measured_nothing:
-        shown = ", ".join(sorted(map(str, seen_values)))
+        try:
+            values = sorted(seen_values)
+        except TypeError:           # of several types: as text
+            values = sorted(seen_values, key=str)
+        shown = ", ".join(param_text(key, v) for v in values)
         raise IolabError(f"no case has {key} = {baseline} with another value to compare against",
                          hint=f"values of {key} in this run: {shown}")
     context = [side.describe(),

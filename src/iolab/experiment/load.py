@@ -427,10 +427,10 @@ def _get(data, path):
 def _suggest(word, choices) -> str | None:
     choices = [str(c) for c in choices]
     word = str(word)
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6) if len(word) < 200 else []
+    close = nearest(word, choices)
     allowed = ", ".join(choices)
     if close:
-        return f"did you mean {close[0]!r}? allowed: {allowed}"
+        return f"did you mean {' or '.join(map(repr, close))}? allowed: {allowed}"
     return f"allowed: {allowed}"
 
 
@@ -446,8 +446,9 @@ def _free_text(path) -> bool:
     return any(len(f) == len(path) and all(a in ("*", b) for a, b in zip(f, path)) for f in FREE_TEXT)
 
 
-def control_character(text: str, free_text: bool = False) -> str | None:
-    """What is wrong with this string, if it holds a control character (see FREE_TEXT)."""
+def control_character(text: str, free_text: bool = False, free_where: str | None = _WHERE_FREE) -> str | None:
+    """What is wrong with this string, if it holds a control character (see FREE_TEXT; free_where:
+    where newlines and tabs may go instead, if anywhere)."""
     found = (_FREE_TEXT_CONTROL if free_text else CONTROL).search(text)
     if not found:
         return None
@@ -455,8 +456,8 @@ def control_character(text: str, free_text: bool = False) -> str | None:
     where = ("ends with" if found.end() == len(text)
              else f"has at character {found.start() + 1}")
     message = f"{where} {char_name(char)}: control characters are not allowed here"
-    if char in "\t\n":
-        message += f"; newlines and tabs only in {_WHERE_FREE}"
+    if char in "\t\n" and free_where:
+        message += f"; newlines and tabs only in {free_where}"
     return message
 
 
@@ -685,8 +686,42 @@ def _param_key(doc, bench, path, key) -> dict:
     spec = schemas.param_spec(bench, key)
     if spec is None:
         raise doc.error(path, f"unknown parameter {brief(key)} for {bench}",
-                        hint=_suggest(key, schemas.param_specs(bench)))
+                        hint=_suggest_param(bench, key))
     return spec
+
+
+def nearest(word: str, names) -> list[str]:
+    """The names nearest a mistyped one (difflib), at most three: those as near as the nearest
+    but for a little. A name is also read without its layer's prefix (`stripe_count` for
+    `lustre.stripe_count`), and a two-letter typo of a two-letter name (`bz`, `bs`) is near."""
+    if len(word) >= 200:
+        return []
+    word = word.lower()
+
+    def score(name: str) -> float:
+        return max(difflib.SequenceMatcher(None, word, n.lower()).ratio()
+                   for n in {name, name.rsplit(".", 1)[-1]})
+
+    scored = sorted(((score(n), n) for n in names), key=lambda sn: -sn[0])
+    best = scored[0][0] if scored else 0
+    return [n for sc, n in scored if sc >= max(best - 0.05, 0.5)][:3]
+
+
+def _suggest_param(bench: str, key: str) -> str:
+    """The nearest parameters, then every one this benchmark takes, grouped by who owns it: the
+    benchmark, each layer of the stack, the scale."""
+    from ..layers.registry import owner
+
+    names = list(schemas.param_specs(bench))
+    groups: dict[str, list[str]] = {bench: []}
+    for name in names:
+        layer = owner(name)
+        group = "scale" if name.startswith("scale.") else layer.name if layer else bench
+        groups.setdefault(group, []).append(name)
+    near = nearest(str(key), names)
+    listed = "; ".join(f"{group}: {', '.join(ks)}" for group, ks in groups.items() if ks)
+    mean = f"did you mean {' or '.join(map(repr, near))}? " if near else ""
+    return f"{mean}allowed: {listed}"
 
 
 def type_param_text(bench: str, key: str, text: str, where: str):
@@ -737,7 +772,13 @@ def _one_file_system(doc: Located, at: tuple, section: dict, profile: str | None
     keys = _set_keys(section)
     named = [(fs, sorted(k for k in keys if k.startswith(fs.prefix))) for fs in file_systems()]
     named = [(fs, ks) for fs, ks in named if ks]
-    for fs, _keys in named:
+    required = doc.data.get("require_file_system")
+    for fs, ks in named:
+        if required in {f.name for f in file_systems()} - {fs.name}:
+            # every case would be skipped (or fail, strict) on the one file system it may run on
+            raise doc.error(section["at"].get(ks[0], at),
+                            f"a {fs.title} layout, but require_file_system is {required}: no case "
+                            "can run as asked", hint=f"drop the {fs.prefix}* keys, or require_file_system")
         for req in _layouts(section, fs):
             problem = fs.check(req)
             if problem:

@@ -20,7 +20,7 @@ from importlib import resources
 
 from ..layers.mpiio import hints as mpiio
 from ..errors import IolabError, IolabErrors
-from .load import Darshan
+from .load import Darshan, control_character
 from .schema import _Validator
 from ..software import Stack, from_extras
 from .yamlpos import brief
@@ -98,6 +98,8 @@ def load(extras, *, file: str | None = None, source: str | None = None) -> SiteC
     text = _read(source or file)
     errors = [_error(e, file, text) for e in
               sorted(_validator().iter_errors(data), key=lambda e: [str(p) for p in e.path])]
+    errors += [IolabError(problem, file=file, line=_line(text, key), key=key)
+               for key, problem in _control_characters(data)]
     if not errors:
         try:
             return _typed(data)
@@ -122,6 +124,17 @@ def recorded(extras) -> SiteConfig:
         out = _typed({k: v for k, v in kept.items() if k != "stack"})
     return SiteConfig(**{f: getattr(out, f) for f in out.__dataclass_fields__ if f != "raw"},
                       raw=data)
+
+
+def _control_characters(value, path=()) -> list[tuple[str, str]]:
+    """(key, problem) of every string holding a control character: a path or an option with a
+    newline reaches every job script, where it breaks the job (load.control_character)."""
+    if isinstance(value, dict):
+        return [found for k, v in value.items() for found in _control_characters(v, (*path, k))]
+    if isinstance(value, (list, tuple)):
+        return [found for i, v in enumerate(value) for found in _control_characters(v, (*path, i))]
+    problem = control_character(value, free_where=None) if isinstance(value, str) else None
+    return [(_key(path), f"{brief(value)} {problem}")] if problem else []
 
 
 # ------------------------------------------------------------------------------ messages
@@ -169,6 +182,9 @@ def _error(err, file: str | None, text: str | None) -> IolabError:
         near = difflib.get_close_matches(str(value), allowed, n=1)
         message = f"{brief(value)} is not allowed"
         hint = (f"did you mean {near[0]!r}? " if near else "") + f"allowed: {', '.join(allowed)}"
+    elif kind == "oneOf" and [e for e in err.context if e.validator != "type"]:
+        # of one branch's type ([] for a list of strings): what that branch says of it
+        return _error(next(e for e in err.context if e.validator != "type"), file, text)
     elif kind == "oneOf":
         message = (f"{brief(value)} is {_kind(value)}, expected "
                    + " or ".join(_describe(s) for s in err.validator_value))

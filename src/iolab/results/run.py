@@ -604,8 +604,8 @@ class Run:
                              hint=f"{more}`iolab verify {self.experiment_id} {run.run_id}` lists "
                                   "them; --set-aside shows the other records")
 
-    def integrity_notes(self) -> list[str]:
-        """What was set aside, and which runs are unverified (said once)."""
+    def integrity_notes(self, into: str = "the tables") -> list[str]:
+        """What was set aside (and left out of `into`), and which runs are unverified (said once)."""
         out = []
         found = self.problems()
         several = len(self.runs_read()) > 1
@@ -614,7 +614,7 @@ class Run:
             shown = "; ".join(f"{f'run {r.run_id} ' if several else ''}{RECORDS}:{p.line} ({p.reason})"
                               for r, p in aside[:3])
             more = f"; and {len(aside) - 3} more" if len(aside) > 3 else ""
-            out.append(f"{len(aside)} record line(s) set aside, not in the tables: {shown}{more}")
+            out.append(f"{len(aside)} record line(s) set aside, not in {into}: {shown}{more}")
         for r, p in found:
             if not p.set_aside:
                 out.append(f"{'run ' + r.run_id + ' ' if several else ''}"

@@ -1,7 +1,8 @@
 """Shared pieces of the shipped ReFrame configurations (reframe/config/*.py import this).
 
-No ReFrame import here: configuration files must stay plain data. Site facts live in each
-system's config file, in the partition's extras['iolab'].
+No ReFrame import here at load: configuration files must stay plain data (a setting refused is
+ReFrame's ConfigError, imported then: config_error). Site facts live in each system's config
+file, in the partition's extras['iolab'].
 """
 
 from __future__ import annotations
@@ -52,6 +53,17 @@ def general(local: bool = False) -> list:
 LOG_LEVELS = ("info", "verbose", "debug", "debug2")     # ReFrame's, from least to most
 
 
+def config_error(message: str) -> Exception:
+    """A setting of the configuration refused: ReFrame's ConfigError, which `reframe` reports in one
+    line ("failed to load configuration: ...", exit 1) where any other exception is a traceback;
+    a ValueError outside ReFrame."""
+    try:
+        from reframe.core.exceptions import ConfigError
+    except ImportError:
+        return ValueError(message)
+    return ConfigError(message)
+
+
 def log_level(argv: list[str] | None = None, environ=None) -> str:
     """The level of ReFrame's log file: info, unless debug is asked for, by IOLAB_RFM_LOG=debug or
     by ReFrame's own -v (--verbose, RFM_VERBOSE), which then also reaches the terminal. At debug
@@ -62,7 +74,7 @@ def log_level(argv: list[str] | None = None, environ=None) -> str:
     wanted = environ.get("IOLAB_RFM_LOG", "").strip().lower()
     if wanted:
         if wanted not in LOG_LEVELS:
-            raise ValueError(f"IOLAB_RFM_LOG={wanted!r}: give one of {', '.join(LOG_LEVELS)}")
+            raise config_error(f"IOLAB_RFM_LOG={wanted!r}: give one of {', '.join(LOG_LEVELS)}")
         return wanted
     verbose = any(a == "--verbose" or re.fullmatch(r"-v+", a) for a in argv)
     if verbose or environ.get("RFM_VERBOSE", "0").strip() not in ("", "0"):

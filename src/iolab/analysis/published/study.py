@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ...experiment import schema as schemas
 from ...errors import IolabError
-from ...units import parse_size
+from ...units import format_size, parse_size
 
 PREFIX = "published:"
 REQUIRED_CITATION = ("title", "url", "table", "transcription")
@@ -125,6 +125,16 @@ def spec_of(name: str) -> dict:
         if spec is not None:
             return spec
     return {}
+
+
+def param_text(name: str, value) -> str:
+    """A parameter value as an experiment writes it, the inverse of coerce_param: a size in its
+    shortest binary unit (4194304 -> 4MiB), anything else as it is."""
+    spec = spec_of(name)
+    size = schemas.is_size_param(spec) or spec.get("$ref", "").endswith("/size")
+    if size and isinstance(value, int) and not isinstance(value, bool):
+        return format_size(value)
+    return str(value)
 
 
 def coerce_param(name: str, text: str):
