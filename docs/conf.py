@@ -9,6 +9,8 @@ sys.path.insert(0, str(HERE / "_ext"))
 
 project = "iolab"
 author = "the iolab developers"
+copyright = "2026, the iolab developers"
+release = version = "0.1.0"
 extensions = ["myst_parser", "iolab_reference"]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
@@ -17,6 +19,7 @@ exclude_patterns = ["_build", "_ext"]
 # (an error under scripts/build-docs)
 myst_heading_anchors = 3
 myst_enable_extensions = ["colon_fence"]
-html_theme = "alabaster"
+# Furo: maintained, and its content column is wide enough for long command output and tables
+html_theme = "furo"
 html_title = "iolab"
 # The docs are built offline: no intersphinx, no remote images.

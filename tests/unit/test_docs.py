@@ -162,6 +162,10 @@ def test_the_docs_build_with_warnings_as_errors(tmp_path):
         assert (tmp_path / "html" / f"{page}.html").is_file(), page
     html = (tmp_path / "html" / "reference" / "cli.html").read_text()
     assert "iolab validate" in html and "iolab publish" in html
+    # a maintained theme with a wide content column, and a footer that names the project
+    index = (tmp_path / "html" / "index.html").read_text()
+    assert "furo" in index and "Copyright &#169; 2026, the iolab developers" in index
+    assert "&#169;. |" not in index and "©. |" not in index
 
 
 def test_a_broken_link_fails_the_build(tmp_path):
