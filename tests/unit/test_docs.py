@@ -235,3 +235,11 @@ def test_the_link_check_sees_a_broken_link(tmp_path):
     assert broken_links(page, root=tmp_path) == [
         "nowhere.md: no such file", "systems.md#nope: no heading with anchor #nope",
         "#gone: no heading with anchor #gone", "../../outside.md: outside the repository"]
+
+
+def test_the_readme_names_every_shipped_experiment():
+    """README's "Experiments shipped" lists exactly the experiments/ YAMLs (it had missed three)."""
+    text = (REPO / "README.md").read_text().split("## Experiments shipped", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([a-z0-9][a-z0-9-]*)`", text)) - {"full", "local", "ceph", "cluster"}
+    named = {n for n in named if not n.startswith("scripts")}
+    assert named == {p.stem for p in (REPO / "experiments").glob("*.yaml")}
