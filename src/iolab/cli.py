@@ -943,9 +943,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--metrics", help="comma-separated metric names, e.g. write_bw,write_bw_max")
     s.add_argument("--darshan", metavar="COLUMNS",
                    help="add Darshan columns, e.g. small_write_pct,agg_ranks,posix_write_time")
+    from .layers.storage.layer import COLUMNS as storage_columns
+
     s.add_argument("--storage", metavar="COLUMNS",
-                   help="add the storage layer's server-side columns: osds (OSDs that got the "
-                        "data, CephFS), objects")
+                   help="add the storage layer's server-side columns (CephFS): "
+                        f"{', '.join(storage_columns)}")
     s.add_argument("--summary", action="store_true",
                    help="end with one line: how many jobs ran, how many were skipped and why")
     s.add_argument("--include-imported", action="store_true",
