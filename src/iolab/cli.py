@@ -188,7 +188,7 @@ def _pooled(exp_id: str, runs: list[str] | None, since: str | None, include_impo
     (YYYY-MM-DD or a UTC time) or a run id."""
     from .results.lookup import find_run, list_runs, reproduces
     from .results.store import results_root
-    from .results.run import Run, chain_paths
+    from .results.run import ChainIndex, Run, chain_paths
 
     res = results_root(_root())
     paths = [find_run(res, exp_id, r, include_imported) for r in runs or []]
@@ -204,7 +204,8 @@ def _pooled(exp_id: str, runs: list[str] | None, since: str | None, include_impo
                 raise IolabError(f"--since {since!r}: give a date (2026-11-21), a UTC time "
                                  "(2026-11-21T10:00) or a run id")
             paths += [p for p in every if p.name[:len(stamp)] >= stamp]
-    roots = list(dict.fromkeys(chain_paths(p)[0] for p in paths))
+    index = ChainIndex.of(paths[0].parent) if paths else None
+    roots = list(dict.fromkeys(chain_paths(p, index)[0] for p in paths))
     if not roots:
         raise IolabError(f"no run of {exp_id!r} since {since!r}")
     state = Run.pooled(roots, _root())
@@ -329,7 +330,7 @@ def cmd_trend(args) -> int:
     from .analysis.compare import direction
     from .analysis.report import fmt_value, param_label
     from .results.lookup import list_runs, no_runs_error, reproduces
-    from .results.run import Run, chain_paths
+    from .results.run import ChainIndex, Run, chain_paths
     from .results.store import results_root
 
     if not trend.available():
@@ -351,7 +352,8 @@ def cmd_trend(args) -> int:
                              "(2026-11-21T10:00)")
         paths = [p for p in paths if p.name[:len(stamp)] >= stamp]
     runs = []
-    for path in dict.fromkeys(chain_paths(p)[0] for p in paths):
+    index = ChainIndex.of(paths[0].parent) if paths else None
+    for path in dict.fromkeys(chain_paths(p, index)[0] for p in paths):
         run = Run.load_chain(path, _root())
         run.vouch(args.set_aside)
         if run.origin == "measured" or args.include_imported:
@@ -456,7 +458,7 @@ def cmd_runs(args) -> int:
     from .analysis import drift
     from .results.lookup import list_runs, no_runs_error
     from .results.store import results_root
-    from .results.run import Run, chain_paths
+    from .results.run import ChainIndex, Run, chain_paths
 
     root = results_root(_root())
     paths = list_runs(root, args.experiment)
@@ -467,10 +469,11 @@ def cmd_runs(args) -> int:
 
         paths = [find_run(root, args.experiment, args.run, include_imported=True)]
     status = 0
+    index = ChainIndex.of(paths[0].parent)     # every run's parent, read once for all the lines
     for path in paths:
         try:
             state = Run.load(path)
-            links = chain_paths(path)          # a chain that loops is refused here
+            links = chain_paths(path, index)   # a chain that loops is refused here
             chain = (Run.load_chain(path) if not state.parent
                      and any(Run.load(p).parent for p in links[1:2]) else None)
         except IolabError as exc:      # one bad run (or chain) does not hide the others

@@ -143,3 +143,41 @@ def test_a_long_chain_is_named_by_its_first_and_last_runs(tmp_path):
     assert len(chain.chain) == 6 and len(chain.records) == 6
     note = next(n for n in chain.notes() if "as one result set" in n)
     assert note.startswith(f"runs {ids[0]} + {ids[1]} + 3 more + {ids[-1]} as one result set")
+
+
+def _chain(results, n: int) -> list[str]:
+    exp = experiment("archer-fpp-vs-ssf")
+    recs = records(exp, A, reps=1)
+    ids = [f"20261121T{i // 60:02d}{i % 60:02d}00Z-{i:06x}" for i in range(n)]
+    for i, run_id in enumerate(ids):
+        rec = recs[i % len(recs)]
+        make_run(results, exp, run_id, [replace(rec, run_id=run_id)], planned=_plan([rec]),
+                 finished={"complete": True}, parent=ids[i - 1] if i else None)
+    return ids
+
+
+@pytest.mark.parametrize("verb", [["runs"], ["trend", "--since", "2026-11-21"]])
+def test_listing_a_long_chain_reads_each_manifest_a_bounded_number_of_times(tmp_path, monkeypatch,
+                                                                            capsys, verb):
+    """`iolab runs` of a chain of 1,000 continued runs took over 20 s: each line found its run's
+    chain by reading every run's manifest again. Reads now grow linearly with the chain."""
+    from iolab.cli import main
+    from iolab.results import run as run_module
+
+    reads = {}
+    for n in (8, 32):
+        results = tmp_path / f"results-{n}"
+        _chain(results, n)
+        monkeypatch.setenv("IOLAB_RESULTS", str(results))
+        count = [0]
+        real = run_module._manifest_read
+
+        def counted(path, real=real, count=count):
+            count[0] += 1
+            return real(path)
+        monkeypatch.setattr(run_module, "_manifest_read", counted)
+        main([verb[0], "archer-fpp-vs-ssf", *verb[1:]])
+        capsys.readouterr()
+        monkeypatch.setattr(run_module, "_manifest_read", real)
+        reads[n] = count[0]
+    assert reads[32] <= 5 * reads[8], reads          # 4 times the runs: about 4 times the reads

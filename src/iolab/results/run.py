@@ -119,19 +119,45 @@ def _regular(path: str) -> bool:
         return False
 
 
-def chain_paths(path: Path) -> list[Path]:
+@dataclass
+class ChainIndex:
+    """Every run of one experiment's directory with its `parent`, read once: a listing of a long
+    chain asks it for each run's chain instead of reading every manifest again per run."""
+
+    parents: dict[str, str | None]
+    children: dict[str, list[Path]]
+
+    @classmethod
+    def of(cls, base: Path) -> ChainIndex:
+        parents: dict[str, str | None] = {}
+        children: dict[str, list[Path]] = {}
+        for p in sorted(base.iterdir()):
+            if p.is_dir() and os.path.lexists(p / MANIFEST):
+                parent = parents[p.name] = _parent_of(p)
+                if parent and parent != p.name:
+                    children.setdefault(parent, []).append(p)
+        return cls(parents, children)
+
+
+def _parent_of(p: Path) -> str | None:
+    try:
+        parent = _manifest(p).get("parent")
+    except IolabError:
+        return None
+    return parent if isinstance(parent, str) else None
+
+
+def chain_paths(path: Path, index: ChainIndex | None = None) -> list[Path]:
     """A run's chain: its first run (following `parent` in the manifests) and every run that
     continues it, oldest first. Runs live side by side in results/<id>/. A chain that loops (a
     run that is its own ancestor: an edited `parent`) or holds more than MAX_CHAIN runs is an
-    error, never a walk without end."""
+    error, never a walk without end. `index`: the directory's runs read once (ChainIndex.of),
+    for a caller that asks for many runs' chains."""
     base = path.parent
+    index = index or ChainIndex.of(base)
 
     def parent_of(p: Path) -> str | None:
-        try:
-            parent = _manifest(p).get("parent")
-        except IolabError:
-            return None
-        return parent if isinstance(parent, str) else None
+        return index.parents[p.name] if p.name in index.parents else _parent_of(p)
 
     root, seen = path, [path.name]
     while (parent := parent_of(root)) and (base / parent).is_dir():
@@ -146,12 +172,7 @@ def chain_paths(path: Path) -> list[Path]:
             raise _too_long(path)
         root = base / parent
         seen.append(parent)
-    children: dict[str, list[Path]] = {}
-    for p in sorted(base.iterdir()):
-        if p.is_dir() and os.path.lexists(p / MANIFEST):
-            parent = parent_of(p)
-            if parent and parent != p.name:
-                children.setdefault(parent, []).append(p)
+    children = index.children
     out, todo, visited = [], [root], set()
     while todo:      # a tree below a root without a parent: visited only guards the walk
         p = todo.pop(0)
