@@ -627,7 +627,9 @@ def cmd_status(args) -> int:
     tty = sys.stdout.isatty()
     while True:
         run = Run.load_chain(path)
-        line = (f"{args.experiment} run {run.run_id}: {run.state}: {run.progress(time.time())}"
+        # a dead writer's run is said to be so (killed), never 'unfinished ... ETA'
+        state = run.describe() if run.writer_gone else run.state
+        line = (f"{args.experiment} run {run.run_id}: {state}: {run.progress(time.time())}"
                 + _integrity_text(run))
         if not watch or run.state != "unfinished" or run.writer_gone:
             print(("\r" if tty and watch else "") + line)

@@ -94,6 +94,10 @@ def test_a_live_run_is_refused_and_a_killed_one_taken_over(rfm_env, tmp_path):
     assert (run / "run.lock").exists()          # SIGKILL: nothing could release it
     out = iolab(["runs", "slow-writer"], env, cwd=root)
     assert f"unfinished (killed: its writer, {who}, is gone)" in out.stdout, out.stdout
+    # status says so too, with no ETA for a run that will never go on
+    out = iolab(["status", "slow-writer"], env, cwd=root)
+    assert f": unfinished (killed: its writer, {who}, is gone)" in out.stdout, out.stdout
+    assert "ETA" not in out.stdout, out.stdout
 
     out = iolab(["resume", "slow-writer", run.name, "--dry-run"], env, cwd=root)
     assert out.returncode == 0, out.stdout + out.stderr

@@ -89,7 +89,7 @@ def test_an_edited_entry_that_reaches_a_table_is_rebuilt_never_shown(warm, capsy
 def test_edited_pickled_records_are_decoded_again(warm, records_cache):
     path, _truth = warm
     want = decode_records(path / RECORDS, read_records_bytes(path / RECORDS), Record.from_json)[0]
-    Run.load(path).records          # decoded once: the pickled records are cached
+    assert Run.load(path).records == want      # decoded once: the pickled records are cached
     (entry,) = records_cache.glob("records-*.pickle")
     poison(entry)
     assert Run.load(path).records == want

@@ -209,7 +209,7 @@ def fio_only(results) -> str:
     run = results / "quickstart" / RECORDED.name
     shutil.copytree(RECORDED, run)
     lines = (run / "records.jsonl").read_text().splitlines(keepends=True)
-    (run / "records.jsonl").write_text("".join(l for l in lines if json.loads(l)["benchmark"] == "fio"))
+    (run / "records.jsonl").write_text("".join(ln for ln in lines if json.loads(ln)["benchmark"] == "fio"))
     return RECORDED.name
 
 
@@ -519,3 +519,24 @@ def test_bare_iolab_prints_the_help():
     assert out.stdout.startswith("usage: iolab [-h] [--version]")
     assert "a first session:" in out.stdout and "validate" in out.stdout
     assert "error" not in out.stderr
+
+
+def test_the_closing_line_of_a_killed_run_counts_the_jobs_it_planned(results, capsys):
+    """A run killed after 5 of its 12 jobs: the closing line said '5 of 5 jobs ran, none
+    skipped'. It counts the plan's jobs and says the others never ran, and why."""
+    planned_run = REPO / "tests" / "data" / "runs" / "3940bc6" / "quickstart" / "20261123T182827Z-8d23bf"
+    run = results / "quickstart" / planned_run.name
+    shutil.copytree(planned_run, run)
+    lines = (run / "records.jsonl").read_text().splitlines(keepends=True)
+    (run / "records.jsonl").write_text("".join(lines[:5]))
+    (run / "records.digest").unlink(missing_ok=True)
+    manifest = json.loads((run / "manifest.json").read_text())
+    planned = len(manifest["planned"])
+    manifest.pop("finished", None)          # SIGKILL: the run never wrote its end
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    assert planned == 12
+    main(["table", "quickstart", "--summary"])
+    last = capsys.readouterr().out.rstrip().splitlines()[-1]
+    assert last.startswith(f"quickstart run {planned_run.name}: 5 of 12 jobs ran"), last
+    assert ", 7 never ran (unfinished (" in last, last
+    assert "7 of 12 jobs have no record)" in last, last

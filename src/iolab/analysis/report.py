@@ -572,9 +572,13 @@ def run_summary(state) -> str:
     refused_ids = {id(r) for r in refused}
     ran = [r for r in records if r.status not in ("skipped", "aborted") and id(r) not in refused_ids]
     ok = sum(r.status == "ok" for r in ran)
-    text = f"{state.experiment_id} run {state.run_id}: {len(ran)} of {len(records)} jobs ran"
+    # of the jobs the run planned (a killed run has records of some only), else of its records
+    planned = state.planned if isinstance(state.planned, int) else len(records)
+    text = f"{state.experiment_id} run {state.run_id}: {len(ran)} of {max(planned, len(records))} jobs ran"
     if len(ran) != ok:
         text += f" ({ok} ok, {len(ran) - ok} not)"
+    if planned > len(records):
+        text += f", {planned - len(records)} never ran ({state.describe()})"
     aborted = sum(r.status == "aborted" for r in records)
     if aborted:
         text += f", {aborted} aborted"

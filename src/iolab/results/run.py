@@ -37,12 +37,13 @@ def _clock(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
-def progress_text(done: int, planned: int | None, counts: dict, elapsed: float) -> str:
-    """'7/12 jobs recorded (1 failed), 0:03:10 elapsed, ETA 0:02:16' (ETA from the pace so far)."""
+def progress_text(done: int, planned: int | None, counts: dict, elapsed: float, eta: bool = True) -> str:
+    """'7/12 jobs recorded (1 failed), 0:03:10 elapsed, ETA 0:02:16' (ETA from the pace so far;
+    none for a run that will not go on)."""
     bad = ", ".join(f"{counts[s]} {s}" for s in ("failed", "aborted", "skipped") if counts.get(s))
     text = f"{done}/{planned if planned is not None else '?'} jobs recorded" + (f" ({bad})" if bad else "")
     text += f", {_clock(elapsed)} elapsed"
-    if planned and 0 < done < planned:
+    if eta and planned and 0 < done < planned:
         text += f", ETA {_clock(elapsed / done * (planned - done))}"
     return text
 
@@ -657,7 +658,13 @@ class Run:
                 end = datetime.datetime.fromisoformat(ended.replace("Z", "+00:00")).timestamp()
             except ValueError:
                 pass
-        return progress_text(sum(self.counts.values()), self.planned, self.counts, end - start)
+        # a run whose writer is dead will not go on: no ETA, and its time ends at its last record
+        gone = self.writer_gone
+        if gone:
+            starts = [t for r in self.records if (t := r.started) is not None]
+            end = max(starts, default=end)
+        return progress_text(sum(self.counts.values()), self.planned, self.counts, end - start,
+                             eta=not gone)
 
     def as_json(self) -> dict:
         return {"run_id": self.run_id, "origin": self.origin, "state": self.state,
