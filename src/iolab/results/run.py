@@ -127,6 +127,8 @@ class ChainIndex:
 
     parents: dict[str, str | None]
     children: dict[str, list[Path]]
+    roots: dict[str, str] = field(default_factory=dict)        # run -> its chain's first run
+    chains: dict[str, list[Path]] = field(default_factory=dict)    # first run -> its chain
 
     @classmethod
     def of(cls, base: Path) -> ChainIndex:
@@ -156,6 +158,8 @@ def chain_paths(path: Path, index: ChainIndex | None = None) -> list[Path]:
     for a caller that asks for many runs' chains."""
     base = path.parent
     index = index or ChainIndex.of(base)
+    if path.name in index.roots:          # a chain this index walked already, for another run
+        return list(index.chains[index.roots[path.name]])
 
     def parent_of(p: Path) -> str | None:
         return index.parents[p.name] if p.name in index.parents else _parent_of(p)
@@ -184,6 +188,9 @@ def chain_paths(path: Path, index: ChainIndex | None = None) -> list[Path]:
         if len(out) > MAX_CHAIN:
             raise _too_long(path)
         todo += children.get(p.name, [])
+    if path in out:     # kept for the chain's other runs (a run below no root is not)
+        index.chains[root.name] = out
+        index.roots.update((p.name, root.name) for p in out)
     return out
 
 
