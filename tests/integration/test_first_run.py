@@ -3,6 +3,7 @@ green, with the table and one line saying what ran, what was skipped and how to 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -120,3 +121,22 @@ def test_a_read_whose_write_was_skipped_is_skipped_too(rfm_env, tmp_path):
     assert kinds["write"]["status"] == kinds["read"]["status"] == "skipped"
     assert "'h5bench_write' not found" in kinds["write"]["error"]
     assert kinds["read"]["error"] == f"the write case {kinds['write']['case_id']} it reads did not succeed"
+
+
+def test_scripts_run_shows_its_own_run_not_the_latest_of_another(rfm_env, tmp_path):
+    """Two runs started in the same second: the second scripts/run printed the first one's table
+    (it asked for the latest). It now shows the run its ReFrame session created."""
+    env = _without_ior(rfm_env, tmp_path)
+    root = _project(tmp_path)
+    other = tmp_path / "results" / "quickstart" / "20991231T235959Z-ffffff"
+    shutil.copytree(REPO / "tests" / "data" / "runs" / "3940bc6" / "quickstart" / "20261123T182827Z-8d23bf",
+                    other)
+    manifest = json.loads((other / "manifest.json").read_text())
+    manifest["created_unix"] = 4102444799          # 'latest' by its clock: another run's
+    (other / "manifest.json").write_text(json.dumps(manifest))
+    out = _run(root, env, "quickstart", "local")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    (mine,) = [p for p in (tmp_path / "results" / "quickstart").iterdir() if p != other]
+    last = out.stdout.rstrip().splitlines()[-1]
+    assert last.startswith(f"quickstart run {mine.name}: "), last
+    assert other.name not in out.stdout

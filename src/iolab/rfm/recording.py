@@ -5,6 +5,7 @@ repetition, built from the case's plan and its stage directory.
 from __future__ import annotations
 
 import collections
+import os
 import shutil
 import time
 from pathlib import Path
@@ -81,6 +82,7 @@ class _Run:
             # held by this process until the session ends (session.py): one writer per run
             self.dir = RunDir.create(results_root(self.exp.root), self.exp.id, self.run_id, manifest,
                                      hold=True)
+            _note_run(self.exp.id, self.run_id)
             if self.order is not None:
                 getlogger().info(f"iolab: {self.exp.id} run {self.run_id}: {len(self.planned)} jobs, "
                                  f"{self.order.describe()}")
@@ -267,6 +269,19 @@ def _nodelist(stage: Path | None, job) -> list[str]:
         except Exception:  # noqa: BLE001 - an unexpected form: keep it as written
             return [seen]
     return list(job.nodelist or []) if job is not None else []
+
+
+def _note_run(exp_id: str, run_id: str) -> None:
+    """IOLAB_RUN_ID_FILE: a line 'EXPERIMENT RUN' for each run this session creates, so that
+    scripts/run shows the table of its own run, not the latest of another started at the same
+    second."""
+    where = os.environ.get("IOLAB_RUN_ID_FILE")
+    if where:
+        try:
+            with open(where, "a") as f:
+                f.write(f"{exp_id} {run_id}\n")
+        except OSError as exc:
+            getlogger().warning(f"iolab: IOLAB_RUN_ID_FILE={where}: {exc}")
 
 
 def _binary(path: Path) -> dict:
