@@ -314,6 +314,13 @@ def test_two_concurrent_runs_of_one_experiment_keep_to_themselves(rfm_env, tmp_p
             stages.add(str(Path(r["provenance"]["stagedir"]).parents[4]))
         assert json.loads((run / "manifest.json").read_text())["finished"]["complete"] is True
     assert len(stages) == 2, "each ReFrame session stages in its own directory"
+    # and they never measured at the same time: one waited for the other (rfm/measuring.py);
+    # they had run their jobs side by side, each record saying nothing of it
+    spans = [[(r["provenance"]["timing"]["benchmark_start"], r["provenance"]["timing"]["benchmark_end"])
+              for r in records(run)] for run in runs]
+    first, second = sorted(spans, key=min)
+    assert max(end for _, end in first) <= min(start for start, _ in second), spans
+    assert sum("waiting for it to end, so that no measurement overlaps another" in o for o in outs) == 1
 
 
 SLOW = """\

@@ -9,6 +9,7 @@ whether the run completed.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -27,7 +28,7 @@ from ..results import recordcache
 from ..results.provenance import utcnow
 from ..shell import has_variables
 from ..experiment.load import class_name
-from . import internals, runorder
+from . import internals, measuring, runorder
 from .recording import _Run, for_experiment, record
 from .spack import build_iolab_stack, failure
 
@@ -227,6 +228,18 @@ def install(is_case, registered) -> None:
     _INSTALLED = True
 
 
+def _run_session(original, runner, testcases, is_case, args, kwargs):
+    """ReFrame's run of the cases, with their run directories made first; a run that ends by
+    an exception is ended (records, clean-up) before it goes on."""
+    global _CURRENT
+    session = _CURRENT = _Session(testcases, is_case)
+    try:
+        return original(runner, testcases, *args, **kwargs), session
+    except BaseException as exc:
+        session.end(exc)
+        raise
+
+
 def _runall(original, *, is_case, registered):
     @functools.wraps(original)
     def runall(runner, testcases, *args, **kwargs):
@@ -238,7 +251,6 @@ def _runall(original, *, is_case, registered):
                                f"test; experiments here: {here}")
         if internals.is_dry_run(runner):
             return original(runner, testcases, *args, **kwargs)
-        global _CURRENT
         note = runorder.exec_order_note(sys.argv)
         if note:
             getlogger().warning(note)
@@ -247,13 +259,18 @@ def _runall(original, *, is_case, registered):
                 testcases, is_case, lambda check: for_experiment(check._iolab_exp).run_order(type(check)))
         except IolabError as exc:
             raise ReframeError(f"iolab: {exc}") from None
-        session = _CURRENT = _Session(testcases, is_case)
-        try:
-            result = original(runner, testcases, *args, **kwargs)
-        except BaseException as exc:
-            session.end(exc)
-            raise
-        problems = session.end(None)
+        cases = [tc for tc in testcases if is_case(tc.check)]
+        keys = [measuring.key_of(tc.partition.scheduler.registered_name, tc.partition.fullname)
+                for tc in cases]
+        # no other session measures on these systems while this one does (measuring.py)
+        with contextlib.ExitStack() as held:
+            try:
+                held.enter_context(measuring.measuring(
+                    keys, {tc.check._iolab_exp.id for tc in cases}, getlogger().warning))
+            except IolabError as exc:
+                raise ReframeError(f"iolab: {exc}") from None
+            result, session = _run_session(original, runner, testcases, is_case, args, kwargs)
+            problems = session.end(None)
         if problems:
             raise ReframeError("iolab: results could not all be written: " + "; ".join(problems))
         idle = session.nothing_ran()
