@@ -21,6 +21,7 @@ from typing import Any
 from . import schema as schemas
 from ..errors import IolabError
 from .load import Experiment, Job, Part
+from .order import reference_jobs
 from ..units import format_size
 from .yamlpos import brief
 
@@ -165,15 +166,17 @@ def expand(exp: Experiment) -> list[Case]:
     return cases
 
 
-def reference_cases(exp: Experiment, cases: list[Case]) -> dict[str, tuple[str, int]]:
+def reference_cases(exp: Experiment, cases: list[Case], *,
+                    present: bool = False) -> dict[str, tuple[str, int]]:
     """Each part's drift reference (`drift: {case, every}`): part -> (the one case its
     parameters name, every). Refused, naming the cases: parameters that name no case or several,
-    and a case that reads another's data (its extra jobs would have no write to read)."""
+    and a case that reads another's data (its extra jobs would have no write to read).
+    present: only the parts `cases` has any case of (a plan with some parts left out)."""
     out = {}
     readers = None
     for part in exp.parts:
         ref = part.drift
-        if ref is None:
+        if ref is None or present and not any(c.part == part.name for c in cases):
             continue
         file, line, key = ref.at
         mine = [c for c in cases if c.part == part.name]
@@ -197,6 +200,19 @@ def reference_cases(exp: Experiment, cases: list[Case]) -> dict[str, tuple[str, 
                              "to read", file=file, line=line, key=key,
                              hint="name a case that writes")
         out[part.name] = (found[0].case_id, ref.every)
+    return out
+
+
+def jobs_per_case(exp: Experiment, cases: list[Case], repetitions: int | None = None,
+                  *, present: bool = False) -> dict[str, int]:
+    """How many jobs `reframe -r` runs of each case: the repetitions (the experiment's, unless
+    given), and for a drift reference case its reference jobs too, counted over the jobs of every
+    part (experiment/order.py; the run's test class asks this for its repetitions). present: as
+    for reference_cases."""
+    reps = exp.repetitions if repetitions is None else repetitions
+    out = {c.case_id: reps for c in cases}
+    for cid, every in reference_cases(exp, cases, present=present).values():
+        out[cid] += reference_jobs(len(cases) * reps, every)
     return out
 
 
