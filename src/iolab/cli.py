@@ -346,7 +346,8 @@ def cmd_trend(args) -> int:
         shown = [(param_label(k, rec.benchmark), rec.params[k]) for k in rec.varied if k in rec.params]
         return ", ".join(f"{name}={fmt_value(v, divisor)}" for (name, divisor), v in shown)
 
-    series = trend.series_of(runs, args.metric, args.system, args.all_systems, args.cases, label)
+    aside: list = []
+    series = trend.series_of(runs, args.metric, args.system, args.all_systems, args.cases, label, aside)
     if not series:
         what = f"metric {args.metric!r}" if args.metric else "a metric"
         raise IolabError(f"no ok record of {args.experiment!r} has {what}"
@@ -356,7 +357,7 @@ def cmd_trend(args) -> int:
                          hint=f"{len(runs)} run(s) read; see `iolab runs {args.experiment}`")
     changes = trend.find_changes(series, args.penalty)
     print(trend.render(series, changes, args.experiment, args.penalty,
-                       lambda m, u: direction(m, u, None)))
+                       lambda m, u: direction(m, u, None), aside))
     if args.plot:
         from .present.plots import MISSING_MATPLOTLIB, trend_plot
 
