@@ -337,7 +337,8 @@ LEGEND = (f"Mean ± half-width of the 95% confidence interval (Student t, n-1 de
           f"{N_TOO_SMALL} below 2 repetitions. CV = standard deviation / mean. "
           f"{NOISY_MARK} noisy: CV above {stats.NOISY_CV:.0%}. "
           f"{OUTLIER_MARK} outlier: |modified z-score| above {stats.OUTLIER_Z} "
-          f"(0.6745 (x - median) / MAD), kept in the mean; see Notes.")
+          f"(0.6745 (x - median) / MAD), flagged from {stats.OUTLIER_MIN_N} repetitions on "
+          f"(fewer are never flagged), kept in the mean; see Notes.")
 
 
 def fmt_mean_ci(s: stats.Summary, marks: bool = True) -> str:
@@ -534,7 +535,8 @@ def to_json(tables: list[Table], run: dict | None = None) -> str:
                 "notes": row.notes,
                 "metrics": {m: summary_json(c, table.units.get(m)) for m, c in row.cells.items()},
                 "rules": {"confidence": stats.CONFIDENCE, "noisy_cv": stats.NOISY_CV,
-                          "outlier_modified_z": stats.OUTLIER_Z},
+                          "outlier_modified_z": stats.OUTLIER_Z,
+                          "outlier_min_n": stats.OUTLIER_MIN_N},
                 **({"run": run} if run is not None else {}),
             })
     return json.dumps(out, indent=2, allow_nan=False) + "\n"
