@@ -178,8 +178,8 @@ def _tables(state, metrics, darshan_columns: str | None = None, storage_columns:
             columns = layer.parse_columns(text)
             records = with_layer_columns(records, layer, columns)
             metrics = metrics + layer_metric_names(records, layer, columns)
-        return build_tables(records, metrics, state.report)
-    return tables_from(state.digest, metrics, state.report, state.kept_at())
+        return build_tables(records, metrics, state.report, state.matrix_order)
+    return tables_from(state.digest, metrics, state.report, state.kept_at(), state.matrix_order)
 
 
 def _pooled(exp_id: str, runs: list[str] | None, since: str | None, include_imported: bool,

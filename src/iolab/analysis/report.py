@@ -19,6 +19,7 @@ from ..layers import registry as layers
 from ..results import cache, digest
 from ..results.digest import shows_effective
 from ..experiment import reportspec
+from ..experiment.matrix import row_order
 from .. import stats
 from ..experiment import schema as schemas
 from ..parsers import Metric
@@ -230,18 +231,25 @@ def _param(params: dict, key: str, benchmark: str | None = None):
 
 
 def build_tables(records: list[Record], metrics: list[str] | None = None,
-                 settings: reportspec.Report | None = None) -> list[Table]:
-    """One table per part (benchmark), rows in first-seen case order."""
-    return tables_from(digest.fold(records), metrics, settings)
+                 settings: reportspec.Report | None = None, order: dict | None = None) -> list[Table]:
+    """One table per part (benchmark), rows in the experiment's matrix order (`order`:
+    Run.matrix_order; see tables_from)."""
+    return tables_from(digest.fold(records), metrics, settings, order=order)
 
 
 def tables_from(facts: digest.Digest, metrics: list[str] | None = None,
-                settings: reportspec.Report | None = None, kept: tuple | None = None) -> list[Table]:
+                settings: reportspec.Report | None = None, kept: tuple | None = None,
+                order: dict | None = None) -> list[Table]:
     """build_tables from a run's records already folded by case (Run.digest). `kept`: the run's
-    Run.kept_at(), when `facts` is its digest: the tables' text is then kept in the cache."""
+    Run.kept_at(), when `facts` is its digest: the tables' text is then kept in the cache.
+    Tables and rows follow `order` (matrix.matrix_order of the experiment as run: its parts, and
+    the order its YAML lists the values), never the order the records were written in, which a
+    shuffled run changes;
+    values it does not list come after, numbers in numeric order (matrix.row_order)."""
     settings = settings or reportspec.Report()
     tables = []
-    for part, pf in facts.parts.items():
+    places = {part: i for i, part in enumerate(order or {})}     # the experiment's parts, in order
+    for part, pf in sorted(facts.parts.items(), key=lambda p: places.get(p[0], len(places))):
         bench = pf.benchmark
         keys = _display_keys(pf.varied, _derived_for(settings.derived, pf))
         wanted = metrics or list(settings.metrics) or default_metrics(bench)
@@ -271,6 +279,8 @@ def tables_from(facts: digest.Digest, metrics: list[str] | None = None,
                             case.failed, case.skipped, case.aborted, case.notes, cells,
                             {m: Cell(case.own_max[m]) for m in chosen if m in case.own_max}
                             if case.own_max else {}))
+        rows.sort(key=lambda row, by=row_order((order or {}).get(part), list(pf.varied)):
+                  by(row.params))
         tables.append(Table(pf.experiment, pf.run_id, part, bench, keys, chosen, units, rows, kept))
     return tables
 

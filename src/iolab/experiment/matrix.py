@@ -313,6 +313,46 @@ def varied_keys_of(exp: Experiment, part: Part | None = None) -> list[str]:
     return keys
 
 
+def matrix_order(exp: Experiment) -> dict[str, tuple[list[str], dict[str, dict[str, int]]]]:
+    """Per part, the order of its matrix: its axes as the YAML lists them (matrix keys, then
+    zips) and, per axis, each value's place as the cases expand (the order the YAML lists the
+    values; repr of the typed value -> index). Tables sort their rows by it (row_order)."""
+    cases = expand(exp)
+    out = {}
+    for part in exp.parts:
+        places: dict[str, dict[str, int]] = {}
+        for c in cases:
+            if c.part == part.name:
+                for k in varied_keys_of(exp, part):
+                    mine = places.setdefault(k, {})
+                    mine.setdefault(repr(c.params.get(k)), len(mine))
+        out[part.name] = (varied_keys_of(exp, part), places)
+    return out
+
+
+def row_order(order, keys: list[str]):
+    """A sort key for a row's parameters: by `order` (one part's matrix_order, or None), each
+    axis in turn at its value's place; values the matrix does not list (an imported run's, an
+    older YAML's) after them, numbers in numeric order, then the rest as text."""
+    axes, places = order or ([], {})
+    axes = axes + [k for k in keys if k not in axes]
+
+    def key(params: dict) -> tuple:
+        out = []
+        for k in axes:
+            v = params.get(k)
+            at = places.get(k, {}).get(repr(v))
+            if at is not None:
+                out.append((0, at, 0.0, ""))
+            elif isinstance(v, (int, float)) and not isinstance(v, bool) and v == v:
+                out.append((1, 0, float(v), ""))
+            else:
+                out.append((1, 1, 0.0, str(v)))
+        return tuple(out)
+
+    return key
+
+
 def varied_keys(cases: list[Case]) -> list[str]:
     """Parameters whose value differs between cases, in first-seen order.
 

@@ -386,7 +386,8 @@ def choose(run, metrics: list[str] | None = None,
     settings = run.report
     overrides = settings.plots
     out, notes = [], []
-    for table in tables if tables is not None else tables_from(run.digest, metrics, settings):
+    for table in tables if tables is not None else tables_from(run.digest, metrics, settings,
+                                                                 order=run.matrix_order):
         facts = run.digest.parts[table.part]
         axes = find_axes([r.params for r in table.rows], list(facts.varied), run.zip_groups(table.part))
         present = facts.present
@@ -398,7 +399,8 @@ def choose(run, metrics: list[str] | None = None,
                 for spec in specs:
                     shown = table
                     if spec.metric not in table.metrics:     # a metric the tables do not show
-                        shown = next(t for t in tables_from(run.digest, [spec.metric], settings)
+                        shown = next(t for t in tables_from(run.digest, [spec.metric], settings,
+                                                            order=run.matrix_order)
                                      if t.part == table.part)
                     out.append((shown, spec))
             continue
