@@ -244,12 +244,17 @@ def tables_from(facts: digest.Digest, metrics: list[str] | None = None,
     Run.kept_at(), when `facts` is its digest: the tables' text is then kept in the cache.
     Tables and rows follow `order` (matrix.matrix_order of the experiment as run: its parts, and
     the order its YAML lists the values), never the order the records were written in, which a
-    shuffled run changes;
-    values it does not list come after, numbers in numeric order (matrix.row_order)."""
+    shuffled run changes; values it does not list come after, numbers in numeric order
+    (matrix.row_order); {} (an
+    experiment that no longer loads) sorts by the values alone. None keeps the records' order
+    (records in memory, in an order their caller chose)."""
     settings = settings or reportspec.Report()
     tables = []
     places = {part: i for i, part in enumerate(order or {})}     # the experiment's parts, in order
-    for part, pf in sorted(facts.parts.items(), key=lambda p: places.get(p[0], len(places))):
+    parts = list(facts.parts.items())
+    if order is not None:
+        parts.sort(key=lambda p: places.get(p[0], len(places)))
+    for part, pf in parts:
         bench = pf.benchmark
         keys = _display_keys(pf.varied, _derived_for(settings.derived, pf))
         wanted = metrics or list(settings.metrics) or default_metrics(bench)
@@ -279,8 +284,9 @@ def tables_from(facts: digest.Digest, metrics: list[str] | None = None,
                             case.failed, case.skipped, case.aborted, case.notes, cells,
                             {m: Cell(case.own_max[m]) for m in chosen if m in case.own_max}
                             if case.own_max else {}))
-        rows.sort(key=lambda row, by=row_order((order or {}).get(part), list(pf.varied)):
-                  by(row.params))
+        if order is not None:
+            rows.sort(key=lambda row, by=row_order(order.get(part), list(pf.varied)):
+                      by(row.params))
         tables.append(Table(pf.experiment, pf.run_id, part, bench, keys, chosen, units, rows, kept))
     return tables
 
