@@ -178,8 +178,8 @@ def _tables(state, metrics, darshan_columns: str | None = None, storage_columns:
             columns = layer.parse_columns(text)
             records = with_layer_columns(records, layer, columns)
             metrics = metrics + layer_metric_names(records, layer, columns)
-        return build_tables(records, metrics, state.report)
-    return tables_from(state.digest, metrics, state.report, state.kept_at())
+        return build_tables(records, metrics, state.report, state.matrix_order)
+    return tables_from(state.digest, metrics, state.report, state.kept_at(), state.matrix_order)
 
 
 def _pooled(exp_id: str, runs: list[str] | None, since: str | None, include_imported: bool,
@@ -366,7 +366,8 @@ def cmd_trend(args) -> int:
         shown = [(param_label(k, rec.benchmark), rec.params[k]) for k in rec.varied if k in rec.params]
         return ", ".join(f"{name}={fmt_value(v, divisor)}" for (name, divisor), v in shown)
 
-    series = trend.series_of(runs, args.metric, args.system, args.all_systems, args.cases, label)
+    aside: list = []
+    series = trend.series_of(runs, args.metric, args.system, args.all_systems, args.cases, label, aside)
     if not series:
         what = f"metric {args.metric!r}" if args.metric else "a metric"
         raise IolabError(f"no ok record of {args.experiment!r} has {what}"
@@ -376,7 +377,7 @@ def cmd_trend(args) -> int:
                          hint=f"{len(runs)} run(s) read; see `iolab runs {args.experiment}`")
     changes = trend.find_changes(series, args.penalty)
     print(trend.render(series, changes, args.experiment, args.penalty,
-                       lambda m, u: direction(m, u, None)))
+                       lambda m, u: direction(m, u, None), aside))
     if args.plot:
         from .present.plots import MISSING_MATPLOTLIB, trend_plot
 

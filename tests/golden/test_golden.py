@@ -9,7 +9,7 @@ import pytest
 
 from iolab.benchmarks.ior import parse_any
 from iolab.experiment.load import load_experiment
-from iolab.experiment.matrix import expand, varied_keys
+from iolab.experiment.matrix import expand, matrix_order, varied_keys
 from iolab.rfm.shims import render_shim
 from iolab.analysis.report import build_tables, render
 from iolab.results.record import Observed, Provenance, Record
@@ -78,7 +78,8 @@ def _records(experiment, run_id):
 def test_tables(experiment, tmp_path):
     run_id = "20261121T000000Z-abcdef"
     run = _run(tmp_path, experiment, run_id, _records(experiment, run_id))
-    tables = build_tables(Run.load(run.path).records)
+    # rows in the matrix's order, which the run's records were written in here too
+    tables = build_tables(Run.load(run.path).records, order=matrix_order(experiment))
     check_golden("golden_study_table.md", render(tables, "md"))
     check_golden("golden_study_table.csv", render(tables, "csv"))
 
@@ -120,7 +121,8 @@ def _run(tmp_path, experiment, run_id, records, **manifest):
 def test_table_with_statistics(experiment, tmp_path):
     run_id = "20261121T000000Z-5e7e75"
     run = _run(tmp_path, experiment, run_id, _stats_records(experiment, run_id))
-    tables = build_tables(Run.load(run.path).records, ["write_bw", "write_total_time"])
+    tables = build_tables(Run.load(run.path).records, ["write_bw", "write_total_time"],
+                          order=matrix_order(experiment))
     check_golden("golden_study_stats_table.md", render(tables, "md"))
     check_golden("golden_study_stats_table.csv", render(tables, "csv"))
 
@@ -129,9 +131,11 @@ def test_compare_markdown(experiment, tmp_path):
     from iolab.analysis.compare import Side, compare_by_param, compare_runs, render_comparison
 
     a_id, b_id = "20261121T000000Z-aaaaaa", "20261122T000000Z-bbbbbb"
-    a = _run(tmp_path, experiment, a_id, _stats_records(experiment, a_id), system="alpha:compute")
+    # the experiment as run in each manifest: its matrix orders the rows
+    a = _run(tmp_path, experiment, a_id, _stats_records(experiment, a_id), system="alpha:compute",
+             experiment_yaml=ARCHER_LIKE)
     b = _run(tmp_path, experiment, b_id, _stats_records(experiment, b_id, shift=1, version="4.0.1"),
-             system="beta:compute", spack_lock_sha256="0" * 64)
+             system="beta:compute", spack_lock_sha256="0" * 64, experiment_yaml=ARCHER_LIKE)
     sa, sb = Side.load(a.path, "A"), Side.load(b.path, "B")
     text = render_comparison(compare_runs(sa, sb, ["write_bw"]))
     by_param = compare_by_param(Side.load(a.path, "run"), "lustre.stripe_count", "1", ["write_bw"])

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
 
 from iolab.analysis import cost
 from iolab.cli import main
-from iolab.experiment.matrix import expand
-from tests.golden.publish_data import experiment, make_run, records
+from iolab.experiment.load import load_experiment
+from iolab.experiment.matrix import expand, jobs_per_case, varied_keys
+from tests.golden.publish_data import REPO, experiment, make_run, records
 
 RUN = "20261121T000000Z-aaaaaa"
 
@@ -17,7 +19,7 @@ RUN = "20261121T000000Z-aaaaaa"
 def test_node_hours_at_the_limits_and_from_earlier_runs(tmp_path):
     exp = experiment("archer-fpp-vs-ssf")          # local: 1 node, 5m limit, 2 repetitions
     cases = expand(exp)
-    spent = cost.plan_cost(cases, exp.repetitions)
+    spent = cost.plan_cost(cases, jobs_per_case(exp, cases))
     assert {c.job.time_limit for c in cases} == {"5m"} and exp.repetitions == 2
     limit_h = 300 / 3600
     assert spent.node_hours == pytest.approx(sum(c.nodes for c in cases) * limit_h * 2)
@@ -32,7 +34,7 @@ def test_node_hours_at_the_limits_and_from_earlier_runs(tmp_path):
     path = make_run(tmp_path / "results", exp, RUN, recs)
     earlier = cost.durations([path], cases)
     assert earlier == {first.case_id: 36.0}
-    spent = cost.plan_cost(cases, exp.repetitions, earlier)
+    spent = cost.plan_cost(cases, jobs_per_case(exp, cases), earlier)
     assert spent.measured_cases == 1
     assert abs(spent.estimate - (spent.node_hours - 2 * limit_h + 2 * 36 / 3600)) < 1e-9
 
@@ -49,3 +51,78 @@ def test_budget_refuses_and_names_what_to_trim(capsys):
 def test_a_budget_that_is_not_positive_is_refused(capsys):
     assert main(["plan", "quickstart", "--budget", "-1"]) == 2
     assert "--budget -1: give a positive number of node-hours" in capsys.readouterr().err
+
+
+REFERENCED = """\
+id: referenced
+description: fio, two block sizes and two patterns, with a drift reference
+benchmark: fio
+repetitions: 2
+fixed: {size: 256KiB}
+matrix: {bs: [4KiB, 64KiB], rw: [write, randwrite]}
+drift: {case: {bs: 64KiB, rw: write}, every: 3}
+"""
+
+
+def test_the_plan_counts_every_job_the_run_submits_with_the_reference_jobs_named(tmp_path, capsys):
+    """`iolab plan` of an experiment with a drift reference: its jobs, bytes and node-hours are
+    those of every job the run's order holds (the order the manifest's `planned` lists), the
+    reference's extra jobs among them and named."""
+    from iolab.experiment.load import load_experiment
+    from iolab.experiment.matrix import producers, reference_cases
+    from iolab.experiment.order import Order
+
+    path = tmp_path / "referenced.yaml"
+    path.write_text(REFERENCED)
+    exp = load_experiment(path)
+    cases = expand(exp)
+    refs = tuple((p, cid, every) for p, (cid, every) in reference_cases(exp, cases).items())
+    # the jobs a run submits: what RunSession.run_order derives (and the manifest's `planned`)
+    ran = Order.new(exp.order, exp.repetitions, refs).jobs(cases, producers(cases))
+    assert len(ran) == 4 * 2 + 4          # 8 jobs of the cases and 4 of the reference
+    assert main(["plan", str(path)]) == 0
+    out = capsys.readouterr().out
+    by_id = {c.case_id: c for c in cases}
+    nbytes = sum(cost.get_benchmark(by_id[cid].benchmark).bytes_written(by_id[cid])
+                 for _p, cid, _rep in ran)
+    assert f"cases: 4  jobs: {len(ran)}  bytes written: 3.0 MiB ({nbytes} B)" in out, out
+    (ref,) = [cid for _p, cid, _every in refs]
+    assert (f"drift reference: {ref} (bs=64KiB, rw=write) runs 4 more jobs (at the start, every 3 "
+            "jobs and the end), repetitions 3 to 6") in out, out
+    hours = sum(by_id[cid].nodes * 600 / 3600 for _p, cid, _rep in ran)    # the default 10m limit
+    assert {c.job.time_limit for c in cases} == {"10m"}
+    assert f"node-hours: {hours:.2f} at the time limits" in out, out
+
+
+def _advice(exp):
+    cases = expand(exp)
+    keys = varied_keys(cases)
+    spent = cost.plan_cost(cases, jobs_per_case(exp, cases))
+    return spent, cost.trim_suggestions(exp, cases, spent, keys)
+
+
+@pytest.mark.parametrize("exp_id,profile", [
+    (p.stem, prof) for p in sorted((REPO / "experiments").glob("*.yaml"))
+    for prof in [None, *load_experiment(p).profiles]])
+def test_budget_advice_adds_up(exp_id, profile):
+    """For every shipped experiment and profile, each piece of trimming advice leaves a plan
+    whose node-hours and the saving add up to the plan's, in numbers and in the words printed."""
+    exp = load_experiment(REPO / "experiments" / f"{exp_id}.yaml", profile)
+    spent, advice = _advice(exp)
+    assert advice or len(expand(exp)) == 1 and exp.repetitions == 1
+    total = round(spent.node_hours, 2)
+    for a in advice:
+        assert a.remaining + a.saved == pytest.approx(spent.node_hours, rel=1e-12, abs=1e-12), a.text
+        assert 0 <= a.remaining <= spent.node_hours and a.saved >= 0, a.text
+        left, saved = (float(x) for x in re.search(r"leaves ([\d.]+) node-hours \(saves ([\d.]+)\)",
+                                                   a.text).groups())
+        assert round(left + saved, 2) == total, a.text
+
+
+def test_kaust_full_advice_is_about_its_own_part(capsys):
+    """The advice that kept one value of `storage` (which only the small-file part varies) and
+    so dropped every other part, claiming to save 883.25 of 883.50 node-hours."""
+    assert main(["plan", "kaust-stripe-count", "--profile", "full", "--budget", "50"]) == 2
+    err = capsys.readouterr().err
+    assert "saves 883.25" not in err and "storage: 2 values" not in err, err
+    assert "lustre.stripe_count" in err and "leaves" in err, err

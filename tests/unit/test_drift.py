@@ -130,3 +130,17 @@ def test_compare_does_not_declare_a_difference_smaller_than_the_drift(tmp_path):
     for p in slower:
         p.drift = d
         assert p.verdict(table.better) == f"within drift: slower by 10%, the drift is up to {d.size:.0%}"
+
+
+def test_a_value_set_aside_is_in_no_drift_test():
+    """A real run with one fio value written 1e308 (on purpose): the table sets it aside
+    (stats.LIMIT), and so do the drift tests, which see the run as they see it without it."""
+    recs = _records(QUICKSTART)
+    (victim,) = [r for r in recs if r["benchmark"] == "fio"][-1:]
+    for m in victim["metrics"]:
+        if m["name"] == "write_bw":
+            m["value"] = 1e308
+    (found,) = drift.residual_trend([Record.from_json(r) for r in recs])
+    without = [r for r in recs if r is not victim]
+    (same,) = drift.residual_trend([Record.from_json(r) for r in without])
+    assert not found.drifts and found.slope.slope == pytest.approx(same.slope.slope)

@@ -74,11 +74,24 @@ def test_folder_files_and_tables_as_iolab_table_prints_them(results, tmp_path):
                      "plots/main-line-write_bw-by-scale-num_tasks.png",
                      "plots/main-line-write_bw-by-scale-num_tasks.svg"]
     assert done.plots == 2 and done.runs == [RUN_A]
-    tables = build_tables(Run.load(run).records)
+    loaded = Run.load(run)
+    tables = build_tables(loaded.records, order=loaded.matrix_order)     # as iolab table does
     assert (out / "tables.md").read_text() == render(tables, "md")
     assert (out / "tables.csv").read_text() == render(tables, "csv")
     marker = json.loads((out / MARKER).read_text())
     assert marker["files"] == sorted(names) and marker["runs"] == [RUN_A]
+
+
+def test_an_outlier_among_five_repetitions_is_marked(results, tmp_path):
+    """With 5 repetitions the modified z-score applies: IOR's 7882 MiB/s among values of 1382
+    to 1578 is marked on the page and named in Notes."""
+    exp = experiment("archer-fpp-vs-ssf")
+    make_run(results, exp, RUN_A, records(exp, RUN_A, reps=5))
+    out = tmp_path / "site"
+    publish_archer(results, out)
+    html = (out / "index.html").read_text()
+    assert '<span class="mark" title="outlier among the repetitions (see Notes)">‡</span>' in html
+    assert "write_bw rep 5 = 7882.15" in html
 
 
 def test_page_contents(results, tmp_path):
@@ -95,7 +108,9 @@ def test_page_contents(results, tmp_path):
     # the tables with their marks and footnotes
     assert html.count('<table class="report-table"') == 1
     assert '<span class="mark" title="noisy: coefficient of variation above 10%">§</span>' in html
-    assert '<span class="mark" title="outlier among the repetitions (see Notes)">‡</span>' in html
+    # 3 repetitions: no value is flagged an outlier (stats.OUTLIER_MIN_N), as the legend says
+    assert '<span class="mark" title="outlier among the repetitions (see Notes)">‡</span>' not in html
+    assert "flagged from 5 repetitions on (fewer are never flagged)" in html
     assert f"† {STRIPING_FLAG}" in html
     # the plots, as files next to the page
     imgs = re.findall(r'<img src="([^"]+)"', html)

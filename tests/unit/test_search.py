@@ -826,3 +826,49 @@ def test_every_metric_a_case_reports_is_one_its_parsers_yield():
         if rec.ok:
             want = get_benchmark("ior").reported(cases[rec.case_id].params)
             assert sorted(want) == sorted(m.name for m in rec.metrics)
+
+
+def _damaged(record: Record, value: float) -> Record:
+    return replace(record, metrics=[replace(m, value=value) if m.name == "write_bw" else m
+                                    for m in record.metrics])
+
+
+def test_a_value_set_aside_is_in_no_round_answer_or_progress_and_is_named(grid, tmp_path):
+    """The replayed IOR grid, the first job of the search written 1e308 MiB/s (on purpose):
+    as the table sets it aside (stats.LIMIT), the rounds, the answer and the progress plot take
+    no mean from it and each names it."""
+    space, by_job = grid
+    s = search("model", budget=9, seed=2, initial=3)
+    first = []
+
+    def measure(jobs, records):
+        got = replay(by_job)(jobs, [])
+        if not first:
+            first.append(got[0])
+            got[0] = _damaged(got[0], 1e308)
+        return records + got
+
+    records = S.drive(s, space, measure)
+    victim = first[0]
+    (damaged,) = [r for r in records if r.job == victim.job]
+    assert damaged.value("write_bw") == 1e308
+    assert S.round_line([damaged], "write_bw") == (
+        f"1 of 1 ok; write_bw: 1 value set aside (1e+308: above 1e+150), in no mean: "
+        f"{victim.case_id} rep {victim.repetition}")
+    a = S.answer(s, space, records)
+    assert a.best.mean < 1e4 and all(p.mean < 1e4 for p in a.ranked)
+    assert a.set_aside == [(victim.case_id, victim.repetition, 1e308)]
+    assert f"in no figure above: {victim.case_id} rep {victim.repetition}" in S.render_answer(a, space)
+    steps = S.search_progress(s, space, records)
+    (aside,) = [st for st in steps if st.set_aside is not None]
+    assert aside.record.job == victim.job and aside.value is None and aside.set_aside == 1e308
+    assert all(st.best is None or st.best < 1e4 for st in steps)
+    pytest.importorskip("matplotlib")
+    from iolab.present import plots
+
+    plot = plots.search_progress_plot(steps, "write_bw", " MiB/s", True, tmp_path)
+    svg = plot.files["svg"].read_text()
+    assert _svg_markers(svg, plots.SEARCH_GIDS["set_aside"]) == 1
+    assert _svg_markers(svg, plots.SEARCH_GIDS["no_value"]) == 0
+    assert (f"write_bw: 1 value set aside (1e+308: above 1e+150), marked on the x axis: job "
+            f"{aside.index} ({victim.case_id} rep {victim.repetition})") in plot.notes

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -180,3 +181,24 @@ def test_set_aside_names_the_lines_it_leaves_out(campaign, tmp_path, capsys):
     err = capsys.readouterr().err
     assert (f"iolab: note: run {campaign[3]}: 1 record line(s) set aside, not in the trend: "
             "records.jsonl:2 (") in err, err
+
+
+def test_a_value_the_statistics_set_aside_is_in_no_runs_mean_and_named(campaign, capsys):
+    """One fio record of a run written 1e308 MiB/s (on purpose): as the table sets it aside
+    (stats.LIMIT), the trend takes the run's other values for that case, finds no change there
+    (only the injected step) and names the value."""
+    results = Path(os.environ["IOLAB_RESULTS"])
+    damaged = campaign[2]
+    path = results / "quickstart" / damaged / "records.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    (victim,) = [r for r in lines if r["benchmark"] == "fio" and r["repetition"] == 1][:1]
+    for m in victim["metrics"]:
+        if m["name"] == "write_bw":
+            m["value"] = 1e308
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    assert main(["trend", "quickstart"]) == 0
+    text = capsys.readouterr().out
+    fio = [r for r in _rows(text) if r[0] == "fio"]
+    assert len(fio) == 4 and all(r[3] == campaign[STEP_AT] for r in fio), text
+    assert (f"write_bw: 1 value set aside (1e+308: above 1e+150), in no run's mean: "
+            f"{victim['case_id']} rep 1 of run {damaged}") in text, text

@@ -135,7 +135,7 @@ class Side:
         return f"{self.label} = run {self.run_id} (system {self.system or 'unknown'})"
 
     def tables(self, metrics):
-        return tables_from(self.run.digest, metrics, self.run.report)
+        return tables_from(self.run.digest, metrics, self.run.report, order=self.run.matrix_order)
 
     def binary_versions(self, part: str, case_id: str) -> frozenset:
         return self.run.binary_versions(part, case_id)

@@ -50,37 +50,81 @@ def durations(run_paths, cases) -> dict[str, float]:
     return {cid: sum(v) / len(v) for cid, v in seen.items()}
 
 
-def plan_cost(cases, repetitions: int, earlier: dict[str, float] | None = None) -> Cost:
+def plan_cost(cases, jobs: dict[str, int], earlier: dict[str, float] | None = None) -> Cost:
+    """The cost of running each case `jobs[case id]` times (matrix.jobs_per_case: its
+    repetitions and any drift reference jobs)."""
     earlier = earlier or {}
-    per_case = {c.case_id: c.nodes * _hours(c) * repetitions for c in cases}
-    core = sum(c.num_tasks * _hours(c) * repetitions for c in cases)
+    per_case = {c.case_id: c.nodes * _hours(c) * jobs[c.case_id] for c in cases}
+    core = sum(c.num_tasks * _hours(c) * jobs[c.case_id] for c in cases)
     estimate = None
     if earlier:
         estimate = sum(c.nodes * (earlier[c.case_id] / 3600 if c.case_id in earlier else _hours(c))
-                       * repetitions for c in cases)
+                       * jobs[c.case_id] for c in cases)
     peak = max((get_benchmark(c.benchmark).bytes_written(c) for c in cases), default=0)
     return Cost(sum(per_case.values()), core, estimate, sum(c.case_id in earlier for c in cases),
                 peak, per_case)
 
 
-def trim_suggestions(cases, cost: Cost, keys: list[str], repetitions: int) -> list[str]:
-    """Per varied axis, what keeping only its cheapest value would save; largest first."""
+@dataclass(frozen=True)
+class Advice:
+    """One way to trim a plan: the node-hours the trimmed plan needs and what that saves, which
+    add up to the plan's."""
+    text: str
+    remaining: float
+    saved: float
+
+
+def _advice(what: str, total: float, remaining: float) -> Advice:
+    # the figures shown add up as printed: the saving is the difference of the rounded ones
+    shown = round(total, 2) - round(remaining, 2)
+    return Advice(f"{what} leaves {remaining:.2f} node-hours (saves {shown:.2f})", remaining,
+                  total - remaining)
+
+
+def trim_suggestions(exp, cases, cost: Cost, keys: list[str]) -> list[Advice]:
+    """What trimming the plan would leave and save, largest saving first: per axis, keeping one
+    value of it in each part that varies it (the cheapest; in a part with a drift reference, the
+    reference case's value, which the reference needs), every other case kept; per part (when
+    there are several), leaving it out; and one repetition. Each trimmed plan is priced as the
+    plan is (matrix.jobs_per_case, so a drift reference's jobs follow the jobs left)."""
+    from ..experiment.matrix import jobs_per_case, reference_cases
+
+    def left(kept, repetitions=None) -> float:
+        return plan_cost(kept, jobs_per_case(exp, kept, repetitions, present=True)).node_hours
+
+    total = cost.node_hours
+    parts = list(dict.fromkeys(c.part for c in cases))
+    reference = {cid for cid, _every in reference_cases(exp, cases).values()}
     out = []
     for key in keys:
-        by_value: dict[str, float] = {}
-        for c in cases:
-            value = repr(c.params.get(key))
-            by_value[value] = by_value.get(value, 0) + cost.per_case[c.case_id]
-        if len(by_value) < 2:
+        values: dict[str, list] = {}        # part -> its distinct values of key, in case order
+        for part in parts:
+            mine = list(dict.fromkeys(repr(c.params.get(key)) for c in cases if c.part == part))
+            if len(mine) > 1:
+                values[part] = mine
+        if not values:          # the same in each part (it differs between parts only)
             continue
-        keep = min(by_value.values())
-        out.append((cost.node_hours - keep, f"{key}: {len(by_value)} values; one value alone costs "
-                                            f"{keep:.2f} node-hours (saves {cost.node_hours - keep:.2f})"))
-    if repetitions > 1:
-        saved = cost.node_hours * (repetitions - 1) / repetitions
-        out.append((saved, f"repetitions: {repetitions}; 1 would save {saved:.2f} node-hours "
-                           "(and leave no confidence interval)"))
-    return [text for _saved, text in sorted(out, key=lambda t: -t[0])]
+        kept = [c for c in cases if c.part not in values]
+        for part, mine in values.items():
+            own = [c for c in cases if c.part == part]
+            fixed = [repr(c.params.get(key)) for c in own if c.case_id in reference]
+            choices = fixed or mine
+            best = min(choices, key=lambda v: sum(cost.per_case[c.case_id] for c in own
+                                                   if repr(c.params.get(key)) == v))
+            kept += [c for c in own if repr(c.params.get(key)) == best]
+        counts = sorted({len(v) for v in values.values()})
+        where = (f" in part{'s' if len(values) > 1 else ''} {', '.join(values)}"
+                 if len(parts) > 1 else "")
+        out.append(_advice(f"{key}: {'-'.join(map(str, counts))} values{where}; one value alone",
+                           total, left(kept)))
+    if len(parts) > 1:
+        for part in parts:
+            kept = [c for c in cases if c.part != part]
+            out.append(_advice(f"part {part} left out", total, left(kept)))
+    if exp.repetitions > 1:
+        out.append(_advice(f"repetitions: {exp.repetitions}; 1 alone (no confidence interval)",
+                           total, left(cases, 1)))
+    return sorted(out, key=lambda a: -a.saved)
 
 
 def suggestion_node_hours(suggestions, cases_by_id: dict) -> float:

@@ -268,11 +268,12 @@ def _metric(part: PartFacts) -> str | None:
 
 def _cells(part: PartFacts, metric: str) -> dict[str, list[tuple[float, float]]]:
     """Each case's (start, log value) of the metric, in time order (equal times in file order):
-    the values with a start time that are positive and finite."""
+    the values with a start time that are positive and that the statistics take (stats.usable:
+    the table sets the others aside and names them)."""
     out = {}
     for case in part.cases.values():
         pairs = sorted(((t, math.log(v)) for t, v in case.series(metric)
-                        if math.isfinite(t) and v > 0 and math.isfinite(v)), key=lambda p: p[0])
+                        if math.isfinite(t) and v > 0 and stats.usable(v)), key=lambda p: p[0])
         if pairs:
             out[case.case_id] = pairs
     return out
@@ -305,7 +306,7 @@ def _blocks(part: PartFacts, metric: str, cells: dict, interleaved: bool) -> Blo
 def _reference(part: PartFacts, metric: str, every: int | None) -> ReferenceDrift:
     ref = part.reference
     points = tuple(sorted(((t, math.log(v)) for t, v in ref.series(metric)
-                           if math.isfinite(t) and v > 0 and math.isfinite(v)), key=lambda p: p[0]))
+                           if math.isfinite(t) and v > 0 and stats.usable(v)), key=lambda p: p[0]))
     slope = stats.within_slope([[(t / HOUR, y) for t, y in points]]) if points else None
     return ReferenceDrift(part.part, metric, ref.case_id,
                           ref.ok + len(ref.failed) + len(ref.skipped) + len(ref.aborted), every,

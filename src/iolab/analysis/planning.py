@@ -8,7 +8,7 @@ import textwrap
 
 from ..benchmarks import get as get_benchmark
 from ..errors import IolabError
-from ..experiment.matrix import describe, varied_keys
+from ..experiment.matrix import describe, jobs_per_case, reference_cases, varied_keys
 from ..units import format_bytes_human
 from . import cost
 
@@ -22,6 +22,7 @@ def overview(exp, cases, keys, profile_note: str = "") -> str:
         lines.append(f"source: {exp.source}")
     lines += [f"profile: {exp.profile or '(base)'}{profile_note}  repetitions: {exp.repetitions}"]
     total = 0
+    jobs = jobs_per_case(exp, cases)       # every job the run submits, a drift reference's too
     parts = list(dict.fromkeys(c.part for c in cases))
     for part in parts:
         mine = [c for c in cases if c.part == part]
@@ -36,15 +37,23 @@ def overview(exp, cases, keys, profile_note: str = "") -> str:
         rows = []
         for c in mine:
             nbytes = get_benchmark(c.benchmark).bytes_written(c)
-            total += nbytes * exp.repetitions
+            total += nbytes * jobs[c.case_id]
             rows.append([c.case_id, str(c.num_tasks), format_bytes_human(nbytes),
                          describe(c, varied) if varied else "-"])
         header = ["case", "tasks", "writes/case", "parameters"]
         widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
         lines += ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip()
                   for r in [header] + rows]
-    lines += ["", f"cases: {len(cases)}  jobs: {len(cases) * exp.repetitions}  "
-                  f"bytes written: {format_bytes_human(total)} ({total} B)"]
+    lines.append("")
+    by_id = {c.case_id: c for c in cases}
+    for part, (cid, every) in reference_cases(exp, cases).items():
+        case, more = by_id[cid], jobs[cid] - exp.repetitions
+        own = varied_keys([c for c in cases if c.part == part])
+        lines.append(f"drift reference: {cid} ({describe(case, own) if own else part}) runs {more} more "
+                     f"jobs (at the start, every {every} jobs and the end), repetitions "
+                     f"{exp.repetitions + 1} to {jobs[cid]}")
+    lines += [f"cases: {len(cases)}  jobs: {sum(jobs.values())}  "
+              f"bytes written: {format_bytes_human(total)} ({total} B)"]
     if exp.search is not None:
         s = exp.search
         jobs = s.budget * s.repetitions
@@ -57,18 +66,19 @@ def overview(exp, cases, keys, profile_note: str = "") -> str:
 
 
 def plan_cost(exp, cases, runs) -> cost.Cost:
-    """Node-hours, core-hours and peak scratch at the time limits, with an estimate from the
-    earlier runs `runs` where there are any."""
-    return cost.plan_cost(cases, exp.repetitions, cost.durations(runs, cases) if runs else None)
+    """Node-hours, core-hours and peak scratch at the time limits of every job the run submits,
+    with an estimate from the earlier runs `runs` where there are any."""
+    return cost.plan_cost(cases, jobs_per_case(exp, cases),
+                          cost.durations(runs, cases) if runs else None)
 
 
 def check_budget(exp, cases, keys, spent: cost.Cost, budget: float | None) -> None:
     """Refuse a plan over `budget` node-hours, naming the axes whose trimming saves most."""
     if budget is not None and spent.node_hours > budget:
-        trims = cost.trim_suggestions(cases, spent, keys, exp.repetitions)
+        trims = cost.trim_suggestions(exp, cases, spent, keys)
         raise IolabError(f"the plan needs {spent.node_hours:.2f} node-hours at its time limits, over the "
                          f"budget of {budget:g}",
-                         hint="trim an axis (largest saving first): " + "; ".join(trims[:3])
+                         hint="trim (largest saving first): " + "; ".join(t.text for t in trims[:3])
                               if trims else "shorten job.time_limit")
 
 

@@ -19,6 +19,7 @@ from ..layers import registry as layers
 from ..results import cache, digest
 from ..results.digest import shows_effective
 from ..experiment import reportspec
+from ..experiment.matrix import row_order
 from .. import stats
 from ..experiment import schema as schemas
 from ..parsers import Metric
@@ -231,18 +232,30 @@ def _param(params: dict, key: str, benchmark: str | None = None):
 
 
 def build_tables(records: list[Record], metrics: list[str] | None = None,
-                 settings: reportspec.Report | None = None) -> list[Table]:
-    """One table per part (benchmark), rows in first-seen case order."""
-    return tables_from(digest.fold(records), metrics, settings)
+                 settings: reportspec.Report | None = None, order: dict | None = None) -> list[Table]:
+    """One table per part (benchmark), rows in the experiment's matrix order (`order`:
+    Run.matrix_order; see tables_from)."""
+    return tables_from(digest.fold(records), metrics, settings, order=order)
 
 
 def tables_from(facts: digest.Digest, metrics: list[str] | None = None,
-                settings: reportspec.Report | None = None, kept: tuple | None = None) -> list[Table]:
+                settings: reportspec.Report | None = None, kept: tuple | None = None,
+                order: dict | None = None) -> list[Table]:
     """build_tables from a run's records already folded by case (Run.digest). `kept`: the run's
-    Run.kept_at(), when `facts` is its digest: the tables' text is then kept in the cache."""
+    Run.kept_at(), when `facts` is its digest: the tables' text is then kept in the cache.
+    Tables and rows follow `order` (matrix.matrix_order of the experiment as run: its parts, and
+    the order its YAML lists the values), never the order the records were written in, which a
+    shuffled run changes; values it does not list come after, numbers in numeric order
+    (matrix.row_order); {} (an
+    experiment that no longer loads) sorts by the values alone. None keeps the records' order
+    (records in memory, in an order their caller chose)."""
     settings = settings or reportspec.Report()
     tables = []
-    for part, pf in facts.parts.items():
+    places = {part: i for i, part in enumerate(order or {})}     # the experiment's parts, in order
+    parts = list(facts.parts.items())
+    if order is not None:
+        parts.sort(key=lambda p: places.get(p[0], len(places)))
+    for part, pf in parts:
         bench = pf.benchmark
         keys = _display_keys(pf.varied, _derived_for(settings.derived, pf))
         wanted = metrics or list(settings.metrics) or default_metrics(bench)
@@ -272,6 +285,9 @@ def tables_from(facts: digest.Digest, metrics: list[str] | None = None,
                             case.failed, case.skipped, case.aborted, case.notes, cells,
                             {m: Cell(case.own_max[m]) for m in chosen if m in case.own_max}
                             if case.own_max else {}))
+        if order is not None:
+            rows.sort(key=lambda row, by=row_order(order.get(part), list(pf.varied)):
+                      by(row.params))
         tables.append(Table(pf.experiment, pf.run_id, part, bench, keys, chosen, units, rows, kept))
     return tables
 
@@ -338,7 +354,8 @@ LEGEND = (f"Mean ± half-width of the 95% confidence interval (Student t, n-1 de
           f"{N_TOO_SMALL} below 2 repetitions. CV = standard deviation / mean. "
           f"{NOISY_MARK} noisy: CV above {stats.NOISY_CV:.0%}. "
           f"{OUTLIER_MARK} outlier: |modified z-score| above {stats.OUTLIER_Z} "
-          f"(0.6745 (x - median) / MAD), kept in the mean; see Notes.")
+          f"(0.6745 (x - median) / MAD), flagged from {stats.OUTLIER_MIN_N} repetitions on "
+          f"(fewer are never flagged), kept in the mean; see Notes.")
 
 
 def fmt_mean_ci(s: stats.Summary, marks: bool = True) -> str:
@@ -535,7 +552,8 @@ def to_json(tables: list[Table], run: dict | None = None) -> str:
                 "notes": row.notes,
                 "metrics": {m: summary_json(c, table.units.get(m)) for m, c in row.cells.items()},
                 "rules": {"confidence": stats.CONFIDENCE, "noisy_cv": stats.NOISY_CV,
-                          "outlier_modified_z": stats.OUTLIER_Z},
+                          "outlier_modified_z": stats.OUTLIER_Z,
+                          "outlier_min_n": stats.OUTLIER_MIN_N},
                 **({"run": run} if run is not None else {}),
             })
     return json.dumps(out, indent=2, allow_nan=False) + "\n"

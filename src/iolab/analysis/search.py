@@ -230,6 +230,7 @@ class Step:
     best: float | None              # the best mean on the grid after this job
     best_ci: tuple | None = None    # its 95% interval (None below 2 values)
     again: bool = False             # a repetition beyond those asked for: separating the best
+    set_aside: float | None = None  # its value, when the statistics set it aside (stats.usable)
 
 
 def search_progress(search: Search, space: Space, records: list[Record],
@@ -247,7 +248,9 @@ def search_progress(search: Search, space: Space, records: list[Record],
         r = records[i]
         if r.case_id not in seen.ids or r.status == "aborted":
             continue
+        before = len(seen.set_aside)
         p = seen.add(r)
+        aside = seen.set_aside[-1][2] if len(seen.set_aside) > before else None
         best = seen.state().best(search.maximize)
         steps.append(Step(len(steps) + 1, at.get(r.run_id, len(at)) + 1, r,
                           p.values[-1] if p is not None else None,
@@ -255,8 +258,20 @@ def search_progress(search: Search, space: Space, records: list[Record],
                           p is not None and p.case is not None and p.case.case_id != r.case_id,
                           best.mean if best is not None else None,
                           stats.summarize(best.values).ci if best is not None else None,
-                          search.strategy != GRID and r.repetition > search.repetitions))
+                          search.strategy != GRID and r.repetition > search.repetitions, aside))
     return steps
+
+
+def round_line(got: list[Record], objective: str) -> str:
+    """What a round of `iolab search` measured: its jobs ok, and the values of the objective
+    set aside (stats.usable: in no mean, proposal or answer), named."""
+    aside = [(r.case_id, r.repetition, v) for r in got if r.ok
+             and (v := r.value(objective)) is not None and not stats.usable(v)]
+    line = f"{sum(r.ok for r in got)} of {len(got)} ok"
+    if aside:
+        line += (f"; {objective}: {stats.set_aside_text([v for *_, v in aside])}, in no mean: "
+                 + ", ".join(f"{cid} rep {rep}" for cid, rep, _v in aside))
+    return line
 
 
 # -------------------------------------------------------------------------------- proposals
@@ -1080,7 +1095,7 @@ def run_search(root, exp, config, system, batch: int, rounds: int | None = None,
         done = len(chain.records)
         left = max(0, limit - done)
         eta = f", about {spent / measured * left:.0f} s left" if left and measured else ""
-        say(f"  {sum(r.ok for r in got)} of {len(got)} ok; {done} of at most {limit} jobs, "
+        say(f"  {round_line(got, exp.search.objective)}; {done} of at most {limit} jobs, "
             f"{spent:.0f} s{eta}")
         return chain.records
 

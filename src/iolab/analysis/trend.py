@@ -19,6 +19,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+from .. import stats
 from ..errors import IolabError
 
 DEFAULT_PENALTY = 3.0
@@ -96,9 +97,20 @@ def change_points(logs: list[float], penalty: float = DEFAULT_PENALTY) -> tuple[
     return [e for e in ends if e < len(logs)], sigma
 
 
+@dataclass(frozen=True)
+class SetAside:
+    """A value in no run's mean: not finite or above stats.LIMIT, as the tables set it aside."""
+    run_id: str
+    case_id: str
+    repetition: int
+    metric: str
+    value: float
+
+
 def series_of(runs, metric: str | None, systems: str | None, all_systems: bool,
-              cases: list[str] | None, label_of) -> list[Series]:
-    """One series per (system, part, case) over the runs (results.run.Run, oldest first)."""
+              cases: list[str] | None, label_of, aside: list | None = None) -> list[Series]:
+    """One series per (system, part, case) over the runs (results.run.Run, oldest first). The
+    values the statistics set aside (stats.usable) are in no point; `aside` gets each (SetAside)."""
     from ..results.upgrade import OLD_CASE_ID_DIGITS, names_case
 
     found: dict[tuple, Series] = {}
@@ -117,8 +129,11 @@ def series_of(runs, metric: str | None, systems: str | None, all_systems: bool,
                 continue
             name = metric or _first_metric(rec)
             m = rec.metric(name) if name else None
-            if m is None or not isinstance(m.value, (int, float)) or not m.value > 0 \
-                    or not math.isfinite(m.value):
+            if m is None or not isinstance(m.value, (int, float)) or not m.value > 0:
+                continue
+            if not stats.usable(m.value):
+                if aside is not None:
+                    aside.append(SetAside(run.run_id, rec.case_id, rec.repetition, name, float(m.value)))
                 continue
             by_case.setdefault((rec.part, rec.case_id, name, m.unit), []).append((rec, m.value))
         for (part, case_id, name, unit), got in by_case.items():
@@ -174,8 +189,9 @@ def _runs(points: list[Point]) -> str:
 
 
 def render(series: list[Series], changes: list[Change], experiment: str, penalty: float,
-           better) -> str:
-    """Markdown: per system and part, the change points, then every series in one line."""
+           better, aside: list[SetAside] = ()) -> str:
+    """Markdown: per system and part, the change points, then every series in one line; a line
+    per metric naming the values set aside (series_of)."""
     most = max((len(s.points) for s in series), default=0)
     out = [f"## {experiment}: trend over up to {most} runs per case", ""]
     for system in dict.fromkeys(s.system for s in series):
@@ -205,6 +221,11 @@ def render(series: list[Series], changes: list[Change], experiment: str, penalty
         if short:
             out.append(f"{len(short)} series with fewer than 3 runs: no change point can be found.")
         out.append("")
+    for name in dict.fromkeys(a.metric for a in aside):
+        mine = [a for a in aside if a.metric == name]
+        shown = ", ".join(f"{a.case_id} rep {a.repetition} of run {a.run_id}" for a in mine[:6])
+        out += [f"{name}: {stats.set_aside_text([a.value for a in mine])}, in no run's mean: "
+                f"{shown}{', …' if len(mine) > 6 else ''}", ""]
     out.append(f"Change points: PELT (ruptures) on log(mean per run), l2 cost, penalty "
                f"{penalty:g} × σ² × ln(runs), σ the run-to-run noise from successive differences "
                f"(at least {MIN_SIGMA:.0%}). A larger --penalty finds fewer changes.")

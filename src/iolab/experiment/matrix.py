@@ -21,6 +21,7 @@ from typing import Any
 from . import schema as schemas
 from ..errors import IolabError
 from .load import Experiment, Job, Part
+from .order import reference_jobs
 from ..units import format_size
 from .yamlpos import brief
 
@@ -165,15 +166,17 @@ def expand(exp: Experiment) -> list[Case]:
     return cases
 
 
-def reference_cases(exp: Experiment, cases: list[Case]) -> dict[str, tuple[str, int]]:
+def reference_cases(exp: Experiment, cases: list[Case], *,
+                    present: bool = False) -> dict[str, tuple[str, int]]:
     """Each part's drift reference (`drift: {case, every}`): part -> (the one case its
     parameters name, every). Refused, naming the cases: parameters that name no case or several,
-    and a case that reads another's data (its extra jobs would have no write to read)."""
+    and a case that reads another's data (its extra jobs would have no write to read).
+    present: only the parts `cases` has any case of (a plan with some parts left out)."""
     out = {}
     readers = None
     for part in exp.parts:
         ref = part.drift
-        if ref is None:
+        if ref is None or present and not any(c.part == part.name for c in cases):
             continue
         file, line, key = ref.at
         mine = [c for c in cases if c.part == part.name]
@@ -197,6 +200,19 @@ def reference_cases(exp: Experiment, cases: list[Case]) -> dict[str, tuple[str, 
                              "to read", file=file, line=line, key=key,
                              hint="name a case that writes")
         out[part.name] = (found[0].case_id, ref.every)
+    return out
+
+
+def jobs_per_case(exp: Experiment, cases: list[Case], repetitions: int | None = None,
+                  *, present: bool = False) -> dict[str, int]:
+    """How many jobs `reframe -r` runs of each case: the repetitions (the experiment's, unless
+    given), and for a drift reference case its reference jobs too, counted over the jobs of every
+    part (experiment/order.py; the run's test class asks this for its repetitions). present: as
+    for reference_cases."""
+    reps = exp.repetitions if repetitions is None else repetitions
+    out = {c.case_id: reps for c in cases}
+    for cid, every in reference_cases(exp, cases, present=present).values():
+        out[cid] += reference_jobs(len(cases) * reps, every)
     return out
 
 
@@ -295,6 +311,46 @@ def varied_keys_of(exp: Experiment, part: Part | None = None) -> list[str]:
             if k not in keys:
                 keys.append(k)
     return keys
+
+
+def matrix_order(exp: Experiment) -> dict[str, tuple[list[str], dict[str, dict[str, int]]]]:
+    """Per part, the order of its matrix: its axes as the YAML lists them (matrix keys, then
+    zips) and, per axis, each value's place as the cases expand (the order the YAML lists the
+    values; repr of the typed value -> index). Tables sort their rows by it (row_order)."""
+    cases = expand(exp)
+    out = {}
+    for part in exp.parts:
+        places: dict[str, dict[str, int]] = {}
+        for c in cases:
+            if c.part == part.name:
+                for k in varied_keys_of(exp, part):
+                    mine = places.setdefault(k, {})
+                    mine.setdefault(repr(c.params.get(k)), len(mine))
+        out[part.name] = (varied_keys_of(exp, part), places)
+    return out
+
+
+def row_order(order, keys: list[str]):
+    """A sort key for a row's parameters: by `order` (one part's matrix_order, or None), each
+    axis in turn at its value's place; values the matrix does not list (an imported run's, an
+    older YAML's) after them, numbers in numeric order, then the rest as text."""
+    axes, places = order or ([], {})
+    axes = axes + [k for k in keys if k not in axes]
+
+    def key(params: dict) -> tuple:
+        out = []
+        for k in axes:
+            v = params.get(k)
+            at = places.get(k, {}).get(repr(v))
+            if at is not None:
+                out.append((0, at, 0.0, ""))
+            elif isinstance(v, (int, float)) and not isinstance(v, bool) and v == v:
+                out.append((1, 0, float(v), ""))
+            else:
+                out.append((1, 1, 0.0, str(v)))
+        return tuple(out)
+
+    return key
 
 
 def varied_keys(cases: list[Case]) -> list[str]:

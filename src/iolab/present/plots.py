@@ -386,7 +386,8 @@ def choose(run, metrics: list[str] | None = None,
     settings = run.report
     overrides = settings.plots
     out, notes = [], []
-    for table in tables if tables is not None else tables_from(run.digest, metrics, settings):
+    for table in tables if tables is not None else tables_from(run.digest, metrics, settings,
+                                                                 order=run.matrix_order):
         facts = run.digest.parts[table.part]
         axes = find_axes([r.params for r in table.rows], list(facts.varied), run.zip_groups(table.part))
         present = facts.present
@@ -398,7 +399,8 @@ def choose(run, metrics: list[str] | None = None,
                 for spec in specs:
                     shown = table
                     if spec.metric not in table.metrics:     # a metric the tables do not show
-                        shown = next(t for t in tables_from(run.digest, [spec.metric], settings)
+                        shown = next(t for t in tables_from(run.digest, [spec.metric], settings,
+                                                            order=run.matrix_order)
                                      if t.part == table.part)
                     out.append((shown, spec))
             continue
@@ -839,7 +841,7 @@ def make_plots(run, out_dir: Path, metrics: list[str] | None = None,
 SEARCH_PLOT = "search-progress"
 # the SVG groups of the progress plot (tests and readers find the points by them)
 SEARCH_GIDS = {"on_grid": "search-on-grid", "lowered": "search-lowered",
-               "off_grid": "search-off-grid", "no_value": "search-no-value", "best": "search-best",
+               "off_grid": "search-off-grid", "no_value": "search-no-value", "set_aside": "search-set-aside", "best": "search-best",
                "again": "search-again", "best_ci": "search-best-ci"}
 
 
@@ -868,7 +870,8 @@ def search_progress_plot(steps, objective: str, unit: str, maximize: bool, out_d
         "on_grid": [s for s in steps if s.on_grid and not s.lowered],
         "lowered": [s for s in steps if s.lowered],
         "off_grid": [s for s in steps if s.value is not None and not s.on_grid],
-        "no_value": [s for s in steps if s.value is None],
+        "no_value": [s for s in steps if s.value is None and s.set_aside is None],
+        "set_aside": [s for s in steps if s.set_aside is not None],
     }
     xlabel = "Jobs spent, in the order the search ran them (one case, one repetition each)"
     ylabel = _ylabel(objective, unit)
@@ -897,6 +900,17 @@ def search_progress_plot(steps, objective: str, unit: str, maximize: bool, out_d
                               transform=ax.get_xaxis_transform(), clip_on=False,
                               label="no value (failed or skipped)")
             line.set_gid(SEARCH_GIDS["no_value"])
+        if groups["set_aside"]:
+            (line,) = ax.plot([s.index for s in groups["set_aside"]], [0.0] * len(groups["set_aside"]),
+                              linestyle="none", marker="^", color=COLORS[3], markersize=6,
+                              markerfacecolor="none", transform=ax.get_xaxis_transform(),
+                              clip_on=False, label="value set aside (in no mean)")
+            line.set_gid(SEARCH_GIDS["set_aside"])
+            notes.append(f"{objective}: {stats.set_aside_text([s.set_aside for s in groups['set_aside']])}"
+                         ", marked on the x axis: "
+                         + ", ".join(f"job {s.index} ({s.record.case_id} rep {s.record.repetition})"
+                                     for s in groups["set_aside"][:6])
+                         + (", …" if len(groups["set_aside"]) > 6 else ""))
         again = [s for s in steps if s.again and s.value is not None and s.on_grid]
         if again:
             (line,) = ax.plot([s.index for s in again], [s.value for s in again], linestyle="none",

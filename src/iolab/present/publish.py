@@ -294,7 +294,7 @@ def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str
     if not run.record_count:
         raise IolabError(f"run {path.name} has no readable records", hint=run.describe())
     settings = run.report
-    tables = tables_from(run.digest, None, settings, run.kept_at())
+    tables = tables_from(run.digest, None, settings, run.kept_at(), run.matrix_order)
     made, notes = plots.make_plots(run, staging / PLOTS_DIR, prefix=prefix, tables=tables)
     link = settings.study()
     published = published_comparison(run, link, project_root) if link else None

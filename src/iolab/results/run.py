@@ -458,6 +458,20 @@ class Run:
             return reportspec.Report(published=self.experiment_now.report.published)
         return reportspec.Report()
 
+    @cached_property
+    def matrix_order(self) -> dict:
+        """The order of the experiment's matrix (as run, else as it is now), which tables'
+        rows follow (experiment.matrix.matrix_order); {} when neither loads or expands."""
+        from ..experiment.matrix import matrix_order
+
+        for exp in (self.experiment, self.experiment_now):
+            if exp is not None:
+                try:
+                    return matrix_order(exp)
+                except IolabError:
+                    continue
+        return {}
+
     def zip_groups(self, part: str) -> list[set]:
         """Parameter groups the experiment varies together (its `zip`s) in a part."""
         exp = self.experiment

@@ -22,8 +22,7 @@ from . import site
 from .systems import system_profile
 from ..errors import IolabError
 from ..experiment.load import load_experiment
-from ..experiment.matrix import expand, producers, reference_cases, varied_keys
-from ..experiment.order import reference_jobs
+from ..experiment.matrix import expand, jobs_per_case, producers, reference_cases, varied_keys
 from ..experiment.load import class_name
 from .shims import ensure_current, shim_path, sync_shims
 from . import continuation, internals, session
@@ -94,8 +93,8 @@ def _register(module_name: str, exp) -> None:
     repetitions = max([exp.repetitions] + [int(j[2]) for j in (cont.jobs if cont else [])])
     # a drift reference case's extra jobs are its repetitions after the experiment's
     references = tuple((part, cid, every) for part, (cid, every) in reference_cases(exp, cases).items())
-    reference_reps = {cid: exp.repetitions + reference_jobs(len(cases) * exp.repetitions, every)
-                      for _part, cid, every in references}
+    jobs = jobs_per_case(exp, cases)          # the plan's count too (analysis/planning.py)
+    reference_reps = {cid: jobs[cid] for _part, cid, _every in references}
     consumers: dict[str, list[str]] = {}
     for reader, writer in producer.items():
         consumers.setdefault(writer, []).append(reader)
