@@ -43,7 +43,8 @@ site_configuration = {
     'systems': [
         slurm_system('localcluster',
                      'This machine as an N-node Slurm cluster (scripts/cluster-local), srun + PMIx',
-                     slurm_partition('compute', 'srun', SRUN, RUN_AS_ROOT + OPENMPI_NET + SRUN_ENV, ['--mpi=pmix'],
+                     slurm_partition('compute', 'srun', SRUN, RUN_AS_ROOT + OPENMPI_NET + SRUN_ENV,
+                                     ['--mpi=pmix'],
                                      CORES_PER_NODE, FLAVOUR, PROFILES)),
         slurm_system('localcluster-mpirun',
                      'This machine as an N-node Slurm cluster (scripts/cluster-local), mpirun',

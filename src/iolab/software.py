@@ -117,12 +117,20 @@ class Stack:
             path = os.path.join(self.prefix, "lib", "libdarshan.so")
             return (path, shell.word(path, "stack prefix")) if os.path.exists(path) else None
         if self.provider == "path":
-            # LD_LIBRARY_PATH, then beside each PATH entry (PREFIX/bin -> PREFIX/lib: a Spack
-            # view or a prefix whose benchmarks are on PATH), then the system's directories
+            # DARSHAN_LIB (the library itself), LD_LIBRARY_PATH, darshan-config's -L dirs, then
+            # beside each PATH entry (PREFIX/bin -> PREFIX/lib: a Spack view or a prefix whose
+            # benchmarks are on PATH), then the system's directories
+            named = os.environ.get("DARSHAN_LIB", "")
+            if named:
+                if os.path.isfile(named):
+                    return named, shell.word(named, "DARSHAN_LIB")
+                raise IolabError(f"DARSHAN_LIB={named}: no such file", key="DARSHAN_LIB",
+                                 hint="name libdarshan.so itself, or unset it")
             beside = [os.path.join(os.path.dirname(d.rstrip("/")), "lib")
                       for d in os.environ.get("PATH", "").split(":") if d]
             system = ["/usr/lib", "/usr/local/lib"]
-            for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") + beside + system:
+            for d in (os.environ.get("LD_LIBRARY_PATH", "").split(":") + _darshan_config_libdir()
+                      + beside + system):
                 path = os.path.join(d, "libdarshan.so") if d else ""
                 if path and os.path.exists(path):
                     return path, shell.word(path, "libdarshan.so found")
@@ -156,6 +164,23 @@ class Stack:
         if self.provider == "modules":
             out["modules"] = self.modules
         return out
+
+
+def _darshan_config_libdir() -> list[str]:
+    """The -L directories `darshan-config --dyn-ld-flags` names (darshan-runtime's own answer:
+    3.4 has no --libdir), of a darshan-config on PATH."""
+    exe = shutil.which("darshan-config")
+    if exe is None:
+        return []
+    import subprocess
+
+    try:
+        out = subprocess.run([exe, "--dyn-ld-flags"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if out.returncode != 0:
+        return []
+    return [w[2:] for w in out.stdout.split() if w.startswith("-L") and len(w) > 2]
 
 
 def from_extras(extras: dict) -> Stack:

@@ -177,3 +177,40 @@ def test_a_damaged_bundle_is_refused_before_anything_is_extracted(tmp_path, dama
     assert out.stderr.startswith("iolab: error: ") and rel in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
     assert not list(home.glob("spack-*")) and not (home / "envs").exists()
+
+
+def _built_view() -> Path | None:
+    env = os.environ.get("IOLAB_SPACK_ENV")
+    if env is None and (REPO / ".iolab" / "spack-env").is_file():
+        env = (REPO / ".iolab" / "spack-env").read_text().strip()
+    view = Path(env) / ".spack-env" / "view" if env else None
+    return view if view is not None and (view / "bin" / "darshan-config").exists() else None
+
+
+def test_darshan_is_found_as_a_user_would_look_for_it(tmp_path, monkeypatch):
+    """With the benchmarks on PATH alone: DARSHAN_LIB, else darshan-config --dyn-ld-flags (a real one,
+    from the built stack, reached through a directory with no lib/ beside it), else beside a
+    PATH entry's prefix."""
+    from iolab.software import Stack
+
+    view = _built_view()
+    if view is None:
+        pytest.skip("no built Spack environment with Darshan (scripts/setup --spack-bundle DIR)")
+    lone = tmp_path / "bin"
+    lone.mkdir()
+    (lone / "darshan-config").symlink_to(view / "bin" / "darshan-config")
+    monkeypatch.setenv("PATH", f"{lone}:/usr/bin:/bin")
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
+    monkeypatch.delenv("DARSHAN_LIB", raising=False)
+    found = Stack().darshan_preload()
+    assert found is not None and Path(found[0]).resolve() == (view / "lib" / "libdarshan.so").resolve()
+    (lone / "darshan-config").unlink()
+    shutil.copytree(view / "lib", tmp_path / "lib", symlinks=True,
+                    ignore=lambda d, names: [n for n in names if not n.startswith("libdarshan.so")])
+    (lone / "ior").symlink_to(view / "bin" / "ior")         # a prefix of one's own: lib/ beside bin/
+    assert Stack().darshan_preload()[0] == str(tmp_path / "lib" / "libdarshan.so")
+    monkeypatch.setenv("DARSHAN_LIB", str(view / "lib" / "libdarshan.so.0"))
+    assert Stack().darshan_preload()[0] == str(view / "lib" / "libdarshan.so.0")
+    monkeypatch.setenv("DARSHAN_LIB", str(tmp_path / "nothing.so"))
+    with pytest.raises(IolabError, match="DARSHAN_LIB=.*: no such file"):
+        Stack().darshan_preload()

@@ -286,8 +286,8 @@ def tables_from(facts: digest.Digest, metrics: list[str] | None = None,
                             {m: Cell(case.own_max[m]) for m in chosen if m in case.own_max}
                             if case.own_max else {}))
         if order is not None:
-            rows.sort(key=lambda row, by=row_order(order.get(part), list(pf.varied)):
-                      by(row.params))
+            by = row_order(order.get(part), list(pf.varied))
+            rows.sort(key=lambda row: by(row.params))
         tables.append(Table(pf.experiment, pf.run_id, part, bench, keys, chosen, units, rows, kept))
     return tables
 

@@ -841,7 +841,8 @@ def make_plots(run, out_dir: Path, metrics: list[str] | None = None,
 SEARCH_PLOT = "search-progress"
 # the SVG groups of the progress plot (tests and readers find the points by them)
 SEARCH_GIDS = {"on_grid": "search-on-grid", "lowered": "search-lowered",
-               "off_grid": "search-off-grid", "no_value": "search-no-value", "set_aside": "search-set-aside", "best": "search-best",
+               "off_grid": "search-off-grid", "no_value": "search-no-value",
+               "set_aside": "search-set-aside", "best": "search-best",
                "again": "search-again", "best_ci": "search-best-ci"}
 
 
