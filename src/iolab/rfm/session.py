@@ -187,14 +187,58 @@ def _stop_job(job, grace: float = 5.0) -> None:
     if job.scheduler.registered_name != "local":
         return      # the scheduler's cancel (scancel...) owns the job's processes
     pgid = int(job.jobid)
-    if _gone(pgid, grace):
-        return
+    if not _gone(pgid, grace):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if not _gone(pgid, 2 * grace):
+            getlogger().warning(f"iolab: job {pgid} is still running after SIGKILL")
+    # A benchmark's workers may leave the job's process group (fio's call setsid): the group
+    # gone, they would go on writing, orphans, while the case's data is removed. Whatever still
+    # runs in the job's directory is the job's.
+    workdir = getattr(job, "workdir", None)
+    strays = _running_in(workdir) if workdir else []
+    for pid in strays:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 2 * grace
+    while strays and time.monotonic() < deadline:
+        strays = [pid for pid in strays if _alive(pid)]
+        time.sleep(0.05)
+    if strays:
+        getlogger().warning(f"iolab: job {pgid}: processes {strays} still run after SIGKILL")
+
+
+def _running_in(workdir: str) -> list[int]:
+    """The processes (but this one) whose working directory is workdir or below it."""
+    root = os.path.realpath(workdir)
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(proc / "cwd")
+        except OSError:
+            continue
+        if cwd == root or cwd.startswith(root + os.sep):
+            found.append(int(proc.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Whether pid still runs (a zombie is reaped first, if it is our child)."""
     try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
-    if not _gone(pgid, 2 * grace):
-        getlogger().warning(f"iolab: job {pgid} is still running after SIGKILL")
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _gone(pgid: int, seconds: float) -> bool:
