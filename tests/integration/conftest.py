@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,13 @@ STANDIN_BIN = REPO / "tests" / "bin"
 # The console script installed beside this interpreter (the venv's), else the one on PATH.
 REFRAME = str(Path(sys.executable).with_name("reframe")) if Path(sys.executable).with_name(
     "reframe").exists() else (shutil.which("reframe") or "reframe")
+
+
+def sigint_default() -> None:
+    """A Popen preexec_fn: SIGINT as a terminal delivers it. A process started in the background
+    by a non-interactive shell (`bash .ci/run &`) inherits SIGINT ignored, and Python then never
+    raises KeyboardInterrupt: a test of what SIGINT does must not depend on how it was started."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def have(binary: str) -> bool:

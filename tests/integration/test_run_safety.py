@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REFRAME, REPO, have, iolab, make_project, only_run, records, reframe
+from .conftest import REFRAME, REPO, have, iolab, make_project, only_run, records, reframe, sigint_default
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not have("mpirun"), reason="mpirun (Open MPI) is not installed"),
@@ -354,7 +354,7 @@ def test_an_interrupted_run_records_every_planned_case(rfm_env, tmp_path, signum
     root = make_project(tmp_path, {"slow": SLOW})
     cmd = [REFRAME, "-C", _config(root), "-c", "reframe/", "-R", "-r", "-n", "slow"]
     proc = subprocess.Popen(cmd, cwd=root, env=rfm_env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True, preexec_fn=sigint_default)
     scratch = tmp_path / "scratch" / "slow"
     deadline = time.monotonic() + 300   # a loaded 2-core machine starts slowly
     while not any(p.is_file() for p in scratch.rglob("*")):      # fio has started writing

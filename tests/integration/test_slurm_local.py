@@ -115,13 +115,13 @@ def test_an_interrupted_slurm_run_cancels_its_job_and_records_every_case(rfm_env
     import signal
     import time
 
-    from .conftest import REFRAME, make_project, only_run
+    from .conftest import REFRAME, make_project, only_run, sigint_default
 
     root = make_project(tmp_path, {"slow": SLOW})
     cmd = [REFRAME, "-C", str(root / "reframe" / "config" / "localslurm.py"), "-c", "reframe/", "-R",
            "-r", "-n", "slow"]
     proc = subprocess.Popen(cmd, cwd=root, env=rfm_env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True, preexec_fn=sigint_default)
     deadline = time.monotonic() + 300
     while not any(p.is_file() for p in (tmp_path / "scratch").rglob("*")):
         assert time.monotonic() < deadline and proc.poll() is None, "the job never started writing"
