@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from iolab.stack import SPACK_ENV_NOTE
+
 REPO = Path(__file__).resolve().parents[2]
 STANDIN_BIN = REPO / "tests" / "bin"
 # The console script installed beside this interpreter (the venv's), else the one on PATH.
@@ -78,7 +80,7 @@ def spack_env() -> str:
     """The built Spack environment the local systems use (IOLAB_SPACK_ENV, else setup's note)."""
     if "IOLAB_SPACK_ENV" in os.environ:
         return os.environ["IOLAB_SPACK_ENV"]
-    note = REPO / ".iolab" / "spack-env"
+    note = REPO / SPACK_ENV_NOTE
     return note.read_text().strip() if note.is_file() else ""
 
 

@@ -13,6 +13,7 @@ import sys
 import time
 
 from ..project import project_root
+from ..stack import SPACK_ENV_NOTE
 
 # ReFrame's own output (stage dirs, logs, reports); iolab's results go to results/.
 OUTPUT = os.environ.get("IOLAB_RFM_OUTPUT", str(project_root() / "reframe" / "output"))
@@ -118,8 +119,6 @@ def use_slurm_conf(state_dir: str) -> None:
         os.environ["SLURM_CONF"] = conf
 
 
-# The environment `scripts/setup --spack-bundle` built for this checkout (one line: its path).
-SPACK_ENV_NOTE = os.path.join(".iolab", "spack-env")
 
 
 def stack_from_env() -> dict:

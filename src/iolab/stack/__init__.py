@@ -3,3 +3,9 @@ reads, checks and writes one; build.py sets Spack up from it and installs the en
 
 Run-time questions (where a case's binaries come from) live in iolab.software.
 """
+
+from pathlib import Path
+
+# In a checkout: the environment `scripts/setup --spack-bundle` built for it (one line: its path),
+# which the local systems use (rfm/systems.py)
+SPACK_ENV_NOTE = Path(".iolab") / "spack-env"

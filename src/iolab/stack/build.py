@@ -37,6 +37,7 @@ from pathlib import Path
 
 from ..errors import IolabError
 from ..project import project_root
+from . import SPACK_ENV_NOTE
 from . import bundle as bundles
 
 # Darshan's archive in a bundle is a git archive of its tag, not the release tarball its recipe's
@@ -44,7 +45,7 @@ from . import bundle as bundles
 NO_CHECKSUM = ("darshan-runtime", "darshan-util")
 CLINGO_VERSION = "5.8.3"
 INSTALLED = ".iolab-installed"
-POINTER = Path(".iolab") / "spack-env"      # in the checkout: the environment setup built for it
+POINTER = SPACK_ENV_NOTE
 SITE_CONFIGS = Path("reframe") / "config" / "spack"
 
 

@@ -18,18 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import IolabError
+from ..results.provenance import sha256_file
 
 SUMS = "SHA256SUMS"
 CLINGO = "clingo"
 _SUM_LINE = re.compile(r"^([0-9a-f]{64})\s+\*?(\S.*)$")
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def parse_sums(text: str) -> dict[str, str]:
