@@ -1,5 +1,6 @@
-"""The shape of the code: no import cycles (function-level imports count), a slim ReFrame test
-class, and presentation code that reads results only through the result model."""
+"""The shape of the code: no import cycles (function-level imports count), a ReFrame test class
+that applies a plan and knows no benchmark, layer or format, and presentation code that reads
+results only through the result model."""
 
 from __future__ import annotations
 
@@ -105,11 +106,72 @@ def test_the_cycle_check_sees_function_level_imports(tmp_path):
         "iolab.benchmarks.matrix"
 
 
-def test_the_reframe_test_class_is_slim():
+# What the ReFrame test class must never do itself: it applies a plan (rfm/plan.py), hands the
+# outputs to observe.py and the record to recording.py. A name here in its code means a job of
+# one of those (or of a benchmark, layer or parser) moved into it.
+NOT_IN_THE_TEST_CLASS = {
+    "modules": {"subprocess", "json", "re", "shlex", "yaml", "glob"},
+    "calls": {"open", "read_text", "read_bytes", "loads", "load", "run", "Popen", "check_output",
+              "system", "quote", "parse"},
+    "words": ("lustre", "cephfs", "ceph", "mpiio", "romio", "darshan", "stripe", "cb_", "ior",
+              "fio", "btio", "h5bench", "mdtest", "hdf5", "getfattr", "setfattr", "lfs "),
+}
+
+
+def _test_class_findings(source: str) -> list[str]:
+    """What the test class's source does that NOT_IN_THE_TEST_CLASS forbids."""
+    tree = ast.parse(source)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(f"imports at line {node.lineno}: imports belong to the module")
+        elif isinstance(node, ast.Name) and node.id in NOT_IN_THE_TEST_CLASS["modules"]:
+            found.append(f"uses the module {node.id} (line {node.lineno})")
+        elif isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            owner = node.func.value if isinstance(node.func, ast.Attribute) else None
+            if name in NOT_IN_THE_TEST_CLASS["calls"] and not (
+                    isinstance(owner, ast.Call) and getattr(owner.func, "id", "") == "super"):
+                found.append(f"calls {name}() (line {node.lineno})")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value.lower()
+            for word in NOT_IN_THE_TEST_CLASS["words"]:
+                if word in text:
+                    found.append(f"names {word!r} in a string (line {node.lineno})")
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            ident = (node.id if isinstance(node, ast.Name) else node.attr).lower()
+            for word in NOT_IN_THE_TEST_CLASS["words"]:
+                if word.strip() in ident.split("_") or ident.startswith(word.strip()):
+                    found.append(f"names {word.strip()!r} in code: {ident} (line {node.lineno})")
+    return found
+
+
+def _code_only(source: str) -> str:
+    """The class's source without its docstrings (prose may name what the code must not)."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and \
+                isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            body[0].value.value = ""
+    return ast.unparse(tree)
+
+
+def test_the_reframe_test_class_applies_a_plan_and_knows_no_benchmark_layer_or_format():
     from iolab.rfm.base import IolabTest
 
-    lines, _ = inspect.getsourcelines(IolabTest)
-    assert len(lines) < 150, f"IolabTest has {len(lines)} lines: its parts belong in rfm/plan.py and friends"
+    source = inspect.getsource(IolabTest)
+    assert _test_class_findings(_code_only(source)) == []
+
+
+def test_the_test_class_check_finds_what_it_forbids():
+    """The check itself, on a class that does three of the forbidden things."""
+    bad = ("class T:\n    def f(self):\n        import subprocess\n"
+           "        subprocess.run(['lfs', 'setstripe'])\n"
+           "        self.stripe_count = json.loads(open('x').read())\n")
+    found = " ".join(_test_class_findings(_code_only(bad)))
+    for what in ("imports", "subprocess", "calls run()", "calls open()", "json", "stripe"):
+        assert what in found, (what, found)
 
 
 PRESENTATION = ("iolab.analysis.report", "iolab.present.plots", "iolab.analysis.compare",
