@@ -135,7 +135,7 @@ def cmd_render(args) -> int:
     for line in changes:
         print(line)
     if args.check and changes:
-        print("shims are out of date: run `iolab render`", file=sys.stderr)
+        print("iolab: error: shims are out of date: run `iolab render`", file=sys.stderr)
         return 1
     if not changes:
         print("all shims up to date")
@@ -400,7 +400,7 @@ def cmd_parse(args) -> int:
                 readable_file(Path(name), MAX_IMPORT_BYTES)          # the parser (as import)
             (parsed,) = adapter.parse_files([Path(name)])
         except (IolabError, OSError) as exc:      # ParseError too: each file answers for itself
-            print(f"iolab: {name}: {exc}", file=sys.stderr)
+            print(f"iolab: error: {name}: {exc}", file=sys.stderr)
             status = 1
             continue
         for m in parsed.metrics:
@@ -837,7 +837,7 @@ def cmd_publish(args) -> int:
     done = publish(args.experiment, Path(args.out), args.runs, force=args.force,
                    include_imported=args.include_imported, set_aside=args.set_aside)
     for note in done.notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"iolab: note: {note}", file=sys.stderr)
     print(f"published {args.experiment} (run{'s' if len(done.runs) > 1 else ''} "
           f"{', '.join(done.runs)}): {len(done.files)} files, {done.plots} plot(s) in {done.out}")
     print(f"open {done.out / 'index.html'}")
@@ -897,6 +897,15 @@ YAML_HELP = "an experiment YAML, or the id of one in experiments/"
 BENCHMARK_HELP = "the benchmark that wrote the files, named as an experiment names it (fio, ior...)"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's own errors in iolab's one form, "iolab: error: ...", after the verb's usage
+    (argparse writes "iolab VERB: error: ...")."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(2, f"iolab: error: {message}\n")
+
+
 class _Formatter(argparse.HelpFormatter):
     """Descriptions wrapped as usual; the examples kept line by line."""
 
@@ -907,8 +916,7 @@ class _Formatter(argparse.HelpFormatter):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="iolab", description=DESCRIPTION, epilog=SESSION,
-                                formatter_class=_Formatter)
+    p = _Parser(prog="iolab", description=DESCRIPTION, epilog=SESSION, formatter_class=_Formatter)
     p.add_argument("--version", action="version", version=f"iolab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
