@@ -161,7 +161,7 @@ def _run_state(exp_id: str, run: str | None, include_imported: bool, set_aside: 
 
 def _columns_asked(args) -> dict[str, str]:
     """The columns asked for with each source's `--<name>` option (add_column_options)."""
-    from .layers.registry import column_sources
+    from .analysis.report import column_sources
 
     return {src.name: getattr(args, f"columns_{src.name}") for src in column_sources()}
 
@@ -901,10 +901,10 @@ class _Formatter(argparse.HelpFormatter):
 
 
 def add_column_options(s) -> None:
-    """One `--<name> COLUMNS` option per column source (layers.registry.column_sources), its
+    """One `--<name> COLUMNS` option per column source (analysis.report.column_sources), its
     help every column it has and what each shows: the sources' own words, so --help and the
     CLI reference name every column there is."""
-    from .layers.registry import column_sources
+    from .analysis.report import column_sources
 
     for src in column_sources():
         known = "; ".join(f"{name}: {text}" for name, text in src.column_help().items())

@@ -109,14 +109,24 @@ def with_text_columns(tables: list[Table], records: list[Record], source, column
                 row.notes += [n for n in notes if n not in row.notes]
 
 
+@functools.cache
+def column_sources() -> tuple:
+    """Whatever a table can add columns of by name, one `--<name>` option each (`iolab table`,
+    `iolab publish`, their help and the CLI reference): the layers that have columns, then the
+    job's (its nodes, results/placement.py)."""
+    from ..results.placement import JOB
+
+    return tuple(layer for layer in layers.registry() if layer.column_help()) + (JOB,)
+
+
 def run_tables(state, metrics: list[str] | None = None, columns: dict[str, str] | None = None) -> list[Table]:
     """A run's tables (`iolab table`, `iolab publish`), with the columns asked by source
-    (layers.registry.column_sources: {"darshan": "small_write_pct", "job": "nodes"}): a number
+    (column_sources: {"darshan": "small_write_pct", "job": "nodes"}): a number
     column as a metric of its own (mean, interval, n), a text column beside the parameters."""
     asked = {name: text for name, text in (columns or {}).items() if text}
     if not asked:
         return tables_from(state.digest, metrics, state.report, state.kept_at(), state.matrix_order)
-    sources = {s.name: s for s in layers.column_sources()}
+    sources = {s.name: s for s in column_sources()}
     parsed = {name: sources[name].parse_columns(text) for name, text in asked.items()}
     numbers = {name: cols for name, cols in parsed.items() if not sources[name].text}
     if numbers:

@@ -55,12 +55,3 @@ def axes(kind: str) -> tuple[str, ...]:
     "effective_axes" (a plot draws their value in effect)."""
     return tuple(k for layer in registry() for k in getattr(layer, kind))
 
-
-@cache
-def column_sources() -> tuple:
-    """Whatever a table can add columns of by name, one `--<name>` option each (`iolab table`,
-    `iolab publish`, their help and the CLI reference): the layers that have columns, then the
-    job's (its nodes)."""
-    from ..results.placement import JOB
-
-    return tuple(layer for layer in registry() if layer.column_help()) + (JOB,)
