@@ -135,7 +135,7 @@ def cmd_render(args) -> int:
     for line in changes:
         print(line)
     if args.check and changes:
-        print("shims are out of date: run `iolab render`", file=sys.stderr)
+        print("iolab: error: shims are out of date: run `iolab render`", file=sys.stderr)
         return 1
     if not changes:
         print("all shims up to date")
@@ -159,27 +159,11 @@ def _run_state(exp_id: str, run: str | None, include_imported: bool, set_aside: 
     return state
 
 
-def _tables(state, metrics, darshan_columns: str | None = None, storage_columns: str | None = None):
-    from .analysis.report import (build_tables, default_metrics, layer_metric_names, tables_from,
-                                  with_layer_columns)
+def _columns_asked(args) -> dict[str, str]:
+    """The columns asked for with each source's `--<name>` option (add_column_options)."""
+    from .analysis.report import column_sources
 
-    asked = {name: text for name, text in (("darshan", darshan_columns),
-                                           ("storage", storage_columns)) if text}
-    if asked:
-        from .layers.registry import get
-
-        records = state.records
-        if metrics is None:
-            metrics = list(state.report.metrics or default_metrics(records[0].benchmark))
-            present = {m.name for r in records for m in r.metrics}
-            metrics = [m for m in metrics if m in present]
-        for name, text in asked.items():
-            layer = get(name)
-            columns = layer.parse_columns(text)
-            records = with_layer_columns(records, layer, columns)
-            metrics = metrics + layer_metric_names(records, layer, columns)
-        return build_tables(records, metrics, state.report, state.matrix_order)
-    return tables_from(state.digest, metrics, state.report, state.kept_at(), state.matrix_order)
+    return {src.name: getattr(args, f"columns_{src.name}") for src in column_sources()}
 
 
 def _pooled(exp_id: str, runs: list[str] | None, since: str | None, include_imported: bool,
@@ -237,7 +221,7 @@ def _print_run_notes(state, label: str = "") -> None:
 
 
 def cmd_table(args) -> int:
-    from .analysis.report import render
+    from .analysis.report import render, run_tables
 
     if args.runs or args.since:
         if args.run:
@@ -248,7 +232,7 @@ def cmd_table(args) -> int:
     from .analysis import drift
 
     metrics = _metrics_arg(args.metrics, state)
-    tables = _tables(state, metrics, args.darshan, args.storage)
+    tables = run_tables(state, metrics, _columns_asked(args))
     drifts = drift.notes(drift.of_run(state))
     if args.format == "csv":
         _print_run_notes(state)     # CSV readers get the table only
@@ -400,7 +384,7 @@ def cmd_parse(args) -> int:
                 readable_file(Path(name), MAX_IMPORT_BYTES)          # the parser (as import)
             (parsed,) = adapter.parse_files([Path(name)])
         except (IolabError, OSError) as exc:      # ParseError too: each file answers for itself
-            print(f"iolab: {name}: {exc}", file=sys.stderr)
+            print(f"iolab: error: {name}: {exc}", file=sys.stderr)
             status = 1
             continue
         for m in parsed.metrics:
@@ -835,9 +819,10 @@ def cmd_publish(args) -> int:
     from .present.publish import publish
 
     done = publish(args.experiment, Path(args.out), args.runs, force=args.force,
-                   include_imported=args.include_imported, set_aside=args.set_aside)
+                   include_imported=args.include_imported, set_aside=args.set_aside,
+                   columns=_columns_asked(args))
     for note in done.notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"iolab: note: {note}", file=sys.stderr)
     print(f"published {args.experiment} (run{'s' if len(done.runs) > 1 else ''} "
           f"{', '.join(done.runs)}): {len(done.files)} files, {done.plots} plot(s) in {done.out}")
     print(f"open {done.out / 'index.html'}")
@@ -897,6 +882,15 @@ YAML_HELP = "an experiment YAML, or the id of one in experiments/"
 BENCHMARK_HELP = "the benchmark that wrote the files, named as an experiment names it (fio, ior...)"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's own errors in iolab's one form, "iolab: error: ...", after the verb's usage
+    (argparse writes "iolab VERB: error: ...")."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(2, f"iolab: error: {message}\n")
+
+
 class _Formatter(argparse.HelpFormatter):
     """Descriptions wrapped as usual; the examples kept line by line."""
 
@@ -906,9 +900,22 @@ class _Formatter(argparse.HelpFormatter):
         return super()._fill_text(text, width, indent)
 
 
+def add_column_options(s) -> None:
+    """One `--<name> COLUMNS` option per column source (analysis.report.column_sources), its
+    help every column it has and what each shows: the sources' own words, so --help and the
+    CLI reference name every column there is."""
+    from .analysis.report import column_sources
+
+    for src in column_sources():
+        known = "; ".join(f"{name}: {text}" for name, text in src.column_help().items())
+        kind = "words beside the parameters" if src.text else "numbers, as metrics over the repetitions"
+        s.add_argument(f"--{src.name}", metavar="COLUMNS", dest=f"columns_{src.name}",
+                       help=f"add {src.title} columns ({kind}), comma-separated: "
+                            + known.replace("%", "%%"))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="iolab", description=DESCRIPTION, epilog=SESSION,
-                                formatter_class=_Formatter)
+    p = _Parser(prog="iolab", description=DESCRIPTION, epilog=SESSION, formatter_class=_Formatter)
     p.add_argument("--version", action="version", version=f"iolab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -947,13 +954,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--format", choices=["md", "csv", "json"], default="md",
                    help="Markdown tables with footnotes (default md), CSV (the notes go to stderr) or JSON")
     s.add_argument("--metrics", help="comma-separated metric names, e.g. write_bw,write_bw_max")
-    s.add_argument("--darshan", metavar="COLUMNS",
-                   help="add Darshan columns, e.g. small_write_pct,agg_ranks,posix_write_time")
-    from .layers.storage.layer import COLUMNS as storage_columns
-
-    s.add_argument("--storage", metavar="COLUMNS",
-                   help="add the storage layer's server-side columns (CephFS): "
-                        f"{', '.join(storage_columns)}")
+    add_column_options(s)
     s.add_argument("--summary", action="store_true",
                    help="end with one line: how many jobs ran, how many were skipped and why")
     s.add_argument("--include-imported", action="store_true",
@@ -1139,6 +1140,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--runs", nargs="+", metavar="RUN",
                    help="run ids (or unique prefixes/suffixes); default: the latest")
     s.add_argument("--out", required=True, metavar="DIR", help="a new or empty directory")
+    add_column_options(s)
     s.add_argument("--force", action="store_true",
                    help="replace the files an earlier `iolab publish` wrote in DIR (others are left alone)")
     s.add_argument("--include-imported", action="store_true",

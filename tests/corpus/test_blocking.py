@@ -299,5 +299,5 @@ def test_parse_refuses_what_is_no_regular_file_and_goes_on(run_copy, tmp_path, w
     answer = run_copy.iolab("parse", "fio", target, good)
     assert answer.returncode == 1, answer
     says = "a FIFO" if what == "fifo" else "a character device"
-    assert f"iolab: {target}: " in answer.stderr and says in answer.stderr, answer
+    assert f"iolab: error: {target}: " in answer.stderr and says in answer.stderr, answer
     assert '"name": "write_bw"' in answer.stdout, answer

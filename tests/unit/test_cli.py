@@ -322,7 +322,7 @@ def test_darshan_unreadable_log_exits_1_and_shows_the_others(tmp_path):
     assert f"== {good}" in out.stdout and "MPI-IO writes" in out.stdout
     assert f"== {cut}\n   unreadable: " in out.stdout
     (line,) = out.stderr.splitlines()
-    assert line.startswith(f"iolab: {cut}: unreadable: ")
+    assert line.startswith(f"iolab: error: {cut}: unreadable: ")
     js = run_cli("darshan", str(good), str(cut), "--json")
     assert js.returncode == 1
     assert [item["summary"]["status"] for item in json.loads(js.stdout)] == ["ok", "unreadable"]
@@ -540,3 +540,31 @@ def test_the_closing_line_of_a_killed_run_counts_the_jobs_it_planned(results, ca
     assert last.startswith(f"quickstart run {planned_run.name}: 5 of 12 jobs ran"), last
     assert ", 7 never ran (unfinished (" in last, last
     assert "7 of 12 jobs have no record)" in last, last
+
+
+
+@pytest.mark.parametrize("argv", [["table", "quickstart", "--format", "nope"], ["table"], ["nosuch"],
+                                  ["plan", "quickstart", "--target-ci", "x"],
+                                  ["plan", "quickstart", "--target-ci", "0"]])
+def test_every_error_line_has_one_prefix(argv):
+    """argparse's own errors said "iolab table: error: ...", iolab's "iolab: error: ...": both
+    say "iolab: error:" now (argparse's after the verb's usage)."""
+    out = run_cli(*argv)
+    errors = [line for line in out.stderr.splitlines() if "error:" in line]
+    assert out.returncode == 2 and len(errors) == 1, out.stderr
+    assert re.match(r"iolab: error: \S", errors[0]), out.stderr
+
+def test_a_file_that_cannot_be_parsed_is_an_error_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    out = run_cli("parse", "fio", str(bad))
+    assert out.returncode == 1 and out.stderr.startswith(f"iolab: error: {bad}: "), out.stderr
+
+
+def test_publish_notes_read_as_every_verb_s(results, tmp_path, capsys):
+    """`iolab publish` printed its notes as "note: ...", the other verbs "iolab: note: ..."."""
+    shutil.copytree(REPO / "tests" / "data" / "runs" / "3940bc6" / "interrupted", results / "interrupted")
+    assert main(["publish", "interrupted", "--out", str(tmp_path / "page")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err and all(line.startswith("iolab: note: run 20261123T183055Z-7769dd: ") for line in err), err
+    assert any("run incomplete: 1 aborted (interrupted by SIGTERM)" in line for line in err), err

@@ -94,6 +94,51 @@ def test_the_plan_counts_every_job_the_run_submits_with_the_reference_jobs_named
     assert f"node-hours: {hours:.2f} at the time limits" in out, out
 
 
+
+def test_suggested_repetitions_count_the_drift_reference_jobs(tmp_path, capsys, monkeypatch):
+    """`iolab plan --suggest-reps` of an experiment with a drift reference: a run with the
+    suggested repetitions submits the reference's jobs too (their number follows the run's jobs),
+    and its node-hours count them; the reference's earlier jobs are not pooled as repetitions."""
+    from iolab import stats
+    from iolab.experiment.order import ROLE, reference_jobs
+    from iolab.parsers import Metric
+    from iolab.results.record import Provenance, Record
+
+    monkeypatch.setenv("IOLAB_RESULTS", str(tmp_path / "results"))
+    path = tmp_path / "referenced.yaml"
+    path.write_text(REFERENCED)
+    exp = load_experiment(path)
+    cases = expand(exp)
+    (ref,) = [c.case_id for c in cases if c.params["bs"] == 65536 and c.params["rw"] == "write"]
+    noise = {0: [100.0, 104.0], 1: [100.0, 130.0], 2: [200.0, 201.0], 3: [50.0, 55.0]}
+    recs = []
+    for i, case in enumerate(cases):
+        jobs = [(rep, v, None) for rep, v in enumerate(noise[i], 1)]
+        if case.case_id == ref:     # two reference jobs far off the repetitions
+            jobs += [(3, 400.0, ROLE), (4, 10.0, ROLE)]
+        for rep, value, role in jobs:
+            recs.append(Record(experiment=exp.id, case_id=case.case_id, benchmark="fio", status="ok",
+                               repetition=rep, params=case.params, varied=["bs", "rw"],
+                               metrics=[Metric("write_bw", value, "MiB/s", "fio-json")],
+                               recorded="2026-11-21T00:00:00Z",
+                               provenance=Provenance("reframe", "local:default",
+                                                     {"role": role} if role else {})))
+    make_run(tmp_path / "results", exp, RUN, recs)
+    assert main(["plan", str(path), "--suggest-reps", "--target-ci", "5"]) == 0
+    out = capsys.readouterr().out
+    want = {c.case_id: stats.reps_needed(noise[i], 0.05) for i, c in enumerate(cases)}
+    for cid, n in want.items():
+        line = next(x for x in out.splitlines() if x.strip().startswith(cid) and "write_bw" in x)
+        assert line.split()[3] == "2" and line.split()[-1] == str(n), line   # n: repetitions only
+    total = sum(want.values())
+    more = reference_jobs(total, 3)
+    hours = (total + more) * 600 / 3600         # one node each, the default 10m limit
+    assert (f"a run submits {total + more} jobs and costs {hours:.2f} node-hours at the time "
+            "limits") in out, out
+    assert (f"of them drift reference {ref}: {more} more jobs (at the start, every 3 jobs and the "
+            "end), kept out of its repetitions") in out, out
+
+
 def _advice(exp):
     cases = expand(exp)
     keys = varied_keys(cases)

@@ -127,11 +127,11 @@ def trim_suggestions(exp, cases, cost: Cost, keys: list[str]) -> list[Advice]:
     return sorted(out, key=lambda a: -a.saved)
 
 
-def suggestion_node_hours(suggestions, cases_by_id: dict) -> float:
-    """Node-hours of running each case the repetitions `iolab plan --suggest-reps` suggests (the
-    most any of its metrics needs), at the time limits."""
-    need: dict[str, int] = {}
+def suggested_reps(suggestions, cases, planned: int) -> dict[str, int]:
+    """Case id -> the repetitions `iolab plan --suggest-reps` suggests for it (the most any of
+    its metrics needs); the planned repetitions where it has no suggestion."""
+    need = {c.case_id: None for c in cases}
     for s in suggestions:
-        if s.suggested is not None:
-            need[s.case_id] = max(need.get(s.case_id, 0), s.suggested)
-    return sum(cases_by_id[cid].nodes * _hours(cases_by_id[cid]) * n for cid, n in need.items())
+        if s.suggested is not None and s.case_id in need:
+            need[s.case_id] = max(need[s.case_id] or 0, s.suggested)
+    return {cid: planned if n is None else n for cid, n in need.items()}

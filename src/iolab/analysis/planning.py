@@ -84,14 +84,23 @@ def check_budget(exp, cases, keys, spent: cost.Cost, budget: float | None) -> No
 
 def suggestions(exp, cases, runs, target_ci: float) -> str:
     """Repetitions per case and metric for a 95% CI half-width of target_ci % of the mean, from
-    the earlier runs `runs`, and what the suggestion costs."""
+    the earlier runs `runs`, and what a run with them submits and costs: every job, a drift
+    reference's too (their number follows the jobs of the run, as in `overview`)."""
     from .repetitions import render_rep_suggestions, suggest_reps
 
     chosen = list(exp.report.metrics)
     rows = suggest_reps(runs, cases, exp.repetitions, target_ci,
                         {b: chosen for b in exp.benchmarks} if chosen else None)
     text = render_rep_suggestions(rows, exp.id, len(runs), target_ci, exp.repetitions)
-    if any(r.suggested is not None for r in rows):
-        hours = cost.suggestion_node_hours(rows, {c.case_id: c for c in cases})
-        text += f"\n  the suggested repetitions cost {hours:.2f} node-hours at the time limits"
-    return text
+    if not any(r.suggested is not None for r in rows):
+        return text
+    reps = cost.suggested_reps(rows, cases, exp.repetitions)
+    jobs = jobs_per_case(exp, cases, reps)
+    hours = cost.plan_cost(cases, jobs).node_hours
+    lines = [f"  with the suggested repetitions (the planned {exp.repetitions} where there is no "
+             f"suggestion) a run submits {sum(jobs.values())} jobs and costs {hours:.2f} node-hours "
+             "at the time limits"]
+    for cid, every in reference_cases(exp, cases).values():
+        lines.append(f"  of them drift reference {cid}: {jobs[cid] - reps[cid]} more jobs (at the "
+                     f"start, every {every} jobs and the end), kept out of its repetitions")
+    return text + "\n" + "\n".join(lines)

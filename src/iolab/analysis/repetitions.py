@@ -37,7 +37,8 @@ class RepSuggestion:
 def suggest_reps(run_paths, cases, planned: int, target_pct: float,
                  metrics: dict[str, list[str]] | None = None) -> list[RepSuggestion]:
     """Per case and metric: repetitions for a 95% CI half-width of target_pct % of the mean,
-    from the values of earlier runs of the same case ids."""
+    from the values of earlier runs of the same case ids (their repetitions: a drift
+    reference's jobs are left out, as tables leave them out of the case's figures)."""
     from ..results.upgrade import current_ids
     from ..results.run import Run
 
@@ -50,7 +51,8 @@ def suggest_reps(run_paths, cases, planned: int, target_pct: float,
     for path in run_paths:
         for rec in Run.load(path).records:
             case = wanted.get(current(rec.case_id) or "")
-            if case is None or not rec.ok:
+            # a drift reference's extra jobs are not repetitions (tables keep them out too)
+            if case is None or not rec.ok or rec.drift_reference:
                 continue
             names = (metrics or {}).get(case.benchmark) or default_metrics(case.benchmark)
             for m in rec.metrics:

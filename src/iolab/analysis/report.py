@@ -71,6 +71,82 @@ def layer_metric_names(records: list[Record], layer, columns: list[str]) -> list
     return out
 
 
+def across_reps(shown: list[tuple[str | None, str | None]], label: str) -> tuple[str, list[str]]:
+    """A text column's cell from each repetition's (text, why): the text where every repetition
+    says the same, else each with its share, in first-seen order ("node[1-2] (2 of 3 reps),
+    node[3-4] (1 of 3 reps)"). A repetition whose record cannot say is "missing", and a note
+    says why; nothing stands in for it. No repetition: "-"."""
+    if not shown:
+        return "-", []
+    texts = ["missing" if text is None else text for text, _ in shown]
+    counts = dict.fromkeys(texts, 0)
+    for text in texts:
+        counts[text] += 1
+    n = len(texts)
+    cell = texts[0] if len(counts) == 1 else ", ".join(f"{t} ({k} of {n} reps)" for t, k in counts.items())
+    return cell, list(dict.fromkeys(f"{label} missing: {why}" for text, why in shown if text is None))
+
+
+def with_text_columns(tables: list[Table], records: list[Record], source, columns: list[str]) -> None:
+    """Add a source's text columns (`--job nodes`, `--mpiio cb_nodes`) to each table: per row,
+    what the records of the repetitions its figures are made of (ok, drift references left out)
+    say, each once (across_reps)."""
+    by_case: dict[tuple, list[Record]] = {}
+    for rec in records:
+        if rec.ok and not rec.drift_reference:
+            by_case.setdefault((rec.part, rec.case_id), []).append(rec)
+    labels = [source.column_label(c) for c in columns]
+    for table in tables:
+        table.texts = table.texts + [(f"{source.name}.{c}", label) for c, label in zip(columns, labels)]
+        table.kept = None           # its text is not the cached digest's
+        for row in table.rows:
+            recs = by_case.get((row.part, row.case_id), [])
+            row.notes = list(row.notes)         # the digest's list stays as it is
+            row.texts = list(row.texts)
+            for column, label in zip(columns, labels):
+                cell, notes = across_reps([source.column_text(r, column) for r in recs], label)
+                row.texts.append(cell)
+                row.notes += [n for n in notes if n not in row.notes]
+
+
+@functools.cache
+def column_sources() -> tuple:
+    """Whatever a table can add columns of by name, one `--<name>` option each (`iolab table`,
+    `iolab publish`, their help and the CLI reference): the layers that have columns, then the
+    job's (its nodes, results/placement.py)."""
+    from ..results.placement import JOB
+
+    return tuple(layer for layer in layers.registry() if layer.column_help()) + (JOB,)
+
+
+def run_tables(state, metrics: list[str] | None = None, columns: dict[str, str] | None = None) -> list[Table]:
+    """A run's tables (`iolab table`, `iolab publish`), with the columns asked by source
+    (column_sources: {"darshan": "small_write_pct", "job": "nodes"}): a number
+    column as a metric of its own (mean, interval, n), a text column beside the parameters."""
+    asked = {name: text for name, text in (columns or {}).items() if text}
+    if not asked:
+        return tables_from(state.digest, metrics, state.report, state.kept_at(), state.matrix_order)
+    sources = {s.name: s for s in column_sources()}
+    parsed = {name: sources[name].parse_columns(text) for name, text in asked.items()}
+    numbers = {name: cols for name, cols in parsed.items() if not sources[name].text}
+    if numbers:
+        records = state.records
+        if metrics is None:
+            metrics = list(state.report.metrics or default_metrics(records[0].benchmark))
+            present = {m.name for r in records for m in r.metrics}
+            metrics = [m for m in metrics if m in present]
+        for name, cols in numbers.items():
+            records = with_layer_columns(records, sources[name], cols)
+            metrics = metrics + layer_metric_names(records, sources[name], cols)
+        tables = build_tables(records, metrics, state.report, state.matrix_order)
+    else:
+        tables = tables_from(state.digest, metrics, state.report, None, state.matrix_order)
+    for name, cols in parsed.items():
+        if sources[name].text:
+            with_text_columns(tables, state.records, sources[name], cols)
+    return tables
+
+
 DERIVED = {
     # name: (header, display divisor)
     "file_size": ("File Size (GiB)", float(UNIT_BYTES["GiB"])),
@@ -177,6 +253,7 @@ class Row:
     cells: dict[str, Cell] = field(default_factory=dict)
     # metric -> the benchmark's own maximum of it per repetition (IOR's bwMaxMIB for write_bw)
     own_max: dict[str, Cell] = field(default_factory=dict)
+    texts: list[str] = field(default_factory=list)     # the table's text columns, in its order
 
 
 @dataclass
@@ -192,6 +269,8 @@ class Table:
     # where its text may be kept (Run.kept_at: the run's records and its digest's cache key);
     # None: rows not from a run's cached digest (pooled runs, layer columns, records in memory)
     kept: tuple | None = field(default=None, repr=False, compare=False)
+    # text columns asked for (with_text_columns): (source.column, header), after the parameters
+    texts: list[tuple[str, str]] = field(default_factory=list)
 
 
 EFFECTIVE = "@effective"
@@ -440,7 +519,7 @@ def _fits(got: tuple, table: Table, style: str) -> bool:
 
 def _header(table: Table, style: str) -> tuple[list[str], dict[str, bool]]:
     """The table's header, and for each metric whether the benchmark reports its own maximum."""
-    header = [param_label(k, table.benchmark)[0] for k in table.keys]
+    header = [param_label(k, table.benchmark)[0] for k in table.keys] + [h for _, h in table.texts]
     # "Max." is the benchmark's own maximum where it reports one (IOR's bwMaxMIB, over its
     # iterations, as the studies quote it); otherwise the best repetition, and said so.
     own = {m: any(m in row.own_max for row in table.rows) for m in table.metrics}
@@ -466,6 +545,7 @@ def _table_rows(table: Table, style: str) -> tuple[list[str], list[list[str]], l
     for row in table.rows:
         line = [] if not table.keys else [_fmt_key(v, d, seen)
                                           for d, v, seen in zip(divisors, row.key_values, shown)]
+        line += row.texts
         noisy = []
         for m in table.metrics:
             s = row.cells[m].summary
@@ -548,6 +628,8 @@ def to_json(tables: list[Table], run: dict | None = None) -> str:
                 "experiment": table.experiment, "run_id": table.run_id, "part": table.part,
                 "benchmark": table.benchmark, "case_id": row.case_id,
                 "params": {k: v for k, v in zip(table.keys, row.key_values)},
+                **({"columns": {name: text for (name, _), text in zip(table.texts, row.texts)}}
+                   if table.texts else {}),
                 "n": row.ok, "failed": row.failed, "skipped": row.skipped, "aborted": row.aborted,
                 "notes": row.notes,
                 "metrics": {m: summary_json(c, table.units.get(m)) for m, c in row.cells.items()},

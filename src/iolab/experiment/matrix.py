@@ -203,16 +203,18 @@ def reference_cases(exp: Experiment, cases: list[Case], *,
     return out
 
 
-def jobs_per_case(exp: Experiment, cases: list[Case], repetitions: int | None = None,
+def jobs_per_case(exp: Experiment, cases: list[Case], repetitions: int | dict[str, int] | None = None,
                   *, present: bool = False) -> dict[str, int]:
     """How many jobs `reframe -r` runs of each case: the repetitions (the experiment's, unless
-    given), and for a drift reference case its reference jobs too, counted over the jobs of every
-    part (experiment/order.py; the run's test class asks this for its repetitions). present: as
-    for reference_cases."""
+    given: one number, or case id -> its own, as `plan --suggest-reps` prices them), and for a
+    drift reference case its reference jobs too, counted over the jobs of every part
+    (experiment/order.py; the run's test class asks this for its repetitions). present: as for
+    reference_cases."""
     reps = exp.repetitions if repetitions is None else repetitions
-    out = {c.case_id: reps for c in cases}
+    out = {c.case_id: reps[c.case_id] if isinstance(reps, dict) else reps for c in cases}
+    total = sum(out.values())
     for cid, every in reference_cases(exp, cases, present=present).values():
-        out[cid] += reference_jobs(len(cases) * reps, every)
+        out[cid] += reference_jobs(total, every)
     return out
 
 

@@ -10,11 +10,14 @@ say what was not applied, and the value in effect where it differs from the requ
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from ..errors import IolabError
 
 
 @dataclass
@@ -70,7 +73,50 @@ class JobView:
         return (self.stdout or "") + "\n" + (self.stderr or "")
 
 
-class Layer:
+class ColumnSource:
+    """Table columns a user may ask for by name (`iolab table --darshan small_write_pct`): a
+    layer's, or the job's (results/placement.py). One option per source, `--<name>`, whose help,
+    like the CLI reference's, is made from `column_help` (cli.add_column_options)."""
+
+    name = ""
+    title = ""                          # how tables name its columns ("Darshan")
+    # False: numbers, added to the records as metrics (mean, interval, n: column_values);
+    # True: words about the case's repetitions, each once (column_text)
+    text = False
+
+    def column_help(self) -> dict[str, str]:
+        """Each of its columns and what it shows."""
+        return {}
+
+    def parse_columns(self, text: str) -> list[str]:
+        """Column names from a comma-separated list; an unknown one is an error naming the
+        nearest known ones."""
+        known = self.column_help()
+        names = [n.strip() for n in text.split(",") if n.strip()]
+        for name in names:
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=3)
+                raise IolabError(f"unknown {self.name} column {name!r}", key=f"--{self.name}",
+                                 hint=f"did you mean {', '.join(close)}?" if close else
+                                 "known: " + ", ".join(known))
+        return names
+
+    def column_label(self, name: str) -> str:
+        """A table's header for one of its columns ("Darshan small_write_pct")."""
+        return f"{self.title} {name}"
+
+    def column_values(self, observed, names: list[str]) -> list[tuple[str, float, str]]:
+        """(name, value, unit) of each asked column that the record has a number for; a value
+        it cannot give is left out, never 0."""
+        return []
+
+    def column_text(self, record, name: str) -> tuple[str | None, str | None]:
+        """A text column's words for one record, and None with why where the record cannot say
+        (a table shows "missing" and the why as a note, never a guess)."""
+        return None, "not recorded"
+
+
+class Layer(ColumnSource):
     name = ""
     prefixes: tuple[str, ...] = ()      # parameter keys it owns: those that start so...
     keys: tuple[str, ...] = ()          # ...and these
@@ -154,23 +200,6 @@ class Layer:
         """How a value of its parameter reads where it means something other than its number
         (a stripe count of -1: "all (-1)"); such values sort after the numbers."""
         return None
-
-    # --- table columns a user may ask for (`iolab table --darshan small_write_pct`)
-    title = ""                          # how tables name its columns ("Darshan")
-
-    def parse_columns(self, text: str) -> list[str]:
-        """Column names from a comma-separated list; an unknown one is an error naming the
-        known ones."""
-        return []
-
-    def column_label(self, name: str) -> str:
-        """A table's header for one of its columns ("Darshan small_write_pct")."""
-        return f"{self.title} {name}"
-
-    def column_values(self, observed, names: list[str]) -> list[tuple[str, float, str]]:
-        """(name, value, unit) of each asked column that the record has a number for; a value
-        it cannot give is left out, never 0."""
-        return []
 
     def reports_effective(self, key: str) -> bool:
         """Whether tables show, beside this parameter, the value the system used."""

@@ -54,3 +54,4 @@ def axes(kind: str) -> tuple[str, ...]:
     """The layers' parameters of one kind: "preferred_axes" (a plot groups by them first),
     "effective_axes" (a plot draws their value in effect)."""
     return tuple(k for layer in registry() for k in getattr(layer, kind))
+

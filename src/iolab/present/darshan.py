@@ -24,7 +24,7 @@ def of_logs(targets: list[str], out_dir: Path | None, warn) -> tuple[list[dict],
         found = darshan.findings(summary, {}) if summary["status"] == "ok" else []
         shown.append({"log": target, "summary": summary, "findings": found})
         if summary["status"] != "ok":
-            warn(f"iolab: {target}: {summary['status']}: {summary.get('reason')}")
+            warn(f"iolab: error: {target}: {summary['status']}: {summary.get('reason')}")
             status = 1
         elif out_dir:
             shown[-1]["html"] = str(darshan.html_report(target, out_dir))

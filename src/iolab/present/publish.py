@@ -48,7 +48,8 @@ from ..render import render_template
 from ..experiment.reportspec import StudyLink
 from ..results.run import Run
 from ..analysis.published.studies import compare_study, study_blocks
-from ..analysis.report import LEGEND, NOISY_MARK, OUTLIER_MARK, render, table_rows, tables_from
+from ..analysis.report import (LEGEND, NOISY_MARK, OUTLIER_MARK, render, run_tables, table_rows,
+                               tables_from)
 from ..results.lookup import find_run
 from ..results.store import write_all
 
@@ -288,7 +289,7 @@ def search_section(run: Run, staging: Path, prefix: str = "") -> dict | None:
 
 
 def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str,
-               prefix: str = "", set_aside: bool = False) -> RunReport:
+               prefix: str = "", set_aside: bool = False, columns: dict[str, str] | None = None) -> RunReport:
     run = Run.load_chain(path, project_root)
     run.vouch(set_aside)
     if not run.record_count:
@@ -296,6 +297,8 @@ def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str
     settings = run.report
     tables = tables_from(run.digest, None, settings, run.kept_at(), run.matrix_order)
     made, notes = plots.make_plots(run, staging / PLOTS_DIR, prefix=prefix, tables=tables)
+    if columns and any(columns.values()):      # asked columns: in the tables, not the plots
+        tables = run_tables(run, None, columns)
     link = settings.study()
     published = published_comparison(run, link, project_root) if link else None
     drifts = drift.notes(drift.of_run(run))
@@ -573,9 +576,11 @@ class Published:
 
 def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, force: bool = False,
             project_root: Path | None = None, results: Path | None = None,
-            include_imported: bool = False, set_aside: bool = False) -> Published:
+            include_imported: bool = False, set_aside: bool = False,
+            columns: dict[str, str] | None = None) -> Published:
     """Write the static report of an experiment's run(s) into `out` (see the module docstring).
-    `results` defaults to results.results_root (IOLAB_RESULTS, else <project>/results)."""
+    `results` defaults to results.results_root (IOLAB_RESULTS, else <project>/results);
+    `columns`: the columns its tables add, as `iolab table` takes them (report.run_tables)."""
     from ..project import project_root as default_root
     from ..results.store import results_root
 
@@ -588,7 +593,8 @@ def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, for
     with tempfile.TemporaryDirectory(prefix="iolab-publish-") as tmp:
         staging = Path(tmp)
         reports = [run_report(p, staging, root, experiment_id,
-                              prefix=f"{p.name}-" if len(paths) > 1 else "", set_aside=set_aside)
+                              prefix=f"{p.name}-" if len(paths) > 1 else "", set_aside=set_aside,
+                              columns=columns)
                    for p in paths]
         context = build_context(experiment_id, reports)
         files = {

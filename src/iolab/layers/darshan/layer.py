@@ -57,6 +57,11 @@ class DarshanLayer(Layer):
             out.append(f"Darshan requested but not run: {dar.get('reason')}")
         return out
 
+    def column_help(self) -> dict[str, str]:
+        from .columns import COLUMNS
+
+        return {name: f"{c.help} ({c.unit})" for name, c in COLUMNS.items()}
+
     def parse_columns(self, text: str) -> list[str]:
         from .columns import parse_columns
 

@@ -137,6 +137,25 @@ class MpiioLayer(Layer):
     def reports_effective(self, key: str) -> bool:
         return key.startswith(PREFIX)
 
+    # --- `iolab table --mpiio cb_nodes,aggregator_ranks` (columns.py)
+    title = "MPI-IO"
+    text = True
+
+    def column_help(self) -> dict[str, str]:
+        from .columns import HELP
+
+        return HELP
+
+    def column_label(self, name: str) -> str:
+        from .columns import LABELS
+
+        return LABELS[name]
+
+    def column_text(self, record, name: str) -> tuple[str | None, str | None]:
+        from .columns import column_text
+
+        return column_text(record.observed.get(OBSERVED), name)
+
     def aggregators(self, observed) -> tuple[int | None, int | None]:
         """The aggregator count asked for, and the one the library says it used."""
         hints = observed.get(OBSERVED) or {}

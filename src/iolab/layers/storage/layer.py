@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...errors import IolabError
 from ..base import Contribution, JobView, Layer
 from . import base, place
 from .base import file_systems, requests
@@ -155,13 +154,8 @@ class StorageLayer(Layer):
             return NOT_APPLIED
         return got
 
-    def parse_columns(self, text: str) -> list[str]:
-        names = [n.strip() for n in text.split(",") if n.strip()]
-        for name in names:
-            if name not in COLUMNS:
-                raise IolabError(f"unknown storage column {name!r}", key="--storage",
-                                 hint="known: " + "; ".join(f"{k} ({v})" for k, v in COLUMNS.items()))
-        return names
+    def column_help(self) -> dict[str, str]:
+        return COLUMNS
 
     def column_values(self, observed, names: list[str]) -> list[tuple[str, float, str]]:
         """The asked columns a record has; a column of several (bytes_per_osd: one per OSD) gives
