@@ -400,3 +400,70 @@ def test_storage_columns_are_named_in_words():
     assert metric_label("storage.objects") == "Objects"
     assert metric_label("storage.bytes_per_osd.osd.2") == "Data on osd.2"
     assert metric_label("darshan.small_write_pct") == "Darshan small_write_pct"
+
+
+# --- a case that never ran: no setting applied or not (tests/data/cephfs/runs/README.md) ------
+
+NEVER_RAN = DATA / "runs"
+
+
+def _never_ran_run():
+    from iolab.results.run import Run
+
+    (path,) = (NEVER_RAN / "cephfs-nosuchpool").iterdir()
+    return Run.load(path)
+
+
+def test_a_case_that_never_ran_has_no_striping_footnote(monkeypatch, capsys):
+    """The recorded run's nosuchpool case failed in ReFrame's setup, before its job existed, and
+    its record says 'striping not applied: unknown: no striping': the table shows the failure
+    and its reason, and no setting of a job that never ran."""
+    from iolab.cli import main
+
+    failed = next(r for r in _never_ran_run().records if r.status == "failed")
+    assert failed.flags == ["striping not applied: unknown: no striping"]   # as recorded
+    assert failed.notes() == []
+    monkeypatch.setenv("IOLAB_RESULTS", str(NEVER_RAN))
+    assert main(["table", "cephfs-nosuchpool"]) == 0
+    out = capsys.readouterr().out
+    assert "| nosuchpool | - | - | - | - | 0 | 1 failed¹ |" in out, out
+    assert "striping not applied" not in out and "†" not in out.split("Mean ±")[0]
+    assert "¹ failed: cephfs.pool 'nosuchpool' is not a data pool" in out
+    assert main(["runs", "cephfs-nosuchpool"]) == 0
+    assert "flagged" not in capsys.readouterr().out
+
+
+def test_a_case_that_measured_keeps_its_not_applied_footnote():
+    """The same rule from the other side: the run's measured case, its layout made 'not applied'
+    as an ext4 scratch would have it, keeps the flag, ok or failed by its verify policy."""
+    import dataclasses
+
+    from iolab.results.record import Observed
+
+    ok = next(r for r in _never_ran_run().records if r.ok)
+    assert ok.metrics and ok.notes() == []
+    seen = ok.observed.to_json()
+    seen["cephfs"] = {"fs_type": "ext4", "requested": seen["cephfs"]["requested"],
+                      "applied": False, "reason": "ext4: no striping"}
+    observed = Observed.from_json(seen)
+    for status in ("ok", "failed"):
+        rec = dataclasses.replace(ok, status=status, observed=observed, flags=observed.flags())
+        assert rec.notes() == ["striping not applied: ext4: no striping"]
+    # failed with no values (its job stopped before the benchmark): the failure is its note
+    stopped = dataclasses.replace(ok, status="failed", metrics=[], observed=observed,
+                                  flags=observed.flags())
+    assert stopped.notes() == []
+
+
+def test_a_job_that_never_started_records_no_layout_verdict():
+    """The failed case's stage as recorded (its job script was never written, so no detection
+    line ran): the storage layer says what was asked and nothing of what was applied."""
+    from types import SimpleNamespace
+
+    run = _never_ran_run()
+    failed = next(r for r in run.records if r.status == "failed")
+    stage = run.path / failed.raw["dir"]
+    assert not (stage / base.FSTYPE_FILE).exists()
+    seen = get("storage").observe_files(SimpleNamespace(params=failed.params), stage)
+    assert seen == {"cephfs": {"requested": CEPHFS.requested(failed.params)}}
+    assert get("storage").flags(seen) == [] and get("storage").not_applied(seen, "cephfs.pool") is None

@@ -33,6 +33,11 @@ def test_requested_and_setstripe_args():
 def test_prerun_and_observed(tmp_path):
     assert len(storage.prerun_lines("/scratch/x", {})) == 1
     assert "-i 1" in storage.prerun_lines("/scratch/x", {"lustre.stripe_offset": 1})[1]
+    # a job that never reached its detection line laid nothing out: not "not applied" either
+    assert storage.observed_layout(lustre.FILE_SYSTEM, tmp_path, {"stripe_count": 2}) == {
+        "requested": {"stripe_count": 2}}
+    assert storage.observed_layout(lustre.FILE_SYSTEM, tmp_path, {}) == {}
+    (tmp_path / lustre.FSTYPE_FILE).write_text("")
     assert storage.observed_layout(lustre.FILE_SYSTEM, tmp_path, {"stripe_count": 2}) == {
         "fs_type": "unknown", "requested": {"stripe_count": 2}, "applied": False,
         "reason": "unknown: no striping"}

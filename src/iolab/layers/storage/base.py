@@ -31,11 +31,13 @@ def detect_line(case_dir: str) -> str:
     return f"{{ findmnt -n -o FSTYPE -T {d} 2>/dev/null || stat -f -c %T {d}; }} > {FSTYPE_FILE}"
 
 
-def read_fstype(stage: Path) -> str:
+def read_fstype(stage: Path) -> str | None:
+    """The type the job's detection line noted; None where the job never got to it (it never
+    ran, or stopped before it), "unknown" where it noted nothing."""
     try:
         return (stage / FSTYPE_FILE).read_text().strip() or "unknown"
     except OSError:
-        return "unknown"
+        return None
 
 
 class FileSystem:
