@@ -89,7 +89,7 @@ class StorageLayer(Layer):
                             require_file_system=getattr(ctx.exp, "require_file_system", None))
         keep = any(fs.keeps_files(req) and where.on(fs) for fs, req in requests(case.params))
         return Contribution(start=where, case_dir=where.case_dir, spec_options={"keep_files": keep},
-                            unrunnable=list(where.unrunnable), failure=where.failure)
+                            unrunnable=list(where.unrunnable))
 
     def wrap(self, case, ctx, spec, start) -> Contribution:
         stop = ctx.exp.verify.layout == "fail"
