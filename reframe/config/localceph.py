@@ -6,8 +6,8 @@
 # Scratch root: $IOLAB_CEPH_MOUNT/iolab-scratch (the mount defaults to $IOLAB_CEPH_STATE/mnt, the
 # state to /tmp/iolab-ceph, as in scripts/ceph-local). CEPH_CONF (default: the state's ceph.conf)
 # is passed to the jobs, so that they can ask the cluster where a file's objects are. Where the
-# mount is absent this file still loads; an experiment with `require_file_system: cephfs` then
-# skips its cases with the reason, any other records its layouts as not applied.
+# mount is absent this file still loads; an experiment with `require_file_system: cephfs` is
+# then refused before its run is created, any other records its layouts as not applied.
 # Profile: the experiments' `ceph` profile where they have one, else `local`.
 import os
 

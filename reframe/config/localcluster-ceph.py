@@ -11,7 +11,7 @@
 # is passed to the jobs: the layout is set and read (setfattr, getfattr) and the file's objects
 # are mapped to OSDs (rados ls, ceph osd map) in the job, on its first node, which reaches the
 # monitor over the cluster's bridge. Where the mount is absent this file still loads; an
-# experiment with `require_file_system: cephfs` then skips its cases with the reason.
+# experiment with `require_file_system: cephfs` is then refused before its run is created.
 # Profiles as on localcluster: `cluster`, else `local`; IOLAB_PROFILE overrides.
 import os
 import runpy

@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "e39bb08425292eaea5ec1991a8e2e648cd3bd5bbc138cb9f753b1cb6dd867940"
+IOLAB_YAML_SHA256 = "69d24295169f6bf55514666c914bce77fabb3bb405ecb30b1de12da0afd773a1"
 
 register_experiment(__name__, __file__, "../../experiments/cephfs-pinned-pool.yaml", IOLAB_YAML_SHA256)

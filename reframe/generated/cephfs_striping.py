@@ -4,6 +4,6 @@ import reframe  # noqa: F401  (marks this file as a ReFrame test file)
 
 from iolab.rfm.register import register_experiment
 
-IOLAB_YAML_SHA256 = "3b030f52d4363b38de1ce5e931512ad4ac503593e6544cf9c2ffdfddfb24ecc1"
+IOLAB_YAML_SHA256 = "80aac29051d2841ad3ae25f93197b3c1b6caf2afc40ad34ea6304f1b764042b9"
 
 register_experiment(__name__, __file__, "../../experiments/cephfs-striping.yaml", IOLAB_YAML_SHA256)

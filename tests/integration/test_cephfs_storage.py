@@ -21,8 +21,9 @@ import pytest
 from iolab.experiment.load import load_experiment
 from iolab.experiment.matrix import expand
 from iolab.layers.storage import cephfs
+from iolab.layers.storage.base import detect_fstype as base_fstype
 
-from .conftest import REPO, STACK_REQUIRED, have, iolab, only_run, records, reframe
+from .conftest import REPO, STACK_REQUIRED, have, iolab, make_project, only_run, records, reframe
 
 STATE = Path(os.environ.get("IOLAB_CEPH_STATE", "/tmp/iolab-ceph"))
 MOUNT = Path(os.environ.get("IOLAB_CEPH_MOUNT", STATE / "mnt"))
@@ -215,3 +216,79 @@ def test_the_archer_ceph_profile_with_the_real_ior(rfm_env, tmp_path):
         for rec in pinned:
             assert {k: v for k, v in rec["observed"]["cephfs"]["spread"]["bytes_per_osd"].items()
                     if v} == {"1": 64 << 20}
+
+
+NOPOOL = """\
+id: cephfs-nopool
+description: one pool the file system has, one it lacks
+benchmark: fio
+require_file_system: cephfs
+fixed: {rw: write, bs: 1MiB, size: 4MiB, numjobs: 1, ioengine: psync}
+matrix:
+  cephfs.pool:
+    - cephfs_data
+    - nosuchpool
+repetitions: 1
+"""
+
+
+def _refused(env: dict, tmp_path: Path, text: str = NOPOOL) -> tuple[subprocess.CompletedProcess, Path]:
+    """`reframe -r` of `text` on localceph from a throwaway project; its scratch on the CephFS."""
+    root = make_project(tmp_path, {"cephfs-nopool": text})
+    out = reframe(["-r", "-n", "cephfs_nopool"], env, cwd=root,
+                  config=str(root / "reframe" / "config" / "localceph.py"))
+    return out, root
+
+
+def test_a_pool_the_cephfs_lacks_is_refused_before_the_run(rfm_env, tmp_path):
+    """Issue 36 item 11: `cephfs.pool: nosuchpool` was caught in ReFrame's setup, after the run
+    was created, and its row footnoted 'striping not applied'. Now the session asks the cluster
+    once before it creates anything, and refuses with the experiment's line: no run, no record,
+    no case directory, and no job of the good pool either."""
+    env = ceph_env(rfm_env)
+    out, root = _refused(env, tmp_path)
+    text = out.stdout + out.stderr
+    assert out.returncode != 0, text[-3000:]
+    assert (f"experiments/cephfs-nopool.yaml:9: cephfs.pool: pool 'nosuchpool' is not a data pool "
+            f"of the CephFS under {MOUNT}/iolab-scratch: no such pool in its cluster (data pools: "
+            "cephfs_data") in text, text[-3000:]
+    assert "iolab: not started, no run created" in text
+    assert not (tmp_path / "results").exists()
+    assert not (MOUNT / "iolab-scratch" / "cephfs-nopool").exists()
+    assert "Traceback" not in text and "FAILURE INFO" not in text
+
+
+def test_the_probe_directory_asks_the_mount_when_the_cluster_cannot(rfm_env, tmp_path):
+    """Where no `ceph` CLI reaches the cluster, a probe directory under scratch is asked the way
+    the job would ask (setfattr ceph.dir.layout.pool): the mount refuses the pool it lacks and
+    takes the one it has, and the probe is removed."""
+    env = ceph_env(rfm_env)
+    said: list[str] = []
+    cut = {"PATH": str(tmp_path)}      # no ceph CLI on the jobs' PATH
+    refused = cephfs.check_pools(["cephfs_data", "nosuchpool"], str(MOUNT), cut, said.append)
+    assert list(refused) == ["nosuchpool"], refused
+    assert refused["nosuchpool"].startswith(
+        f"pool 'nosuchpool' is not a data pool of the CephFS under {MOUNT}: a directory there "
+        "refuses it (setfattr: a probe directory: Invalid argument; the cluster could not list "
+        "its pools: no ceph CLI here)"), refused
+    assert said == []
+    assert not [p for p in MOUNT.iterdir() if p.name.startswith(".iolab-preflight-")]
+    # with the CLI, the same answer from the cluster itself
+    assert list(cephfs.check_pools(["cephfs_data", "nosuchpool"], str(MOUNT), env, said.append)) == [
+        "nosuchpool"]
+
+
+def test_scratch_off_cephfs_is_refused_before_the_run(rfm_env, tmp_path):
+    """`require_file_system: cephfs` with localceph's mount absent: refused before the run with
+    the experiment's line, where it used to create a run of skipped cases. Needs no CephFS."""
+    env = {**rfm_env, "IOLAB_PROFILE": "ceph", "IOLAB_CEPH_MOUNT": str(tmp_path / "no-mount"),
+           "CEPH_CONF": str(tmp_path / "no-ceph.conf")}
+    out, _root = _refused(env, tmp_path)
+    text = out.stdout + out.stderr
+    assert out.returncode != 0, text[-3000:]
+    fstype = base_fstype(tmp_path)
+    assert (f"experiments/cephfs-nopool.yaml:4: require_file_system: scratch "
+            f"({tmp_path}/no-mount/iolab-scratch) is {fstype}, not CephFS: no case can run as "
+            "asked") in text, text[-3000:]
+    assert "nosuchpool" not in text     # off CephFS its pools are not asked about
+    assert not (tmp_path / "results").exists()

@@ -271,6 +271,73 @@ def test_require_file_system_skips_cases_elsewhere_with_the_reason(tmp_path, mon
     assert where("cephfs").unrunnable == [] and where("cephfs").on(CEPHFS)
 
 
+PREFLIGHT = """\
+id: t
+description: x
+benchmark: fio
+require_file_system: cephfs
+fixed: {cephfs.stripe_count: 2}
+matrix:
+  cephfs.pool:
+    - cephfs_data
+    - nosuchpool
+profiles:
+  ceph:
+    matrix:
+      cephfs.pool: [cephfs_data,
+                    ost9]
+"""
+
+
+def _preflight(tmp_path, text, scratch, profile=None, env=None):
+    from iolab.experiment import site
+    from iolab.experiment.load import where_set
+    from iolab.layers.storage import place
+
+    (tmp_path / "experiments").mkdir(exist_ok=True)
+    path = tmp_path / "experiments" / "t.yaml"
+    path.write_text(text)
+    exp = load_experiment(path, profile)
+    said = []
+    facts = site.load({"scratch": scratch})
+    problems = place.preflight([(exp, case, facts, env or {}) for case in expand(exp)], said.append,
+                               where_set)
+    return [str(p) for p in problems], said
+
+
+def test_scratch_off_the_required_file_system_is_refused_before_the_run(tmp_path, monkeypatch):
+    """Once per experiment and location, naming the experiment's line; its pools are not asked
+    about where no CephFS is (the job records them as not applied)."""
+    monkeypatch.chdir(tmp_path)
+    fstype = base.detect_fstype(tmp_path)
+    problems, said = _preflight(tmp_path, PREFLIGHT, str(tmp_path / "scratch"))
+    assert problems == [f"experiments/t.yaml:4: require_file_system: scratch ({tmp_path}/scratch) "
+                        f"is {fstype}, not CephFS: no case can run as asked"]
+    assert said == []
+    problems, _ = _preflight(tmp_path, PREFLIGHT.replace("require_file_system: cephfs\n", ""),
+                             str(tmp_path / "scratch"))
+    assert problems == []
+    # a location known only in the job: said, not checked
+    problems, said = _preflight(tmp_path, PREFLIGHT, "$DW_JOB_STRIPED")
+    assert problems == [] and said == [
+        "iolab: t: scratch is $DW_JOB_STRIPED, known only in the job: its file system and "
+        "layouts are checked there, not before the run"]
+
+
+def test_a_refused_pool_names_the_line_of_its_value(tmp_path, monkeypatch):
+    """The line of the refused value, in the profile that set it where one did."""
+    monkeypatch.chdir(tmp_path)
+    _ceph_standin(tmp_path, monkeypatch)
+    monkeypatch.setattr(base, "detect_fstype", lambda path: "fuse.ceph-fuse")
+    env = {"PATH": f"{tmp_path}/bin:/usr/bin:/bin"}
+    problems, _ = _preflight(tmp_path, PREFLIGHT, "/m/scratch", env=env)
+    assert problems == ["experiments/t.yaml:9: cephfs.pool: pool 'nosuchpool' is not a data pool "
+                        "of the CephFS under /m/scratch: no such pool in its cluster (data pools: "
+                        "cephfs_data, ost1)"]
+    problems, _ = _preflight(tmp_path, PREFLIGHT, "/m/scratch", profile="ceph", env=env)
+    assert [p.split(": pool")[0] for p in problems] == ["experiments/t.yaml:14: cephfs.pool"]
+
+
 def test_require_file_system_names_a_known_one(tmp_path):
     (tmp_path / "experiments").mkdir()
     path = tmp_path / "experiments" / "t.yaml"
@@ -292,27 +359,61 @@ def test_the_table_columns_come_from_the_server_side_witness(tmp_path):
         layer.parse_columns("osds, osd")
 
 
-def test_a_pool_the_file_system_lacks_is_refused_before_the_job(tmp_path, monkeypatch):
-    """`ceph fs ls -f json` as recorded, from a stand-in `ceph` on PATH; once per process."""
+def _ceph_standin(tmp_path, monkeypatch) -> Path:
+    """A `ceph` on PATH that prints what the real one printed (fs-ls.json, recorded) for
+    `fs ls`, and the cluster's pool list for `osd pool ls`; each call noted in `calls`."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    (bindir / "ceph").write_text(f'#!/bin/sh\necho "$*" >> {tmp_path}/calls\n'
-                                 f'cat {DATA / "fs-ls.json"}\n')
+    (bindir / "ceph").write_text(
+        f'#!/bin/sh\necho "$*" >> {tmp_path}/calls\n'
+        f'case "$*" in *"osd pool ls"*) echo \'["cephfs_metadata","cephfs_data","ost1","spare"]\';; '
+        f'*) cat {DATA / "fs-ls.json"};; esac\n')
     (bindir / "ceph").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
-    monkeypatch.setenv("CEPH_CONF", str(tmp_path / "ceph.conf"))
-    cephfs.data_pools.cache_clear()
-    try:
-        assert CEPHFS.check_at({"pool": "ost1"}, "/m") is None
-        assert CEPHFS.check_at({"pool": "nopool"}, "/m") == (
-            "cephfs.pool 'nopool' is not a data pool of this CephFS (cephfs_data, ost1); "
-            "add it with `ceph fs add_data_pool`")
-        assert CEPHFS.check_at({"stripe_count": 2}, "/m") is None
-        assert (tmp_path / "calls").read_text().count("fs ls") == 1
-        monkeypatch.delenv("CEPH_CONF")
-        assert CEPHFS.check_at({"pool": "nopool"}, "/m") is None     # no cluster to ask
-    finally:
-        cephfs.data_pools.cache_clear()
+    return tmp_path / "calls"
+
+
+def test_a_pool_the_file_system_lacks_is_refused_before_the_run(tmp_path, monkeypatch):
+    """Each pool against the data pools `ceph fs ls` gives (asked once for all of them): one the
+    cluster lacks, one it has that the file system does not use; none asked, nothing run."""
+    calls = _ceph_standin(tmp_path, monkeypatch)
+    said = []
+    env = {"PATH": f"{tmp_path}/bin:/usr/bin:/bin", "CEPH_CONF": str(tmp_path / "ceph.conf")}
+    refused = CEPHFS.preflight([{"pool": "ost1"}, {"pool": "nopool"}, {"pool": "spare"},
+                                {"pool": "nopool", "stripe_count": 2}, {"stripe_count": 2}],
+                               "/m/scratch", env, said.append)
+    assert [(r.key, r.value, r.reason) for r in refused] == [
+        ("cephfs.pool", "nopool", "pool 'nopool' is not a data pool of the CephFS under /m/scratch: "
+                                  "no such pool in its cluster (data pools: cephfs_data, ost1)"),
+        ("cephfs.pool", "spare", "pool 'spare' is not a data pool of the CephFS under /m/scratch: "
+                                 "add it with `ceph fs add_data_pool cephfs spare` (data pools: "
+                                 "cephfs_data, ost1)")]
+    assert said == [] and calls.read_text().count("fs ls") == 1
+    assert f"-c {tmp_path}/ceph.conf" in calls.read_text()
+    calls.unlink()
+    assert CEPHFS.preflight([{"stripe_count": 2}], "/m/scratch", env, said.append) == []
+    assert not calls.exists()
+
+
+def test_a_pool_not_checked_is_said_not_refused(tmp_path):
+    """No cluster to ask (no ceph CLI on the jobs' PATH) and a directory that takes no CephFS
+    layout (this scratch is no CephFS): the pool is not refused, and the line says why."""
+    said = []
+    assert cephfs.check_pools(["nopool"], str(tmp_path), {"PATH": str(tmp_path)}, said.append) == {}
+    (line,) = said
+    assert line.startswith("iolab: cephfs.pool 'nopool' not checked before the run: the cluster "
+                           "cannot tell (no ceph CLI here) and the mount cannot either (")
+    assert list(tmp_path.iterdir()) == []       # the probe directory is gone
+
+
+def test_the_file_system_a_kernel_mount_names(tmp_path):
+    mounts = tmp_path / "mounts"
+    mounts.write_text("10.0.0.1:6789:/ /mnt/a ceph rw,name=admin,fs=second 0 0\n"
+                      "10.0.0.1:6789:/ /mnt/b ceph rw,name=admin,mds_namespace=third 0 0\n"
+                      "admin@5f3c-11.fourth=/ /mnt/c ceph rw,name=admin 0 0\n"
+                      "ceph-fuse /mnt/d fuse.ceph-fuse rw,allow_other 0 0\n")
+    assert [cephfs.mounted_fs_name(f"/mnt/{m}/scratch", str(mounts)) for m in "abcd"] == [
+        "second", "third", "fourth", None]
 
 
 # --- bytes per OSD (rados stat of each object, recorded) -------------------------------------
@@ -400,3 +501,70 @@ def test_storage_columns_are_named_in_words():
     assert metric_label("storage.objects") == "Objects"
     assert metric_label("storage.bytes_per_osd.osd.2") == "Data on osd.2"
     assert metric_label("darshan.small_write_pct") == "Darshan small_write_pct"
+
+
+# --- a case that never ran: no setting applied or not (tests/data/cephfs/runs/README.md) ------
+
+NEVER_RAN = DATA / "runs"
+
+
+def _never_ran_run():
+    from iolab.results.run import Run
+
+    (path,) = (NEVER_RAN / "cephfs-nosuchpool").iterdir()
+    return Run.load(path)
+
+
+def test_a_case_that_never_ran_has_no_striping_footnote(monkeypatch, capsys):
+    """The recorded run's nosuchpool case failed in ReFrame's setup, before its job existed, and
+    its record says 'striping not applied: unknown: no striping': the table shows the failure
+    and its reason, and no setting of a job that never ran."""
+    from iolab.cli import main
+
+    failed = next(r for r in _never_ran_run().records if r.status == "failed")
+    assert failed.flags == ["striping not applied: unknown: no striping"]   # as recorded
+    assert failed.notes() == []
+    monkeypatch.setenv("IOLAB_RESULTS", str(NEVER_RAN))
+    assert main(["table", "cephfs-nosuchpool"]) == 0
+    out = capsys.readouterr().out
+    assert "| nosuchpool | - | - | - | - | 0 | 1 failed¹ |" in out, out
+    assert "striping not applied" not in out and "†" not in out.split("Mean ±")[0]
+    assert "¹ failed: cephfs.pool 'nosuchpool' is not a data pool" in out
+    assert main(["runs", "cephfs-nosuchpool"]) == 0
+    assert "flagged" not in capsys.readouterr().out
+
+
+def test_a_case_that_measured_keeps_its_not_applied_footnote():
+    """The same rule from the other side: the run's measured case, its layout made 'not applied'
+    as an ext4 scratch would have it, keeps the flag, ok or failed by its verify policy."""
+    import dataclasses
+
+    from iolab.results.record import Observed
+
+    ok = next(r for r in _never_ran_run().records if r.ok)
+    assert ok.metrics and ok.notes() == []
+    seen = ok.observed.to_json()
+    seen["cephfs"] = {"fs_type": "ext4", "requested": seen["cephfs"]["requested"],
+                      "applied": False, "reason": "ext4: no striping"}
+    observed = Observed.from_json(seen)
+    for status in ("ok", "failed"):
+        rec = dataclasses.replace(ok, status=status, observed=observed, flags=observed.flags())
+        assert rec.notes() == ["striping not applied: ext4: no striping"]
+    # failed with no values (its job stopped before the benchmark): the failure is its note
+    stopped = dataclasses.replace(ok, status="failed", metrics=[], observed=observed,
+                                  flags=observed.flags())
+    assert stopped.notes() == []
+
+
+def test_a_job_that_never_started_records_no_layout_verdict():
+    """The failed case's stage as recorded (its job script was never written, so no detection
+    line ran): the storage layer says what was asked and nothing of what was applied."""
+    from types import SimpleNamespace
+
+    run = _never_ran_run()
+    failed = next(r for r in run.records if r.status == "failed")
+    stage = run.path / failed.raw["dir"]
+    assert not (stage / base.FSTYPE_FILE).exists()
+    seen = get("storage").observe_files(SimpleNamespace(params=failed.params), stage)
+    assert seen == {"cephfs": {"requested": CEPHFS.requested(failed.params)}}
+    assert get("storage").flags(seen) == [] and get("storage").not_applied(seen, "cephfs.pool") is None

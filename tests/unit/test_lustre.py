@@ -33,6 +33,11 @@ def test_requested_and_setstripe_args():
 def test_prerun_and_observed(tmp_path):
     assert len(storage.prerun_lines("/scratch/x", {})) == 1
     assert "-i 1" in storage.prerun_lines("/scratch/x", {"lustre.stripe_offset": 1})[1]
+    # a job that never reached its detection line laid nothing out: not "not applied" either
+    assert storage.observed_layout(lustre.FILE_SYSTEM, tmp_path, {"stripe_count": 2}) == {
+        "requested": {"stripe_count": 2}}
+    assert storage.observed_layout(lustre.FILE_SYSTEM, tmp_path, {}) == {}
+    (tmp_path / lustre.FSTYPE_FILE).write_text("")
     assert storage.observed_layout(lustre.FILE_SYSTEM, tmp_path, {"stripe_count": 2}) == {
         "fs_type": "unknown", "requested": {"stripe_count": 2}, "applied": False,
         "reason": "unknown: no striping"}
@@ -345,3 +350,26 @@ def test_detect_fstype_falls_back_to_mounts(monkeypatch, tmp_path):
     monkeypatch.setattr(fs_base, "_statfs_magic", lambda path: 0x12345678)
     assert fs_base.detect_fstype(tmp_path, mounts=str(mounts)) == "nfs"
     assert fs_base.detect_fstype(tmp_path, mounts=str(tmp_path / "none")) == "unknown"
+
+
+# --- preflight: the OST count, asked once before the run --------------------------------------
+
+def test_preflight_refuses_more_stripes_than_osts(tmp_path):
+    """`lfs df` as recorded (8 active OSTs), from a stand-in `lfs` on the jobs' PATH: only what
+    the count refuses is refused here, each request once; without lfs it is said, not refused."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "lfs").write_text(f'#!/bin/sh\necho "$*" >> {tmp_path}/calls\ncat {DATA / "lfs_df.txt"}\n')
+    (bindir / "lfs").chmod(0o755)
+    said = []
+    reqs = [{"stripe_count": 8}, {"stripe_count": 9}, {"stripe_count": -1},
+            {"components": [{"end": 1 << 20, "stripe_count": 1}, {"end": -1, "stripe_count": 16}]}]
+    refused = lustre.FILE_SYSTEM.preflight(reqs, "/lustre/scratch", {"PATH": str(bindir)}, said.append)
+    assert [(r.key, r.value) for r in refused] == [
+        ("lustre.stripe_count", 9), ("lustre.components", reqs[3]["components"])]
+    assert "more than the 8 OSTs" in refused[0].reason and said == []
+    assert (tmp_path / "calls").read_text() == "df /lustre/scratch\n"
+    assert lustre.FILE_SYSTEM.preflight(reqs, "/lustre/scratch", {"PATH": str(tmp_path)},
+                                        said.append) == []
+    assert said == ["iolab: lustre.* layouts under /lustre/scratch not checked against its OST "
+                    "count before the run: no lfs here; the job's lfs setstripe checks them"]

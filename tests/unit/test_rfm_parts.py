@@ -14,6 +14,7 @@ import pytest
 
 from iolab.experiment import site
 from iolab.experiment.load import load_experiment
+from iolab.layers.storage.base import FSTYPE_FILE
 from iolab.experiment.matrix import expand
 from iolab.rfm import jobscript, launch, observe, plan
 from iolab.layers.storage import place as storage
@@ -191,6 +192,7 @@ def test_outcome_of_a_failed_and_of_a_good_fio_run(tmp_path):
     p = plan.plan(case, exp, repetition=1, run_id="r", stage=tmp_path, partition=partition(),
                   producer_dir=None, keep_data=False, consumed=False, dry_run=True)
     stage = _stage(tmp_path)
+    (stage / FSTYPE_FILE).write_text("ext4\n")     # the job's first line (detect_line)
     (stage / jobscript.EXIT_FILE).write_text("1\n")
     (stage / "rfm_job.err").write_text("fio: pid=7, err=28/file:io_u.c:1845, func=io_u error, "
                                         "error=No space left on device\n")
@@ -201,7 +203,7 @@ def test_outcome_of_a_failed_and_of_a_good_fio_run(tmp_path):
     shutil.copy(DATA / "fio-recorded" / "fio_randwrite_4k_16m.json", stage / "fio.json")
     out = observe.outcome(stage, case, _bench(case), p, exp.verify)
     assert out.status == "ok", out.error
-    assert out.observed["benchmark"]["bs"] == 4096 and out.observed["lustre"]["fs_type"] == "unknown"
+    assert out.observed["benchmark"]["bs"] == 4096 and out.observed["lustre"]["fs_type"] == "ext4"
     metrics = {m.name for m in out.parsed.metrics}
     assert "write_bw" in metrics
     # the same output for another block size: the echo check fails it, naming both

@@ -394,6 +394,28 @@ def _allow(doc: Located, data: dict, parts_at: dict, has_parts: bool) -> tuple[s
     return allow
 
 
+def where_set(exp: Experiment, key: str, part: str | None = None, value=None) -> tuple[str, int | None]:
+    """The file and line where the experiment sets `key`, for a check made once its cases are
+    known: a top-level key (part None), or a parameter of `part`, its profile's setting first
+    and the line of `value` where the value is one of several."""
+    doc = load_yaml(exp.text, _shown(exp.path))
+    if part is None:
+        return doc.file, doc.line((key,))
+    at = ("parts", part) if "parts" in doc.data else ()
+    first = None
+    for spath in ([("profiles", exp.profile) + at] if exp.profile else []) + [at]:
+        try:
+            section = _get(doc.data, spath)
+        except (KeyError, TypeError):
+            continue
+        for path, name, raw in _values(section, spath):
+            if name == key and raw == value:
+                return doc.file, doc.line(path)
+            if name == key and first is None:
+                first = path
+    return doc.file, doc.line(first) if first else None
+
+
 def _values(section: dict, at: tuple):
     """(path, key, value) of every value a parameter takes in a section: fixed, matrix, zip."""
     for key, value in (section.get("fixed") or {}).items():

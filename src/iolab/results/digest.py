@@ -268,7 +268,7 @@ def _add_values(case: CaseFacts, rec: Record) -> None:
 # file a run keeps beside its records). Plain JSON, never a pickle: the file comes with the run,
 # from whoever made or copied it. FORMAT changes whenever fold() or this layout does, so a
 # digest of another fold is never read as this one's.
-FORMAT = 4
+FORMAT = 5          # 5: a job that measured nothing gives no notes (Record.notes)
 _LISTS = ("failed", "skipped", "aborted", "notes")
 
 

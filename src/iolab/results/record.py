@@ -291,9 +291,20 @@ class Record:
         """(part, case_id, repetition): one planned job."""
         return (self.part, self.case_id, self.repetition)
 
+    @property
+    def measured(self) -> bool:
+        """Whether the benchmark gave values (a case its verify policy failed did too)."""
+        return self.ok or bool(self.metrics)
+
     def notes(self) -> list[str]:
-        """Requested-vs-applied differences, for table footnotes."""
-        return list(self.flags or [])
+        """Requested-vs-applied differences, for table footnotes. A job that measured nothing
+        has no setting applied or not: what its observed part would flag is left out (records
+        of a case that failed before its job started said 'striping not applied: unknown')."""
+        flags = list(self.flags or [])
+        if self.measured or not flags:
+            return flags
+        settings = set(self.observed.flags())
+        return [f for f in flags if f not in settings]
 
 
 def _metric(data) -> Metric:

@@ -27,7 +27,8 @@ from ..errors import IolabError
 from ..results import recordcache
 from ..results.provenance import utcnow
 from ..shell import has_variables
-from ..experiment.load import class_name
+from ..experiment.load import class_name, where_set
+from ..layers.storage import place
 from . import internals, measuring, runorder
 from .recording import _Run, for_experiment, record
 from .spack import build_iolab_stack, failure
@@ -284,6 +285,25 @@ def _run_session(original, runner, testcases, is_case, args, kwargs):
         raise
 
 
+def _job_env(partition) -> dict[str, str]:
+    """The environment a partition's jobs get beside this one's (CEPH_CONF...)."""
+    env = dict(os.environ)
+    for name, value in partition.local_env.env_vars.items():
+        env[name] = os.path.expandvars(str(value))
+    return env
+
+
+def _preflight(cases) -> None:
+    """What only the live system can tell of the cases' storage (place.preflight), asked once
+    before the run exists: a refusal ends the session with every reason, one line each, and no
+    run is created."""
+    refused = place.preflight(((tc.check._iolab_exp, tc.check._iolab_case, site.of(tc.partition),
+                                _job_env(tc.partition)) for tc in cases), getlogger().warning,
+                               where_set)
+    if refused:
+        raise ReframeError("iolab: not started, no run created:\n" + "\n".join(map(str, refused)))
+
+
 def _runall(original, *, is_case, registered):
     @functools.wraps(original)
     def runall(runner, testcases, *args, **kwargs):
@@ -304,6 +324,7 @@ def _runall(original, *, is_case, registered):
         except IolabError as exc:
             raise ReframeError(f"iolab: {exc}") from None
         cases = [tc for tc in testcases if is_case(tc.check)]
+        _preflight(cases)
         keys = [measuring.key_of(tc.partition.scheduler.registered_name, tc.partition.fullname)
                 for tc in cases]
         # no other session measures on these systems while this one does (measuring.py)

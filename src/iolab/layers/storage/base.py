@@ -2,9 +2,10 @@
 tell which file system a case directory is on.
 
 A file system module (lustre.py; one module per file system) defines FILE_SYSTEM, a FileSystem
-that owns the parameters under its prefix (`lustre.*`): how a request is checked, the job lines
-that apply it where the case directory is of its type, and how its witnesses are read back. On
-any other file system the request is recorded as not applied, with the reason (layer.py).
+that owns the parameters under its prefix (`lustre.*`): how a request is checked (alone, then
+once per session against the live file system: preflight), the job lines that apply it where the
+case directory is of its type, and how its witnesses are read back. On any other file system the
+request is recorded as not applied, with the reason (layer.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import os
 import pkgutil
 import re
 import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -31,11 +34,22 @@ def detect_line(case_dir: str) -> str:
     return f"{{ findmnt -n -o FSTYPE -T {d} 2>/dev/null || stat -f -c %T {d}; }} > {FSTYPE_FILE}"
 
 
-def read_fstype(stage: Path) -> str:
+def read_fstype(stage: Path) -> str | None:
+    """The type the job's detection line noted; None where the job never got to it (it never
+    ran, or stopped before it), "unknown" where it noted nothing."""
     try:
         return (stage / FSTYPE_FILE).read_text().strip() or "unknown"
     except OSError:
-        return "unknown"
+        return None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A parameter the live file system cannot apply as asked, found before the run."""
+
+    key: str            # the parameter, with its prefix ("cephfs.pool")
+    value: object       # the value asked for
+    reason: str
 
 
 class FileSystem:
@@ -61,10 +75,13 @@ class FileSystem:
         """Why the request cannot be made on any such file system."""
         return None
 
-    def check_at(self, req: dict, base: str) -> str | None:
-        """Why the request cannot be made at `base`, asked from the login node (None: it can,
-        or this node cannot tell)."""
-        return None
+    def preflight(self, reqs: list[dict], base: str, env: Mapping[str, str],
+                  say: Callable[[str], None]) -> list[Refusal]:
+        """What only the live file system under `base` (of this type) can tell of the requests a
+        session makes there, asked once before its run is created (place.preflight): the values
+        it cannot apply. `env`: the jobs' environment (a cluster's config); `say(line)`: what
+        could not be checked, and why."""
+        return []
 
     def prerun(self, case_dir: str, req: dict, stop_on_failure: bool) -> list[str]:
         return []
@@ -176,8 +193,9 @@ def _unescape(field: str) -> str:
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
 
-def fstype_from_mounts(path: str, mounts: str) -> str | None:
-    """The type of the longest mount point containing `path`, from /proc/mounts text."""
+def mount_of(path: str, mounts: str) -> list[str] | None:
+    """The /proc/mounts fields (source, point, type, options...) of the longest mount point
+    containing `path`, from the table's text."""
     best, found = -1, None
     for line in mounts.splitlines():
         fields = line.split()
@@ -186,8 +204,14 @@ def fstype_from_mounts(path: str, mounts: str) -> str | None:
         point = _unescape(fields[1])
         # >=: a later mount on the same point hides the earlier one.
         if (path == point or path.startswith(point.rstrip("/") + "/")) and len(point) >= best:
-            best, found = len(point), fields[2]
+            best, found = len(point), fields
     return found
+
+
+def fstype_from_mounts(path: str, mounts: str) -> str | None:
+    """The type of the longest mount point containing `path`, from /proc/mounts text."""
+    fields = mount_of(path, mounts)
+    return fields[2] if fields else None
 
 
 def detect_fstype(path, mounts: str = "/proc/mounts") -> str:

@@ -10,13 +10,19 @@ count of 4 reaching 2 OSDs is how Ceph places data, recorded as such and not as 
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
-from functools import cache
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ... import shell
 from ...units import format_size
-from .base import FSTYPE_FILE, FileSystem, failed_setting, settle
+from .base import FSTYPE_FILE, FileSystem, Refusal, failed_setting, mount_of, settle
 
 SETLAYOUT_FILE = "iolab-cephfs-setlayout.txt"
 FILES_FILE = "iolab-cephfs-files.txt"
@@ -332,22 +338,117 @@ def effective(lay: dict, key: str):
     return values[0] if len(values) == 1 else tuple(values)
 
 
-@cache
-def data_pools(conf: str) -> frozenset[str]:
-    """The data pools of every file system of the cluster `conf` names (`ceph fs ls`), asked
-    once per process; empty where the CLI is absent or the cluster does not answer."""
-    import json
-    import shutil
-    import subprocess
-
-    if not shutil.which("ceph"):
-        return frozenset()
+def _ceph_json(args: list[str], env: Mapping[str, str]):
+    """(what `ceph ARGS -f json` printed, decoded; None) or (None, why it gave nothing): the
+    cluster the jobs' environment names (CEPH_CONF), asked from here."""
+    ceph = shutil.which("ceph", path=env.get("PATH"))
+    if not ceph:
+        return None, "no ceph CLI here"
+    conf = ["-c", env["CEPH_CONF"]] if env.get("CEPH_CONF") else []
     try:
-        done = subprocess.run(["ceph", "-c", conf, "--connect-timeout", "10", "fs", "ls", "-f",
-                               "json"], capture_output=True, text=True, timeout=CEPH_TIMEOUT)
-        return frozenset(p for fs in json.loads(done.stdout) for p in fs.get("data_pools", []))
-    except (subprocess.TimeoutExpired, ValueError, TypeError, AttributeError):
-        return frozenset()
+        done = subprocess.run([ceph, *conf, "--connect-timeout", "10", *args, "-f", "json"],
+                              capture_output=True, text=True, timeout=CEPH_TIMEOUT, env=dict(env))
+    except subprocess.TimeoutExpired:
+        return None, f"`ceph {' '.join(args)}` did not answer in {CEPH_TIMEOUT} s"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return None, f"`ceph {' '.join(args)}` failed: {last[:200]}"
+    try:
+        return json.loads(done.stdout), None
+    except ValueError:
+        return None, f"`ceph {' '.join(args)}` printed no JSON"
+
+
+def mounted_fs_name(base: str, mounts: str = "/proc/mounts") -> str | None:
+    """The CephFS name a kernel mount under `base` names (fs=, mds_namespace=, or the device
+    syntax user@fsid.NAME=/path); None for ceph-fuse, which does not say."""
+    try:
+        fields = mount_of(str(Path(base).resolve()), Path(mounts).read_text())
+    except OSError:
+        return None
+    if not fields or fields[2] != "ceph" or len(fields) < 4:
+        return None
+    options = dict(o.partition("=")[::2] for o in fields[3].split(","))
+    named = re.match(r"^[^@]*@[^.]*\.([^=]+)=", fields[0])
+    return options.get("fs") or options.get("mds_namespace") or (named.group(1) if named else None)
+
+
+def data_pools_at(base: str, env: Mapping[str, str]) -> tuple[dict | None, str | None]:
+    """({name, data_pools, pools}) of the file system under `base` from its cluster (`ceph fs
+    ls`, `ceph osd pool ls`), or (None, why the cluster cannot tell)."""
+    systems, why = _ceph_json(["fs", "ls"], env)
+    if why:
+        return None, why
+    if not isinstance(systems, list) or not systems:
+        return None, "`ceph fs ls` lists no file system"
+    name = mounted_fs_name(base)
+    mine = [fs for fs in systems if fs.get("name") == name] if name else systems
+    if len(mine) != 1:
+        return None, (f"the cluster has {len(systems)} file systems "
+                      f"({', '.join(str(fs.get('name')) for fs in systems)}) and the mount does not "
+                      "say which is under it")
+    pools, why = _ceph_json(["osd", "pool", "ls"], env)
+    return {"name": mine[0].get("name"), "data_pools": list(mine[0].get("data_pools") or []),
+            "pools": pools if isinstance(pools, list) else None}, None
+
+
+def probe_pool(base: str, pool: str) -> tuple[bool | None, str]:
+    """Whether the CephFS under `base` takes `pool` as a directory's layout pool, asked the way
+    the job will (setfattr ceph.dir.layout.pool) on a probe directory made and removed here:
+    (True, ""), (False, setfattr's words), or (None, why it could not be asked)."""
+    if not shutil.which("setfattr"):
+        return None, "no setfattr here"
+    parent = Path(base)
+    while not parent.is_dir() and parent != parent.parent:
+        parent = parent.parent
+    try:
+        probe = tempfile.mkdtemp(prefix=".iolab-preflight-", dir=parent)
+    except OSError as exc:
+        return None, f"cannot make a probe directory in {parent}: {exc.strerror}"
+    try:
+        done = subprocess.run(["setfattr", "-n", "ceph.dir.layout.pool", "-v", pool, probe],
+                              capture_output=True, text=True, timeout=CEPH_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return None, f"setfattr did not answer in {CEPH_TIMEOUT} s"
+    finally:
+        with contextlib.suppress(OSError):
+            os.rmdir(probe)
+    if done.returncode == 0:
+        return True, ""
+    said = " ".join(done.stderr.split()).replace(probe, "a probe directory")
+    # EINVAL is the MDS's answer to a pool that is not a data pool; anything else says nothing
+    return (False if "Invalid argument" in said else None), said[:200] or f"exit {done.returncode}"
+
+
+def check_pools(pools: list[str], base: str, env: Mapping[str, str],
+                say: Callable[[str], None]) -> dict[str, str]:
+    """pool -> why the CephFS under `base` cannot lay a directory out in it: asked of the
+    cluster, else of the mount with a probe directory; what neither can tell is said, not
+    refused."""
+    known, why = data_pools_at(base, env)
+    if known is not None:
+        data, listed = known["data_pools"], known["pools"]
+        out = {}
+        for pool in pools:
+            if pool in data:
+                continue
+            what = ("" if listed is None else ": no such pool in its cluster" if pool not in listed
+                    else f": add it with `ceph fs add_data_pool {known['name']} {pool}`")
+            out[pool] = (f"pool {pool!r} is not a data pool of the CephFS under {base}{what} "
+                         f"(data pools: {', '.join(data) or 'none'})")
+        return out
+    out = {}
+    for pool in pools:
+        ok, said = probe_pool(base, pool)
+        if ok is False:
+            out[pool] = (f"pool {pool!r} is not a data pool of the CephFS under {base}: a "
+                         f"directory there refuses it ({said}; the cluster could not list its "
+                         f"pools: {why})")
+        elif ok is None:
+            say(f"iolab: cephfs.pool {pool!r} not checked before the run: the cluster cannot "
+                f"tell ({why}) and the mount cannot either ({said}); the job sets it, and a "
+                "refusal stops it there")
+    return out
 
 
 class CephFS(FileSystem):
@@ -361,18 +462,12 @@ class CephFS(FileSystem):
     def check(self, req: dict) -> str | None:
         return check_request(req)
 
-    def check_at(self, req: dict, base: str) -> str | None:
-        """A pool that is not a data pool of the file system, asked with `ceph fs ls` where the
-        CLI and a config are reachable from here."""
-        import os
-
-        if "pool" not in req or not os.environ.get("CEPH_CONF"):
-            return None
-        pools = data_pools(os.environ["CEPH_CONF"])
-        if pools and req["pool"] not in pools:
-            return (f"cephfs.pool {req['pool']!r} is not a data pool of this CephFS "
-                    f"({', '.join(sorted(pools))}); add it with `ceph fs add_data_pool`")
-        return None
+    def preflight(self, reqs: list[dict], base: str, env: Mapping[str, str],
+                  say: Callable[[str], None]) -> list[Refusal]:
+        """Each requested pool against the data pools of the file system under `base`."""
+        pools = list(dict.fromkeys(req["pool"] for req in reqs if "pool" in req))
+        refused = check_pools(pools, base, env, say) if pools else {}
+        return [Refusal(f"{self.prefix}pool", pool, why) for pool, why in refused.items()]
 
     # the job lines and the reading of their witnesses are this module's functions
     prerun = staticmethod(prerun_lines)

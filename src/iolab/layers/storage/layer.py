@@ -38,6 +38,10 @@ def prerun_lines(case_dir: str, params: dict, stop_on_failure: bool = True) -> l
 def observed_layout(fs: base.FileSystem, stage: Path, req: dict) -> dict:
     """What the job saw of one file system's request: applied, or not and why."""
     fstype = base.read_fstype(stage)
+    if fstype is None:
+        # the job never reached its detection line: nothing was laid out, so nothing was
+        # "not applied" either (the record's error says why it did not run)
+        return {"requested": req} if req else {}
     out: dict = {"fs_type": fstype}
     if not req:
         return out
@@ -84,7 +88,7 @@ class StorageLayer(Layer):
                             require_file_system=getattr(ctx.exp, "require_file_system", None))
         keep = any(fs.keeps_files(req) and where.on(fs) for fs, req in requests(case.params))
         return Contribution(start=where, case_dir=where.case_dir, spec_options={"keep_files": keep},
-                            unrunnable=list(where.unrunnable), failure=where.failure)
+                            unrunnable=list(where.unrunnable))
 
     def wrap(self, case, ctx, spec, start) -> Contribution:
         stop = ctx.exp.verify.layout == "fail"
@@ -100,7 +104,8 @@ class StorageLayer(Layer):
 
     def observe_files(self, case, stage: Path) -> dict:
         asked = dict(requests(case.params))
-        return {fs.observed_key: observed_layout(fs, stage, asked.get(fs, {})) for fs in file_systems()}
+        seen = {fs.observed_key: observed_layout(fs, stage, asked.get(fs, {})) for fs in file_systems()}
+        return {key: lay for key, lay in seen.items() if lay}
 
     def file_system(self, observed) -> str | None:
         for fs in file_systems():

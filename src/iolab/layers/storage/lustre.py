@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ... import shell
 from ...units import parse_size, size_arg
-from .base import FSTYPE_FILE, FileSystem, failed_setting, settle
+from .base import FSTYPE_FILE, FileSystem, Refusal, failed_setting, settle
 
 SETSTRIPE_FILE = "iolab-setstripe.txt"
 GETSTRIPE_FILE = "iolab-getstripe.txt"
@@ -600,19 +600,32 @@ class Lustre(FileSystem):
     def check(self, req: dict) -> str | None:
         return check_request(req, None)
 
-    def check_at(self, req: dict, base: str) -> str | None:
-        """A stripe count above the OST count, found with `lfs df` where lfs is installed."""
+    def preflight(self, reqs: list[dict], base: str, env, say) -> list[Refusal]:
+        """Each request against the OST count of the Lustre under `base` (`lfs df`), where lfs
+        is here: what only the count refuses (a stripe count above it)."""
         import shutil
         import subprocess
 
-        if not shutil.which("lfs"):
-            return None
-        df = subprocess.run(["lfs", "df", base], capture_output=True, text=True, timeout=60)
+        lfs = shutil.which("lfs", path=env.get("PATH"))
+        if not lfs:
+            say(f"iolab: lustre.* layouts under {base} not checked against its OST count before "
+                "the run: no lfs here; the job's lfs setstripe checks them")
+            return []
         try:
+            df = subprocess.run([lfs, "df", base], capture_output=True, text=True, timeout=60)
             osts = parse_lfs_df(df.stdout)
-        except ValueError:
-            return None
-        return check_request(req, osts)
+        except (subprocess.TimeoutExpired, ValueError) as exc:
+            say(f"iolab: lustre.* layouts under {base} not checked against its OST count before "
+                f"the run: `lfs df` gave no count ({exc})")
+            return []
+        out = []
+        for req in reqs:
+            problem = check_request(req, osts)
+            if problem and problem != check_request(req, None):
+                key = re.match(r"lustre\.(\w+)", problem)
+                name = key.group(1) if key else "stripe_count"
+                out.append(Refusal(f"{self.prefix}{name}", req.get(name), problem))
+        return out
 
     def prerun(self, case_dir: str, req: dict, stop_on_failure: bool) -> list[str]:
         return prerun_lines(case_dir, req, stop_on_failure)
