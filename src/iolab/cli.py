@@ -35,6 +35,8 @@ def cmd_validate(args) -> int:
     for ref in args.files:
         try:
             exp = load_experiment(_experiment_path(ref))
+            for note in exp.notes:
+                print(f"iolab: note: {note}", file=sys.stderr)
             counts = [f"{len(expand(exp))} cases"]
             for profile in exp.profiles:
                 counts.append(f"{profile}: {len(expand(load_experiment(exp.path, profile)))}")

@@ -261,7 +261,7 @@ def test_require_file_system_skips_cases_elsewhere_with_the_reason(tmp_path, mon
 
     def where(required):
         return place.place(case, root, "sys:part", experiment="e", run_id="r", repetition=1,
-                           require_lustre=False, dry_run=False, require_file_system=required)
+                           dry_run=False, require_file_system=required)
 
     fstype = base.detect_fstype(tmp_path)
     assert where("cephfs").unrunnable == [

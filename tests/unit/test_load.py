@@ -832,3 +832,43 @@ def test_a_mistyped_parameter_gets_the_nearest_names_and_the_others_grouped(writ
     for group in ("; storage: cephfs.stripe_unit,", "; mpiio: mpiio.aggregators,",
                   "; scale: scale.nodes, scale.tasks_per_node)"):
         assert group in message, message
+
+
+# ---------------------------------------------------------------- require_lustre, the older spelling
+
+def _yaml(tmp_path, monkeypatch, extra: str, fixed: str = "{lustre.stripe_count: 2}") -> Path:
+    monkeypatch.chdir(tmp_path)     # messages name the file as given, relative to here
+    path = tmp_path / "old.yaml"
+    path.write_text(f"id: old\ndescription: x\nbenchmark: ior\nfixed: {fixed}\n" + extra)
+    return path
+
+
+def test_require_lustre_is_read_as_require_file_system_lustre_with_a_note(tmp_path, monkeypatch):
+    exp = load_experiment(_yaml(tmp_path, monkeypatch, "require_lustre: true\n"))
+    assert exp.require_file_system == "lustre"
+    assert exp.notes == ("old.yaml:5: require_lustre: the older spelling of "
+                         "require_file_system: lustre, read as that; write require_file_system: lustre",)
+    assert not hasattr(exp, "require_lustre")
+    plain = load_experiment(_yaml(tmp_path, monkeypatch, "require_lustre: false\n"))
+    assert plain.require_file_system is None and plain.notes == ()
+    both = load_experiment(_yaml(tmp_path, monkeypatch,
+                                 "require_lustre: true\nrequire_file_system: lustre\n"))
+    assert both.require_file_system == "lustre"
+
+
+def test_require_lustre_with_another_file_system_is_refused(tmp_path, monkeypatch):
+    err = _load_error(_yaml(tmp_path, monkeypatch,
+                            "require_lustre: true\nrequire_file_system: cephfs\n", "{}"))
+    assert str(err).startswith("old.yaml:5: require_lustre: require_lustre: true and "
+                               "require_file_system: 'cephfs' ask for two file systems"), str(err)
+
+
+def test_validate_prints_the_note_and_succeeds(tmp_path, monkeypatch, capsys):
+    from iolab.cli import main
+
+    path = _yaml(tmp_path, monkeypatch, "require_lustre: true\n")
+    assert main(["validate", path.name]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("ok: old.yaml (1 cases)")
+    assert err == "iolab: note: old.yaml:5: require_lustre: the older spelling of " \
+                  "require_file_system: lustre, read as that; write require_file_system: lustre\n"

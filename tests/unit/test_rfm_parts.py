@@ -75,17 +75,17 @@ def test_each_launcher_passes_the_environment_its_own_way():
 def test_case_directories_per_target(tmp_path):
     _, case = case_of(tmp_path, FIO)
     where = storage.place(case, site.load({"scratch": str(tmp_path)}), "sys:part", experiment="e", run_id="r",
-                          repetition=2, require_lustre=False, dry_run=False)
+                          repetition=2, dry_run=False)
     assert where.case_dir == f"{tmp_path}/e/r/{case.case_id}-r2" and not where.unrunnable
     bb_case = dataclasses.replace(case, params={**case.params, "storage": "burst_buffer"})
     bb = storage.place(bb_case, site.load({}), "sys:part", experiment="e", run_id="r", repetition=1,
-                       require_lustre=False, dry_run=False)
+                       dry_run=False)
     assert bb.base == "$DW_JOB_STRIPED" and bb.on("lustre")
     assert bb.unrunnable == ["storage 'burst_buffer': system sys:part declares no burst buffer "
                              "(extras['iolab']['burst_buffer'])"]
     strict = storage.place(case, site.load({"scratch": str(tmp_path)}), "sys:part", experiment="e",
-                           run_id="r", repetition=1, require_lustre=True, dry_run=False)
-    assert strict.unrunnable and strict.unrunnable[0].startswith("require_lustre: scratch")
+                           run_id="r", repetition=1, require_file_system="lustre", dry_run=False)
+    assert strict.unrunnable and strict.unrunnable[0].startswith("require_file_system: scratch")
 
 
 # --- the job script's lines, run by bash ---------------------------------------------------

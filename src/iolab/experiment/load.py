@@ -124,8 +124,8 @@ class Experiment:
     tags: list[str]
     parts: list[Part]
     raw: dict = field(repr=False, default_factory=dict)
-    require_lustre: bool = False
-    require_file_system: str | None = None  # a storage module's name: cases elsewhere are skipped
+    require_file_system: str | None = None  # a storage module's name: cases elsewhere are refused
+    notes: tuple[str, ...] = ()         # what validate says of the file that is not an error
     verify: Verify = field(default_factory=Verify)
     darshan: Darshan | None = None      # None: the system config decides
     report: reportspec.Report = field(default_factory=reportspec.Report)
@@ -145,6 +145,28 @@ class Experiment:
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _required_file_system(doc, data: dict) -> tuple[str | None, tuple[str, ...]]:
+    """require_file_system, with the older `require_lustre: true` read as `lustre` (a note says
+    so); two different file systems asked for is an error."""
+    from ..layers.storage.base import file_systems
+
+    required, notes = data.get("require_file_system"), ()
+    if data.get("require_lustre"):
+        if required not in (None, "lustre"):
+            raise doc.error(("require_lustre",), f"require_lustre: true and require_file_system: "
+                            f"{brief(required)} ask for two file systems", hint="keep one")
+        where = f"{doc.file}:{doc.line(('require_lustre',))}: require_lustre"
+        notes = (f"{where}: the older spelling of require_file_system: lustre, read as that; "
+                 "write require_file_system: lustre",)
+        required = "lustre"
+    if required is not None:
+        known = [fs.name for fs in file_systems()]
+        if required not in known:
+            raise doc.error(("require_file_system",),
+                            f"no file system {brief(required)} (known: {', '.join(known)})")
+    return required, notes
 
 
 def load_experiment(path, profile: str | None = None,
@@ -277,13 +299,7 @@ def _build(doc: Located, path: Path, text: str, profile: str | None, shown: str,
                           zips=section["zips"], exclude=section["exclude"],
                           drift=_drift(doc, bench, _at, _get(data, _at).get("drift"))))
 
-    if "require_file_system" in data:
-        from ..layers.storage.base import file_systems
-
-        known = [fs.name for fs in file_systems()]
-        if data["require_file_system"] not in known:
-            raise doc.error(("require_file_system",), f"no file system "
-                            f"{brief(data['require_file_system'])} (known: {', '.join(known)})")
+    required_fs, notes = _required_file_system(doc, data)
     repetitions = prof.get("repetitions", data.get("repetitions", 1))
     search = _search(doc, data["search"], parts, repetitions) if "search" in data else None
     return Experiment(
@@ -293,8 +309,7 @@ def _build(doc: Located, path: Path, text: str, profile: str | None, shown: str,
         repetitions=repetitions,
         keep_data=prof.get("keep_data", data.get("keep_data", False)),
         tags=list(data.get("tags", [])), parts=parts, raw=data,
-        require_lustre=data.get("require_lustre", False),
-        require_file_system=data.get("require_file_system"), verify=Verify(**data.get("verify", {})),
+        require_file_system=required_fs, notes=notes, verify=Verify(**data.get("verify", {})),
         darshan=Darshan(**data["darshan"]) if "darshan" in data else None,
         report=reportspec.from_doc(data.get("report") or {}), search=search, allow=allow,
         order=data.get("order", "blocks"),

@@ -83,9 +83,8 @@ class StorageLayer(Layer):
 
     def request(self, case, ctx) -> Contribution:
         where = place.place(case, ctx.site, ctx.partition, experiment=ctx.exp.id, run_id=ctx.run_id,
-                            repetition=ctx.repetition, require_lustre=ctx.exp.require_lustre,
-                            dry_run=ctx.dry_run,
-                            require_file_system=getattr(ctx.exp, "require_file_system", None))
+                            repetition=ctx.repetition, dry_run=ctx.dry_run,
+                            require_file_system=ctx.exp.require_file_system)
         keep = any(fs.keeps_files(req) and where.on(fs) for fs, req in requests(case.params))
         return Contribution(start=where, case_dir=where.case_dir, spec_options={"keep_files": keep},
                             unrunnable=list(where.unrunnable))

@@ -37,7 +37,7 @@ class Storage:
 
 
 def place(case, site, system: str, *, experiment: str, run_id: str, repetition: int,
-          require_lustre: bool, dry_run: bool, require_file_system: str | None = None) -> Storage:
+          dry_run: bool, require_file_system: str | None = None) -> Storage:
     target = case.get("storage", "scratch")
     base = site.root(target)
     unrunnable = []
@@ -54,11 +54,9 @@ def place(case, site, system: str, *, experiment: str, run_id: str, repetition: 
     if "$" in base:
         out.job_time = True
         return out
-    if not (asked or require_lustre or require_file_system):
+    if not (asked or require_file_system):
         return out
     out.fs_type = fstype = fs_base.detect_fstype(base)
-    if require_lustre and fstype != "lustre":
-        out.unrunnable.append(f"require_lustre: {target} ({base}) is {fstype}, not Lustre")
     required = next((fs for fs in fs_base.file_systems() if fs.name == require_file_system), None)
     if required and not out.on(required):
         out.unrunnable.append(f"require_file_system: {target} ({base}) is {fstype}, "
@@ -102,7 +100,7 @@ def preflight(items: Iterable[tuple], say: Callable[[str], None], locate) -> lis
 def _check(where: _Where, say, locate) -> list[IolabError]:
     exp, base = where.exp, where.base
     required = [fs for fs in fs_base.file_systems()
-                if fs.name == exp.require_file_system or (fs.name == "lustre" and exp.require_lustre)]
+                if fs.name == exp.require_file_system]
     asked = {fs: [req for case in where.cases if (req := fs.requested(case.params))]
              for fs in fs_base.file_systems()}
     asked = {fs: reqs for fs, reqs in asked.items() if reqs}
@@ -116,7 +114,8 @@ def _check(where: _Where, say, locate) -> list[IolabError]:
     out = []
     for fs in required:
         if not fs.matches(fstype):
-            key = "require_lustre" if exp.require_file_system != fs.name else "require_file_system"
+            # an older YAML's require_lustre: true is where the requirement is written
+            key = "require_lustre" if "require_file_system" not in exp.raw else "require_file_system"
             file, line = locate(exp, key, None, None)
             out.append(IolabError(f"{where.target} ({base}) is {fstype}, not {fs.title}: no case "
                                   "can run as asked", file=file, line=line, key=key))
