@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from iolab.results.store import MAX_MANIFEST_BYTES, MAX_RECORDS_BYTES
+from iolab.results.files import MAX_MANIFEST_BYTES, MAX_RECORDS_BYTES
 from iolab.results.run import MAX_CHAIN
 
 from .conftest import iolab, noted, rechain, refused

@@ -166,7 +166,7 @@ def test_listing_a_long_chain_reads_each_manifest_a_bounded_number_of_times(tmp_
     """`iolab runs` of a chain of 1,000 continued runs took over 20 s: each line found its run's
     chain by reading every run's manifest again. Reads now grow linearly with the chain."""
     from iolab.cli import main
-    from iolab.results import run as run_module
+    from iolab.results import manifests
 
     reads = {}
     for n in (8, 32):
@@ -174,14 +174,14 @@ def test_listing_a_long_chain_reads_each_manifest_a_bounded_number_of_times(tmp_
         _chain(results, n)
         monkeypatch.setenv("IOLAB_RESULTS", str(results))
         count = [0]
-        real = run_module._manifest_read
+        real = manifests.read_typed
 
         def counted(path, real=real, count=count):
             count[0] += 1
             return real(path)
-        monkeypatch.setattr(run_module, "_manifest_read", counted)
+        monkeypatch.setattr(manifests, "read_typed", counted)
         main([verb[0], "archer-fpp-vs-ssf", *verb[1:]])
         capsys.readouterr()
-        monkeypatch.setattr(run_module, "_manifest_read", real)
+        monkeypatch.setattr(manifests, "read_typed", real)
         reads[n] = count[0]
     assert reads[32] <= 5 * reads[8], reads          # 4 times the runs: about 4 times the reads

@@ -43,7 +43,7 @@ def stored_log(run_path: Path, record) -> Path | None:
     run (a FIFO or a device in its place is refused, never read: results.open_regular)."""
     import os
 
-    from ..results.store import MAX_DARSHAN_LOG_BYTES, open_regular
+    from ..results.files import MAX_DARSHAN_LOG_BYTES, open_regular
 
     raw = record.raw
     for name in LOG_NAMES:

@@ -50,7 +50,7 @@ from ..results.run import Run
 from ..analysis.published.studies import compare_study, study_blocks
 from ..analysis.report import LEGEND, NOISY_MARK, OUTLIER_MARK, render, table_rows, tables_from
 from ..results.lookup import find_run
-from ..results.store import write_all
+from ..results.files import write_all
 
 MARKER = ".iolab-publish.json"
 PLOTS_DIR = "plots"
@@ -577,7 +577,7 @@ def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, for
     """Write the static report of an experiment's run(s) into `out` (see the module docstring).
     `results` defaults to results.results_root (IOLAB_RESULTS, else <project>/results)."""
     from ..project import project_root as default_root
-    from ..results.store import results_root
+    from ..results.runfiles import results_root
 
     root = project_root or default_root()
     res = results or results_root(root)

@@ -15,7 +15,6 @@ import dataclasses
 import datetime
 import fnmatch
 import gc
-import hashlib
 import os
 import stat
 from collections.abc import Callable
@@ -23,13 +22,16 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from . import cache, digest, integrity, recordcache
+from . import cache, digest, integrity, manifests, recordcache
 from ..experiment import reportspec
 from ..errors import IolabError
 from .record import STATUSES, Manifest, Record
 from .runfiles import check_plain_name
-from .store import (FALLBACK_NAME, MANIFEST, RECORDS, BadLine, Lock, manifest_sha, manifest_whole,
-                    read_lock, read_manifest_shared)
+from .decoding import BadLine
+from .lock import Lock, read_lock
+from .manifests import manifest_sha, manifest_whole
+from .rundir import FALLBACK_NAME
+from .runfiles import MANIFEST, RECORDS
 
 
 def _clock(seconds: float) -> str:
@@ -55,45 +57,6 @@ def provenance_key(rec: Record) -> tuple:
     """What must agree for repetitions of a case from two runs to be pooled."""
     prov = rec.provenance
     return (prov.system, prov.binary_sha256, prov.binary_version, prov.stack.get("spack_lock_sha256"))
-
-
-_MANIFESTS: dict[Path, tuple[dict, Manifest]] = {}
-
-
-def _manifest(path: Path) -> Manifest:
-    """A run's manifest, typed once per process while its bytes stay the same (finding a chain
-    reads every run's manifest; a campaign's plan makes one megabytes)."""
-    return _manifest_read(path)[1]
-
-
-def _manifest_read(path: Path) -> tuple[dict, Manifest]:
-    """A run's manifest as parsed (shared: never change it; a campaign's without its plan, see
-    whole_manifest) and typed (its plan read when first asked for)."""
-    data = read_manifest_shared(path, whole=False)
-    known = _MANIFESTS.get(Path(path))
-    if known is None or known[0] is not data:
-        typed = Manifest.from_json(data)
-        if not manifest_whole(path):
-            sha = manifest_sha(path)
-            typed.plan_later(lambda m: _plan_of(m, path, sha))
-        known = _MANIFESTS[Path(path)] = (data, typed)
-    return known
-
-
-def whole_manifest(path: Path, sha: str | None) -> dict:
-    """A run's manifest with its plan, of the bytes whose sha256 its head was read from."""
-    data = read_manifest_shared(path)
-    if sha is not None and manifest_sha(path) != sha:
-        raise IolabError(f"{Path(path) / MANIFEST} changed while it was read",
-                         hint="read the run again")
-    return data
-
-
-def _plan_of(manifest: Manifest, path: Path, sha: str | None):
-    whole = Manifest.from_json(whole_manifest(path, sha))
-    if "planned" in whole.extra:        # not a list: kept as it was, like from_json does
-        manifest.extra["planned"] = whole.extra["planned"]
-    return whole.planned
 
 
 MAX_CHAIN = 10_000      # runs in one chain (a campaign's resumes, a search's rounds)
@@ -144,7 +107,7 @@ class ChainIndex:
 
 def _parent_of(p: Path) -> str | None:
     try:
-        parent = _manifest(p).get("parent")
+        parent = manifests.read_typed(p)[1].get("parent")
     except IolabError:
         return None
     return parent if isinstance(parent, str) else None
@@ -278,10 +241,10 @@ class Run:
     @classmethod
     def load(cls, path, project_root: Path | None = None) -> Run:
         path = Path(path)
-        parsed, manifest = _manifest_read(path)
+        parsed, manifest = manifests.read_typed(path)
         sha = manifest_sha(path)
         # the records' checks need the plan: read only if records are decoded
-        whole = None if manifest_whole(path) else (lambda: whole_manifest(path, sha))
+        whole = None if manifest_whole(path) else (lambda: manifests.whole_manifest(path, sha))
         with no_gc():
             got = recordcache.open_run(path, manifest=parsed, manifest_key=sha or "", whole=whole)
             size = len(got.records) if got.records is not None else got.digest.records
@@ -425,8 +388,7 @@ class Run:
             if not self.cache_key:
                 return loaded(), None
             # a campaign's table reads it each time; checked once per YAML, profile and iolab
-            key = hashlib.sha256("\0".join((text, self.manifest.profile or "", cache.package_key()))
-                                 .encode()).hexdigest()[:32]
+            key = cache.key_of([text, self.manifest.profile or ""])
             return cache.memo(self.path / MANIFEST, "experiment", key, loaded, load.Experiment), None
         except IolabError as exc:
             return None, str(exc).splitlines()[0]
