@@ -10,7 +10,8 @@ import pytest
 
 from iolab.analysis import campaign
 from iolab.errors import IolabError
-from iolab.results.run import Run, chain_paths
+from iolab.results.chain import chain_paths
+from iolab.results.run import Run
 from tests.golden.publish_data import REPO, experiment, make_run, records
 
 A, B, C = "20261121T000000Z-aaaaaa", "20261121T010000Z-bbbbbb", "20261121T020000Z-cccccc"
@@ -121,7 +122,7 @@ def test_repetitions_pool_across_runs_where_provenance_agrees(tmp_path, monkeypa
 
 def test_progress_and_status(tmp_path, monkeypatch, capsys):
     from iolab.cli import main
-    from iolab.results.run import progress_text
+    from iolab.results.state import progress_text
 
     assert progress_text(3, 12, {"ok": 2, "failed": 1}, 90) == \
         "3/12 jobs recorded (1 failed), 0:01:30 elapsed, ETA 0:04:30"

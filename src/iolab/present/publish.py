@@ -49,7 +49,6 @@ from ..experiment.reportspec import StudyLink
 from ..results.run import Run
 from ..analysis.published.studies import compare_study, study_blocks
 from ..analysis.report import LEGEND, NOISY_MARK, OUTLIER_MARK, render, table_rows, tables_from
-from ..results.lookup import find_run
 from ..results.files import write_all
 
 MARKER = ".iolab-publish.json"
@@ -583,7 +582,7 @@ def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, for
     res = results or results_root(root)
     shown_out = Path(out)
     out = _real_out(shown_out, res)
-    paths = list(dict.fromkeys(find_run(res, experiment_id, r, include_imported) for r in (runs or [None])))
+    paths = list(dict.fromkeys(Run.find(res, experiment_id, r, include_imported) for r in (runs or [None])))
     previous = _previous_files(out, force)
     with tempfile.TemporaryDirectory(prefix="iolab-publish-") as tmp:
         staging = Path(tmp)
