@@ -73,13 +73,21 @@ class AsRun:
         rows follow (experiment.matrix.matrix_order); {} when neither loads or expands."""
         from ..experiment.matrix import matrix_order
 
-        for exp in (self.experiment, self.experiment_now):
-            if exp is not None:
-                try:
-                    return matrix_order(exp)
-                except IolabError:
-                    continue
-        return {}
+        def of(exp):
+            try:
+                return matrix_order(exp)
+            except IolabError:
+                return None
+        if self.experiment is not None and self.cache_key:
+            # a campaign's matrix expanded takes longer than the rest of its warm table
+            key = cache.key_of([self.manifest.experiment_yaml, self.manifest.profile or ""])
+            order = cache.memo(self.path / MANIFEST, "matrix-order", key,
+                               lambda: of(self.experiment), dict)
+        else:
+            order = of(self.experiment) if self.experiment is not None else None
+        if order is None and self.experiment_now is not None:
+            order = of(self.experiment_now)
+        return order if order is not None else {}
 
     def zip_groups(self, part: str) -> list[set]:
         """Parameter groups the experiment varies together (its `zip`s) in a part."""

@@ -5,14 +5,8 @@ come from, what was left out and why; and `vouch`, which refuses records that fa
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from . import integrity
 from ..errors import IolabError
 from .runfiles import RECORDS
-
-if TYPE_CHECKING:
-    from .run import Run
 
 
 class RunNotes:
@@ -59,13 +53,13 @@ class RunNotes:
         return out
 
     # ------------------------------------------------------------------------------- integrity
-    def runs_read(self) -> list[Run]:
+    def runs_read(self) -> list:
         """The runs whose records.jsonl this one's records come from (itself, its chain, a pool)."""
         if self.pool:
             return [r for run in self.pool for r in run.runs_read()]
         return self.chain or [self]
 
-    def problems(self) -> list[tuple[Run, integrity.Problem]]:
+    def problems(self) -> list[tuple]:
         """What the records' checks found (integrity.py), run by run, in line order."""
         return [(r, p) for r in self.runs_read() if r.verdict for p in r.verdict.problems]
 

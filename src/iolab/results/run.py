@@ -158,13 +158,13 @@ class Run(RunState, RunNotes, AsRun):
     def load_chain(cls, path, project_root: Path | None = None) -> Run:
         """A run with its continuations as one result set (combine.load_chain)."""
         from .combine import load_chain
-        return load_chain(path, project_root)
+        return load_chain(cls, path, project_root)
 
     @classmethod
     def pooled(cls, paths, project_root: Path | None = None) -> Run:
         """Runs pooled by case where their provenance agrees (combine.pooled)."""
         from .combine import pooled
-        return pooled(paths, project_root)
+        return pooled(cls, paths, project_root)
 
     @staticmethod
     def find(results: Path, experiment_id: str, run: str | None = None,
