@@ -11,8 +11,8 @@ import shutil
 
 import pytest
 
-from iolab.results.store import MAX_MANIFEST_BYTES, MAX_RECORDS_BYTES
-from iolab.results.run import MAX_CHAIN
+from iolab.results.files import MAX_MANIFEST_BYTES, MAX_RECORDS_BYTES
+from iolab.results.chain import MAX_CHAIN
 
 from .conftest import iolab, noted, rechain, refused
 
@@ -184,15 +184,15 @@ def test_a_parent_that_is_no_run_here_ends_the_chain(run_copy):
 def test_a_chain_longer_than_the_limit_is_refused(run_copy, monkeypatch):
     """MAX_CHAIN runs are many (a copy per link would be slow): the walk is checked in-process
     on a chain of manifests only."""
-    from iolab.results import run as run_module
+    from iolab.results import chain
     from iolab.errors import IolabError
 
-    monkeypatch.setattr(run_module, "MAX_CHAIN", 3)
+    monkeypatch.setattr(chain, "MAX_CHAIN", 3)
     prev = run_copy.run.name
     for n in range(4):
         prev = sibling(run_copy, f"20990101T00000{n}Z-aaaa0{n}", parent=prev).name
     with pytest.raises(IolabError, match="its chain holds more than 3 runs"):
-        run_module.chain_paths(run_copy.run.parent / prev)
+        chain.chain_paths(run_copy.run.parent / prev)
     assert MAX_CHAIN >= 1000
 
 

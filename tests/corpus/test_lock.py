@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from iolab.results.store import LOCK
+from iolab.results.lock import LOCK
 
 from .conftest import noted, refused
 from .test_blocking import sibling

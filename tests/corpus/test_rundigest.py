@@ -16,7 +16,8 @@ import pytest
 
 from iolab.results import digest, integrity, recordcache
 from iolab.results.record import Record
-from iolab.results.store import decode_records, read_manifest
+from iolab.results.decoding import decode_records
+from iolab.results.manifests import read_manifest
 
 from .conftest import noted, refused
 

@@ -15,7 +15,7 @@ from iolab.parsers import Metric
 from iolab.results.record import Observed, Provenance, Record
 from iolab.experiment.load import load_experiment
 from iolab.experiment.matrix import expand, varied_keys
-from iolab.results.store import RunDir
+from iolab.results.rundir import RunDir
 
 REPO = Path(__file__).resolve().parents[2]
 IOR = REPO / "tests" / "data" / "ior"

@@ -13,7 +13,7 @@ from iolab.experiment.matrix import expand, matrix_order, varied_keys
 from iolab.rfm.shims import render_shim
 from iolab.analysis.report import build_tables, render
 from iolab.results.record import Observed, Provenance, Record
-from iolab.results.store import RunDir
+from iolab.results.rundir import RunDir
 from iolab.results.run import Run
 from tests.golden.golden import check_golden
 

@@ -16,7 +16,9 @@ from iolab.cli import main
 from iolab.results import cache, recordcache
 from iolab.results.record import Record
 from iolab.results.run import Run
-from iolab.results.store import RECORDS, decode_records, read_records_bytes
+from iolab.results.decoding import decode_records
+from iolab.results.files import read_records_bytes
+from iolab.results.runfiles import RECORDS
 from tests.unit.test_drift_blocks import EXP, _interleaved, _records, _run, _slow_middle
 
 RUN = "20261123T211105Z-bbbbbb"
@@ -66,7 +68,7 @@ def warm(tmp_path, monkeypatch, capsys, records_cache):
     return path, truth
 
 
-@pytest.mark.parametrize("kind", ["rows", "digest", "drift"])
+@pytest.mark.parametrize("kind", ["rows", "digest", "drift", "experiment", "matrix-order"])
 def test_an_edited_entry_that_reaches_a_table_is_rebuilt_never_shown(warm, capsys, records_cache, kind):
     path, truth = warm
     if kind == "digest":        # the cache's copy of a digest: for a run without records.digest

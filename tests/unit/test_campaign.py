@@ -10,7 +10,8 @@ import pytest
 
 from iolab.analysis import campaign
 from iolab.errors import IolabError
-from iolab.results.run import Run, chain_paths
+from iolab.results.chain import chain_paths
+from iolab.results.run import Run
 from tests.golden.publish_data import REPO, experiment, make_run, records
 
 A, B, C = "20261121T000000Z-aaaaaa", "20261121T010000Z-bbbbbb", "20261121T020000Z-cccccc"
@@ -121,7 +122,7 @@ def test_repetitions_pool_across_runs_where_provenance_agrees(tmp_path, monkeypa
 
 def test_progress_and_status(tmp_path, monkeypatch, capsys):
     from iolab.cli import main
-    from iolab.results.run import progress_text
+    from iolab.results.state import progress_text
 
     assert progress_text(3, 12, {"ok": 2, "failed": 1}, 90) == \
         "3/12 jobs recorded (1 failed), 0:01:30 elapsed, ETA 0:04:30"
@@ -166,7 +167,7 @@ def test_listing_a_long_chain_reads_each_manifest_a_bounded_number_of_times(tmp_
     """`iolab runs` of a chain of 1,000 continued runs took over 20 s: each line found its run's
     chain by reading every run's manifest again. Reads now grow linearly with the chain."""
     from iolab.cli import main
-    from iolab.results import run as run_module
+    from iolab.results import manifests
 
     reads = {}
     for n in (8, 32):
@@ -174,14 +175,14 @@ def test_listing_a_long_chain_reads_each_manifest_a_bounded_number_of_times(tmp_
         _chain(results, n)
         monkeypatch.setenv("IOLAB_RESULTS", str(results))
         count = [0]
-        real = run_module._manifest_read
+        real = manifests.read_typed
 
         def counted(path, real=real, count=count):
             count[0] += 1
             return real(path)
-        monkeypatch.setattr(run_module, "_manifest_read", counted)
+        monkeypatch.setattr(manifests, "read_typed", counted)
         main([verb[0], "archer-fpp-vs-ssf", *verb[1:]])
         capsys.readouterr()
-        monkeypatch.setattr(run_module, "_manifest_read", real)
+        monkeypatch.setattr(manifests, "read_typed", real)
         reads[n] = count[0]
     assert reads[32] <= 5 * reads[8], reads          # 4 times the runs: about 4 times the reads

@@ -480,7 +480,7 @@ def test_plan_into_a_closed_pipe_ends_quietly():
 
 
 def test_list_shows_each_experiment_its_profiles_parts_and_last_run(results, capsys):
-    from iolab.results.store import RunDir
+    from iolab.results.rundir import RunDir
 
     run = RunDir.create(results, "quickstart", "20260101T000000Z-abcdef", {"experiment": "quickstart"})
     run.finish({"complete": True, "reason": None, "counts": {"ok": 8, "skipped": 4}})

@@ -12,7 +12,7 @@ from iolab.benchmarks.ior import parse_any
 from iolab.analysis.compare import (Side, compare_by_param, compare_runs, direction,
                                     render_comparison, verdict)
 from iolab.errors import IolabError
-from iolab.results.store import RunDir
+from iolab.results.rundir import RunDir
 from iolab.stats import Welch
 
 IOR = Path(__file__).resolve().parents[1] / "data" / "ior"

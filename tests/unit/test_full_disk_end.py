@@ -12,7 +12,9 @@ import subprocess
 import pytest
 
 from iolab.errors import IolabError
-from iolab.results.store import LOCK, MANIFEST, RECORDS, RunDir
+from iolab.results.lock import LOCK
+from iolab.results.rundir import RunDir
+from iolab.results.runfiles import MANIFEST, RECORDS
 from iolab.results.run import Run
 from tests.unit.test_results import RUN, big_records, fill, iolab, no_wait, small_disk  # noqa: F401
 

@@ -11,9 +11,11 @@ import subprocess
 
 import pytest
 
-from iolab.results import integrity, store as results
+from iolab.results import integrity, manifests, rundir
 from iolab.errors import IolabError
-from iolab.results.store import RECORDS, RunDir, decode_records
+from iolab.results.decoding import decode_records
+from iolab.results.rundir import RunDir
+from iolab.results.runfiles import RECORDS
 from iolab.results.run import Run
 from tests.golden.publish_data import experiment, records as _records
 
@@ -30,7 +32,7 @@ def records(exp, n: int) -> list[dict]:
 
 
 def verdict(path):
-    scan = integrity.Scan(results.read_manifest(path), path.name)
+    scan = integrity.Scan(manifests.read_manifest(path), path.name)
     recs, _bad = decode_records(path / RECORDS, (path / RECORDS).read_bytes(), scan=scan)
     return recs, scan.verdict
 
@@ -61,7 +63,7 @@ def test_a_reopened_run_continues_its_chain_and_finish_keeps_the_end(exp, tmp_pa
     for rec in recs[2:]:
         again.append(rec)
     again.finish({"complete": True})
-    manifest = results.read_manifest(run.path)
+    manifest = manifests.read_manifest(run.path)
     got, v = verdict(run.path)
     assert v.state == "verified" and v.problems == [] and len(got) == 4
     assert manifest["finished"]["records"] == 4 == v.count
@@ -74,7 +76,7 @@ def test_an_old_run_appended_to_stays_unchained(exp, tmp_path):
     append: it stays unverified, and whole."""
     recs = records(exp, 3)
     run = RunDir.create(tmp_path / "results", exp.id, RUN, {"experiment": exp.id})
-    manifest = results.read_manifest(run.path)
+    manifest = manifests.read_manifest(run.path)
     del manifest[integrity.MANIFEST_KEY]
     (run.path / "manifest.json").write_text(json.dumps(manifest))
     (run.path / RECORDS).write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in recs[:2]))
@@ -88,7 +90,7 @@ def test_records_of_a_fallback_file_verify_once_moved_back(exp, tmp_path, monkey
     """records.jsonl unwritable (a directory in its place): the records go to the fallback file,
     and keep going there, after the first, until it is merged back, so `cat FILE >>
     records.jsonl` puts them in chain order; then the run verifies to its end."""
-    monkeypatch.setattr(results, "RETRY_DELAYS_S", (0, 0))
+    monkeypatch.setattr(rundir, "RETRY_DELAYS_S", (0, 0))
     recs = records(exp, 5)
     run = RunDir.create(tmp_path / "results", exp.id, RUN, {"experiment": exp.id})
     run.append(recs[0])
@@ -114,4 +116,4 @@ def test_records_of_a_fallback_file_verify_once_moved_back(exp, tmp_path, monkey
     run.finish({"complete": True})
     got, v = verdict(run.path)
     assert v.problems == [] and v.count == 4 and len(got) == 4
-    assert results.read_manifest(run.path)["finished"]["records"] == 4
+    assert manifests.read_manifest(run.path)["finished"]["records"] == 4

@@ -17,7 +17,9 @@ from iolab.analysis.report import build_tables, render, tables_from
 from iolab.results import recordcache
 from iolab.results.record import Record
 from iolab.results.run import Run
-from iolab.results.store import RECORDS, decode_records, read_records_bytes
+from iolab.results.decoding import decode_records
+from iolab.results.files import read_records_bytes
+from iolab.results.runfiles import RECORDS
 from tests.golden.publish_data import experiment, make_run, records
 
 RUN = "20261121T000000Z-dddddd"

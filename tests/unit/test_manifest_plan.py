@@ -14,7 +14,7 @@ import pickle
 import pytest
 
 from iolab.errors import IolabError
-from iolab.results import cache, recordcache, run as run_module, store
+from iolab.results import cache, manifests, recordcache
 from iolab.results.run import Run
 from tests.golden.publish_data import experiment, make_run, records
 
@@ -23,8 +23,8 @@ RUN = "20261121T000000Z-eeeeee"
 
 def _fresh_process():
     """What a new process knows of manifests: nothing (the cache on disk stays)."""
-    store._SHARED_MANIFESTS.clear()
-    run_module._MANIFESTS.clear()
+    manifests._SHARED_MANIFESTS.clear()
+    manifests._TYPED.clear()
 
 
 @pytest.fixture
@@ -46,12 +46,12 @@ def run_path(tmp_path, monkeypatch, records_cache):
 @pytest.fixture
 def reads_of_the_plan(monkeypatch):
     calls = []
-    real = run_module.whole_manifest
+    real = manifests.whole_manifest
 
     def counted(*args):
         calls.append(args)
         return real(*args)
-    monkeypatch.setattr(run_module, "whole_manifest", counted)
+    monkeypatch.setattr(manifests, "whole_manifest", counted)
     return calls
 
 
@@ -65,7 +65,7 @@ def test_a_warm_run_reads_its_plan_only_when_asked(run_path, records_cache, read
     reads_of_the_plan.clear()
     warm = Run.load(run_path)
     assert warm._records is None and (warm.planned, warm.missing) == (cold.planned, cold.missing)
-    assert "planned" not in store.read_manifest_shared(run_path, whole=False)
+    assert "planned" not in manifests.read_manifest_shared(run_path, whole=False)
     assert reads_of_the_plan == []              # neither read nor parsed: not needed
     assert warm.manifest.planned == plan        # there when asked for
     assert len(reads_of_the_plan) == 1
@@ -104,13 +104,13 @@ def test_a_manifest_changed_before_its_plan_is_read_is_an_error(run_path, record
 
 @pytest.mark.parametrize("value", [({"experiment": "x"},), ("not a dict", True), ({}, "yes")])
 def test_a_head_entry_of_another_shape_is_a_miss(run_path, records_cache, value):
-    want = store.read_manifest_shared(run_path, whole=False)
+    want = manifests.read_manifest_shared(run_path, whole=False)
     (entry,) = records_cache.glob("manifest-head-*.pickle")
     with open(entry, "rb") as f:
         head = pickle.load(f)           # (cache format, key): the entry's own key kept
     entry.write_bytes(pickle.dumps(head) + pickle.dumps(value))
     _fresh_process()
-    assert store.read_manifest_shared(run_path, whole=False) == want
+    assert manifests.read_manifest_shared(run_path, whole=False) == want
     assert "planned" not in want and want["experiment"] == "archer-fpp-vs-ssf"
 
 
@@ -118,5 +118,5 @@ def test_a_small_manifest_is_always_whole(tmp_path, monkeypatch, records_cache):
     run = tmp_path / "r"
     run.mkdir()
     (run / "manifest.json").write_text('{"experiment": "a", "planned": []}')
-    assert store.read_manifest_shared(run, whole=False) == {"experiment": "a", "planned": []}
-    assert store.manifest_whole(run)
+    assert manifests.read_manifest_shared(run, whole=False) == {"experiment": "a", "planned": []}
+    assert manifests.manifest_whole(run)

@@ -13,7 +13,7 @@ from iolab.analysis.published.compare import compare_published, published_blocks
 from iolab.errors import IolabError
 from iolab.analysis.published.study import DEFAULT, list_studies, load_study, parse_study
 from iolab.results.record import Manifest
-from iolab.results.store import RunDir
+from iolab.results.rundir import RunDir
 from iolab.analysis import doc
 
 REPO = Path(__file__).resolve().parents[2]

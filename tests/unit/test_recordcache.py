@@ -12,9 +12,11 @@ import stat
 
 import pytest
 
-from iolab.results import recordcache, store as results
+from iolab.results import decoding, manifests, recordcache
 from iolab.results.record import Record
-from iolab.results.store import RECORDS, decode_records, read_records_bytes
+from iolab.results.decoding import decode_records
+from iolab.results.files import read_records_bytes
+from iolab.results.runfiles import RECORDS
 from iolab.results.run import Run
 from tests.golden.publish_data import experiment, make_run, records
 
@@ -73,7 +75,7 @@ def test_unreadable_lines_are_reported_on_every_process_from_the_cache_too(run_p
         f.write(b"\x00garbage\n")
         f.write(b'{"case_id": "torn')
     for _ in range(2):                        # decoded, then from the cache, each a new process
-        results._WARNED.clear()
+        decoding._WARNED.clear()
         recs, bad = recordcache.load(run_path)
         assert [(b.line, b.reason.split(" (")[0]) for b in bad] == [
             (len(recs) + 1, "corrupt record"), (len(recs) + 2, "torn last line")]
@@ -192,10 +194,10 @@ def test_a_manifest_is_parsed_again_when_it_changes(tmp_path):
     run = tmp_path / "r"
     run.mkdir()
     (run / "manifest.json").write_text('{"experiment": "a"}')
-    first = results.read_manifest_shared(run)
-    assert results.read_manifest_shared(run) is first
+    first = manifests.read_manifest_shared(run)
+    assert manifests.read_manifest_shared(run) is first
     (run / "manifest.json").write_text('{"experiment": "b"}')
-    assert results.read_manifest_shared(run)["experiment"] == "b"
+    assert manifests.read_manifest_shared(run)["experiment"] == "b"
 
 
 def test_a_large_manifest_and_its_missing_jobs_are_kept_and_follow_changes(run_path, records_cache,

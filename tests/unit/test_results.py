@@ -16,10 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from iolab.results import store as results
+from iolab.results import provenance, rundir as results
 from iolab.errors import IolabError
 from iolab.results.lookup import find_run
-from iolab.results.store import RECORDS, RunDir, decode_records, read_records_bytes
+from iolab.results.decoding import decode_records
+from iolab.results.files import read_records_bytes
+from iolab.results.rundir import RunDir
+from iolab.results.runfiles import RECORDS
 from iolab.results.run import Run
 from tests.golden.publish_data import REPO, experiment, make_run, records as _records
 
@@ -255,7 +258,7 @@ def test_store_raw_keeps_going_and_names_what_failed(tmp_path):
     run = RunDir.create(tmp_path / "results", exp.id, RUN, {"experiment": exp.id})
     good = REPO / "tests" / "data" / "ior" / "ior_mpiio_coll_4r_t256k_b8m.txt"
     raw = run.store_raw("0c909ce9", 1, [tmp_path / "absent.txt", good])
-    assert raw == {"dir": "cases/0c909ce9/rep1", "files": {good.name: results.sha256_file(good)}}
+    assert raw == {"dir": "cases/0c909ce9/rep1", "files": {good.name: provenance.sha256_file(good)}}
     again = run.store_raw("0c909ce9", 1, [good])             # never overwritten
     assert again["files"] == {} and "already exists" in again["errors"]["cases/0c909ce9/rep1"]
     bad_id = run.store_raw("../escape", 1, [good])

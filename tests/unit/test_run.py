@@ -12,7 +12,7 @@ from dataclasses import replace
 from iolab.results import integrity
 from iolab.layers.mpiio.layer import hint_value
 from iolab.results.record import Manifest, Observed, Record, num_tasks
-from iolab.results.store import RunDir
+from iolab.results.rundir import RunDir
 from iolab.results.run import Run
 from tests.golden.publish_data import REPO, experiment, make_run, records
 

@@ -12,7 +12,8 @@ import subprocess
 import pytest
 
 from iolab.errors import IolabError
-from iolab.results.store import LOCK, RunDir, check_not_running, read_lock
+from iolab.results.lock import LOCK, check_not_running, read_lock
+from iolab.results.rundir import RunDir
 from iolab.results.run import Run
 
 EXP, RUN = "lock-study", "20261121T000000Z-bbbbbb"
@@ -130,7 +131,7 @@ def test_an_unreadable_lock_is_refused_not_ignored(run_dir, text):
 def test_a_continuation_holds_the_run_it_continues(run_dir):
     """iolab resume (or a search's next round) holds the chain's last run while its reframe
     runs: a second continuation meanwhile is refused by name, and the lock goes with it."""
-    from iolab.results.store import holding
+    from iolab.results.lock import holding
 
     with holding(run_dir.path, "resume"):
         lock = read_lock(run_dir.path)

@@ -47,7 +47,7 @@ def of_run(run: Run, case: str | None, out_dir: Path | None) -> list[dict]:
             item = {"case_id": rec.case_id, "repetition": rec.repetition,
                     "summary": dar.get("summary") or {"status": dar["status"], "reason": dar.get("reason")},
                     "findings": dar.get("findings", []), "aggregators": dar.get("aggregators")}
-            log = view.stored_log(run.path, rec) if out_dir else None     # read only for a page
+            log = view.stored_log(run, rec) if out_dir else None     # read only for a page
             if log is not None and dar.get("status") == "ok":
                 item["html"] = str(darshan.html_report(view.readable_copy(log, work),
                                                        out_dir / f"{rec.case_id}-rep{rec.repetition}"))

@@ -38,20 +38,12 @@ def render(title: str, summary: dict, found: list[dict], aggregators: dict | Non
     return "\n".join(lines)
 
 
-def stored_log(run_path: Path, record) -> Path | None:
-    """The Darshan log stored with a record (record.Record), if any: a regular file inside the
-    run (a FIFO or a device in its place is refused, never read: results.open_regular)."""
-    import os
+def stored_log(run, record) -> Path | None:
+    """The Darshan log stored with a record of a run (results.run.Run), if any: a regular file
+    inside the run (a FIFO or a device in its place is refused, never read)."""
+    from ..results.files import MAX_DARSHAN_LOG_BYTES
 
-    from ..results.store import MAX_DARSHAN_LOG_BYTES, open_regular
-
-    raw = record.raw
-    for name in LOG_NAMES:
-        if name in raw.get("files", {}):
-            log = run_path / str(raw.get("dir")) / name
-            os.close(open_regular(log, MAX_DARSHAN_LOG_BYTES, within=run_path))
-            return log
-    return None
+    return run.raw_file(record, LOG_NAMES, MAX_DARSHAN_LOG_BYTES)
 
 
 def readable_copy(log: Path, workdir: Path) -> Path:

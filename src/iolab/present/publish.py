@@ -50,8 +50,7 @@ from ..results.run import Run
 from ..analysis.published.studies import compare_study, study_blocks
 from ..analysis.report import (LEGEND, NOISY_MARK, OUTLIER_MARK, render, run_tables, table_rows,
                                tables_from)
-from ..results.lookup import find_run
-from ..results.store import write_all
+from ..results.files import write_all
 
 MARKER = ".iolab-publish.json"
 PLOTS_DIR = "plots"
@@ -582,13 +581,13 @@ def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, for
     `results` defaults to results.results_root (IOLAB_RESULTS, else <project>/results);
     `columns`: the columns its tables add, as `iolab table` takes them (report.run_tables)."""
     from ..project import project_root as default_root
-    from ..results.store import results_root
+    from ..results.runfiles import results_root
 
     root = project_root or default_root()
     res = results or results_root(root)
     shown_out = Path(out)
     out = _real_out(shown_out, res)
-    paths = list(dict.fromkeys(find_run(res, experiment_id, r, include_imported) for r in (runs or [None])))
+    paths = list(dict.fromkeys(Run.find(res, experiment_id, r, include_imported) for r in (runs or [None])))
     previous = _previous_files(out, force)
     with tempfile.TemporaryDirectory(prefix="iolab-publish-") as tmp:
         staging = Path(tmp)

@@ -1,12 +1,15 @@
-"""Where iolab keeps what it derived from a run's files, and how an entry is read and written.
+"""Where iolab keeps what it derived from a run's files, and how an entry is read and written:
+the one cache API for every derived value (a manifest parsed, records decoded, a digest, a plan,
+an experiment loaded, a table's rows, a drift result).
 
 $IOLAB_CACHE, else $XDG_CACHE_HOME/iolab, else ~/.cache/iolab; never inside results/, so a run
 directory holds only what the run wrote. IOLAB_CACHE=off turns it off. An entry is named by
-what it holds, the file it was derived from and a key of that file's bytes; it starts with the
-key, is written to a temporary file and renamed, is readable by its owner only, and is read
-only when this user owns it and it is a regular file. Each entry ends with the sha256 of all it
-holds before (sealed): a value is used only when that digest is its content's and nothing
-follows. Anything else (damaged, edited, foreign, another key) is a miss: the caller derives
+what it holds, the file it was derived from and a key of that file's bytes; it starts with its
+head (this format, iolab's code: code_key, and the key of its inputs), is written to a temporary
+file and renamed, is readable by its owner only, and is read only when this user owns it and it
+is a regular file. Each entry ends with the sha256 of all it holds before (sealed): a value is
+used only when its head is the one asked for, that digest is its content's and nothing follows.
+Anything else (damaged, edited, foreign, other code, another key) is a miss: the caller derives
 the value again from the file, which stays the truth.
 """
 
@@ -18,11 +21,12 @@ import json
 import os
 import pickle
 import stat
+import sys
 from pathlib import Path
 
 from ..errors import IolabError
 
-FORMAT = 2        # 2: entries sealed with the sha256 of their content
+FORMAT = 3        # 2: entries sealed with the sha256 of their content; 3: code_key in the head
 MIN_BYTES = 1 << 20        # smaller files: deriving again costs less than hashing and loading
 
 
@@ -54,21 +58,28 @@ def _outside_results(where: Path, name: str) -> Path:
 
 
 @functools.cache
-def package_key() -> str:
-    """iolab's code as installed (each module's and schema's name, size and mtime): a value
-    derived by much of it (a loaded experiment) is cached under this, never read by other code."""
+def code_key() -> str:
+    """iolab's code as installed (every module's and schema's path and bytes), the Python and
+    pickle versions and this format: every entry's head holds it, so no value derived by other
+    code is ever read (about 7 ms, once per process)."""
     import iolab
 
     base = Path(iolab.__file__).parent
-    h = hashlib.sha256()
+    h = hashlib.sha256(f"{FORMAT} {sys.version_info[:2]} {pickle.HIGHEST_PROTOCOL}\n".encode())
     for root, dirs, files in os.walk(base):
         dirs.sort()
         for name in sorted(files):
             if name.endswith((".py", ".json")):
-                st = os.stat(os.path.join(root, name))
-                h.update(f"{os.path.relpath(os.path.join(root, name), base)} {st.st_size} "
-                         f"{st.st_mtime_ns}\n".encode())
+                path = os.path.join(root, name)
+                with open(path, "rb") as f:
+                    data = f.read()
+                h.update(f"{os.path.relpath(path, base)} {len(data)}\n".encode() + data)
     return h.hexdigest()[:16]
+
+
+def key_of(inputs) -> str:
+    """A short key of what a value depends on besides the code (JSON-able)."""
+    return hashlib.sha256(json.dumps(inputs, default=str).encode()).hexdigest()[:32]
 
 
 def prefix(kind: str, source: Path) -> str:
@@ -124,27 +135,48 @@ class Sealed:
         return self.f.read(self.SIZE + 1) == self.h.digest()
 
 
+def _head(key: str) -> tuple:
+    return FORMAT, code_key(), key
+
+
 def read_value(path: Path, key: str, kind: type):
     """The value of an entry written by write_value for `key`, if it is a `kind` and the entry
     is intact (sealed); else None."""
+    got = read_parts(path, key)
+    if got is None or len(got[1]) != 0 or type(got[0]) is not kind:
+        return None
+    return got[0]
+
+
+def write_value(path: Path, key: str, value, kind_prefix: str) -> None:
+    write_parts(path, key, value, [], kind_prefix)
+
+
+def read_parts(path: Path, key: str) -> tuple | None:
+    """(head value, parts) of an entry write_parts wrote for `key`, if it is intact; else None."""
     if not readable(path):
         return None
     try:
         with open(path, "rb") as raw:
             f = Sealed(raw)
-            if pickle.load(f) != (FORMAT, key):
+            if pickle.load(f) != _head(key):
                 return None
-            value = pickle.load(f)
-            if not f.intact():
+            value, count = pickle.load(f)
+            parts = [pickle.load(f) for _ in range(count)]
+            if not f.intact():      # edited or damaged after it was written: a miss
                 return None
     except Exception:  # noqa: BLE001 - a damaged or foreign entry is only a miss
         return None
-    return value if type(value) is kind else None
+    return value, parts
 
 
-def write_value(path: Path, key: str, value, kind_prefix: str) -> None:
-    write(path, kind_prefix, lambda f: (pickle.dump((FORMAT, key), f, protocol=pickle.HIGHEST_PROTOCOL),
-                                        pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)))
+def write_parts(path: Path, key: str, value, parts: list, kind_prefix: str) -> None:
+    """An entry of `value` and `parts` (each pickled on its own: a pickler remembers every
+    object it wrote, so a large list goes in parts) for `key`."""
+    def dump(f):
+        for x in (_head(key), (value, len(parts)), *parts):
+            pickle.dump(x, f, protocol=pickle.HIGHEST_PROTOCOL)
+    write(path, kind_prefix, dump)
 
 
 def write(path: Path, kind_prefix: str, dump) -> None:
@@ -171,7 +203,7 @@ def write(path: Path, kind_prefix: str, dump) -> None:
 
 
 def memo(source: Path, kind: str, key: str, compute, value_type: type):
-    """compute(), or the value it gave for this `key` of `source` before."""
+    """compute(), or the value it gave for this `key` of `source` before (with this code)."""
     where = cache_dir()
     if where is None:
         return compute()
@@ -186,10 +218,8 @@ def memo(source: Path, kind: str, key: str, compute, value_type: type):
 def of_run(kept: tuple | None, kind: str, inputs, compute, value_type: type):
     """compute() of a value derived from a run's digest alone, kept beside its cached digest:
     `kept` is Run.kept_at() (the records and their cache key; None: computed, not kept), and
-    the entry's key is that, iolab's code and `inputs` (JSON: what else the value depends on)."""
+    the entry's key is that and `inputs` (JSON: what else the value depends on)."""
     if kept is None:
         return compute()
     source, run_key = kept
-    key = hashlib.sha256(json.dumps([package_key(), run_key, inputs], default=str)
-                         .encode()).hexdigest()[:32]
-    return memo(source, kind, key, compute, value_type)
+    return memo(source, kind, key_of([run_key, inputs]), compute, value_type)

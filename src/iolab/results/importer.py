@@ -15,7 +15,9 @@ from ..project import project_root
 from .provenance import host_info, sha256_file, utcnow
 from .runfiles import check_experiment_id, new_run_id
 from . import recordcache
-from .store import MAX_IMPORT_BYTES, RunDir, readable_file, results_root
+from .files import MAX_IMPORT_BYTES, readable_file
+from .rundir import RunDir
+from .runfiles import results_root
 
 
 def type_params(benchmark: str, pairs: list[str]) -> dict:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import IolabError
 from .runfiles import MANIFEST, check_experiment_id, is_experiment_id
-from .store import read_manifest_shared
+from .manifests import read_manifest_shared
 
 
 def _run_dirs(base: Path) -> list[Path]:

@@ -2,8 +2,8 @@
 
 records.jsonl stays the truth. Each read hashes the file's bytes (size and sha256) and takes the
 records from the cache only when an entry for exactly those bytes exists, was written by this
-version of the record model (record.py, parsers), and loads whole; anything else decodes the
-JSON lines as before (results.decode_records) and writes a new entry. Unreadable lines are kept
+iolab's code (cache.code_key), and loads whole; anything else decodes the JSON lines as before
+(decoding.decode_records) and writes a new entry. Unreadable lines are kept
 in the entry and reported on every read exactly as a decode reports them.
 
 Where and how entries are kept: cache.py (never inside results/; one entry per run path and
@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
 import sys
 import time
 from collections.abc import Callable
@@ -37,36 +36,19 @@ from pathlib import Path
 
 import orjson
 
-from .. import parsers
-from .. import stats
 from . import cache, integrity
 from . import digest as digest_module
-from . import record as record_module
 from .digest import Digest, fold
 from ..errors import IolabError
 from ..parsers import Metric
 from .record import Observed, Provenance, Record
-from .runfiles import DIGEST, MANIFEST
-from .store import (MAX_MANIFEST_BYTES, MAX_RECORDS_BYTES, RECORDS, BadLine, decode_records,
-                    loads_line, open_regular, read_records_bytes, read_regular, warn_bad)
+from .decoding import BadLine, decode_records, loads_line, warn_bad
+from .files import MAX_MANIFEST_BYTES, MAX_RECORDS_BYTES, open_regular, read_records_bytes, read_regular
+from .runfiles import DIGEST, MANIFEST, RECORDS
 
 
-FORMAT = cache.FORMAT
 CACHE_MIN_BYTES = cache.MIN_BYTES
 CHUNK = 5000           # records per pickle in an entry
-_SOURCES = (Path(record_module.__file__), Path(parsers.__file__),
-            Path(digest_module.__file__), Path(stats.__file__), Path(integrity.__file__),
-            Path(__file__))   # and this format
-
-
-def _code_key() -> str:
-    """What the cached objects depend on: the record model's source and the pickle format."""
-    h = hashlib.sha256(f"{FORMAT} {sys.version_info[:2]} {pickle.HIGHEST_PROTOCOL}".encode())
-    for src in _SOURCES:
-        h.update(src.read_bytes())
-    return h.hexdigest()[:16]
-
-
 @dataclass
 class Loaded:
     """A run's records, or (from the cache) only their fold by case with a way to the records."""
@@ -147,7 +129,7 @@ def open_run(run_path: Path, digest_only: bool = True, manifest: dict | None = N
 
 
 def _entry_key(size: int, sha: str, suffix: str = "") -> str:
-    return f"{size}-{sha}-{_code_key()}" + (f"-{suffix[:16]}" if suffix else "")
+    return f"{size}-{sha}" + (f"-{suffix[:16]}" if suffix else "")     # code: in the head
 
 
 def _key(path: Path, data: bytes | None = None, suffix: str = "") -> str | None:
@@ -384,22 +366,12 @@ def _decode(path: Path, data: bytes, check: tuple, convert=Record.from_json):
 
 
 def _read(entry: Path, key: str):
-    if not cache.readable(entry):
+    got = cache.read_parts(entry, key)
+    if got is None or not (type(got[0]) is tuple and len(got[0]) == 2):
         return None
-    try:
-        with open(entry, "rb") as raw:
-            f = cache.Sealed(raw)
-            if pickle.load(f) != (FORMAT, key):
-                return None
-            chunks, bad, verdict = pickle.load(f)
-            records = []
-            for _ in range(chunks):
-                records += pickle.load(f)
-            if not f.intact():      # edited or damaged after it was written: a miss
-                return None
-    except Exception:  # noqa: BLE001 - a damaged or foreign entry is only a cache miss
-        return None
-    if not isinstance(records, list) or not all(type(r) is Record for r in records[:1]):
+    (bad, verdict), chunks = got
+    records = [r for chunk in chunks for r in chunk]
+    if not all(type(r) is Record for r in records[:1]):
         return None
     return records, bad, verdict
 
@@ -410,14 +382,8 @@ def _read_digest(entry: Path, key: str):
 
 
 def _write(entry: Path, key: str, records, bad, verdict, prefix: str) -> None:
-    def dump(f):
-        pickle.dump((FORMAT, key), f, protocol=pickle.HIGHEST_PROTOCOL)
-        # in chunks: a pickler remembers every object it wrote (memory), per dump
-        starts = range(0, len(records), CHUNK)
-        pickle.dump((len(starts), bad, verdict), f, protocol=pickle.HIGHEST_PROTOCOL)
-        for start in starts:
-            pickle.dump(records[start:start + CHUNK], f, protocol=pickle.HIGHEST_PROTOCOL)
-    cache.write(entry, prefix, dump)
+    chunks = [records[start:start + CHUNK] for start in range(0, len(records), CHUNK)]
+    cache.write_parts(entry, key, (bad, verdict), chunks, prefix)
 
 
 # The fields _Shared.record copies; a model with other fields is cached as decoded.

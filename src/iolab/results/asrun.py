@@ -1,0 +1,98 @@
+"""The experiment a run ran, from the manifest's copy of its YAML through load.py (the only YAML
+reader). A copy the current schema refuses (an old run) leaves `experiment` None and says why in
+the notes; the tables then fall back to the benchmark's defaults and the published pairing of
+the experiment as it is now.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+from . import cache
+from ..errors import IolabError
+from ..experiment import reportspec
+from .runfiles import MANIFEST
+
+
+class AsRun:
+    """The experiment as it was run (the manifest's copy of its YAML, loaded again), its report
+    settings and matrix order: part of Run (run.py)."""
+
+    @cached_property
+    def _loaded(self):
+        from ..experiment import load
+
+        text = self.manifest.experiment_yaml
+        if not text:
+            return None, "the manifest has no copy of the experiment"
+        shown = f"{self.path / 'manifest.json'}: experiment_yaml"
+
+        def loaded():
+            return load.load_text(text, Path(f"{self.manifest.experiment}.yaml"),
+                                  self.manifest.profile, shown)
+        try:
+            if not self.cache_key:
+                return loaded(), None
+            # a campaign's table reads it each time; checked once per YAML, profile and iolab
+            key = cache.key_of([text, self.manifest.profile or ""])
+            return cache.memo(self.path / MANIFEST, "experiment", key, loaded, load.Experiment), None
+        except IolabError as exc:
+            return None, str(exc).splitlines()[0]
+
+    @property
+    def experiment(self):
+        """The experiment as run (load.Experiment), or None when its copy no longer loads."""
+        return self._loaded[0]
+
+    @cached_property
+    def experiment_now(self):
+        """The experiment as it is now in the project (experiments/<id>.yaml), or None."""
+        if self.project_root is None:
+            return None
+        from ..experiment import load
+
+        try:
+            return load.load_experiment(self.project_root / "experiments" / f"{self.experiment_id}.yaml")
+        except IolabError:
+            return None
+
+    @cached_property
+    def report(self) -> reportspec.Report:
+        """The experiment's `report:` section as run; for a run whose copy no longer loads, the
+        current experiment's published pairing (the studies it is set against) and defaults."""
+        if self.experiment is not None:
+            return self.experiment.report
+        if self.experiment_now is not None:
+            return reportspec.Report(published=self.experiment_now.report.published)
+        return reportspec.Report()
+
+    @cached_property
+    def matrix_order(self) -> dict:
+        """The order of the experiment's matrix (as run, else as it is now), which tables'
+        rows follow (experiment.matrix.matrix_order); {} when neither loads or expands."""
+        from ..experiment.matrix import matrix_order
+
+        def of(exp):
+            try:
+                return matrix_order(exp)
+            except IolabError:
+                return None
+        if self.experiment is not None and self.cache_key:
+            # a campaign's matrix expanded takes longer than the rest of its warm table
+            key = cache.key_of([self.manifest.experiment_yaml, self.manifest.profile or ""])
+            order = cache.memo(self.path / MANIFEST, "matrix-order", key,
+                               lambda: of(self.experiment), dict)
+        else:
+            order = of(self.experiment) if self.experiment is not None else None
+        if order is None and self.experiment_now is not None:
+            order = of(self.experiment_now)
+        return order if order is not None else {}
+
+    def zip_groups(self, part: str) -> list[set]:
+        """Parameter groups the experiment varies together (its `zip`s) in a part."""
+        exp = self.experiment
+        for p in exp.parts if exp is not None else ():
+            if p.name == part:
+                return [set(z) for z in p.zips]
+        return []

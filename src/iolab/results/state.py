@@ -1,0 +1,120 @@
+"""Where a run stands: complete, incomplete or unfinished, who holds its lock, how far it is
+(`iolab status`, `iolab runs`), and the run as JSON.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from .lock import Lock, read_lock
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def progress_text(done: int, planned: int | None, counts: dict, elapsed: float, eta: bool = True) -> str:
+    """'7/12 jobs recorded (1 failed), 0:03:10 elapsed, ETA 0:02:16' (ETA from the pace so far;
+    none for a run that will not go on)."""
+    bad = ", ".join(f"{counts[s]} {s}" for s in ("failed", "aborted", "skipped") if counts.get(s))
+    text = f"{done}/{planned if planned is not None else '?'} jobs recorded" + (f" ({bad})" if bad else "")
+    text += f", {_clock(elapsed)} elapsed"
+    if eta and planned and 0 < done < planned:
+        text += f", ETA {_clock(elapsed / done * (planned - done))}"
+    return text
+
+
+
+class RunState:
+    """Where a run stands (complete, incomplete, unfinished), who writes it, and how far it is:
+    part of Run (run.py), from its manifest, its counts and its lock."""
+
+    @property
+    def state(self) -> str:
+        """complete | incomplete (ended, with jobs missing or interrupted) | unfinished (no end)."""
+        if self.planned is not None and self.finished is None:
+            return "unfinished"
+        if self.finished is not None and (not self.finished.get("complete") or self.missing):
+            if (self.finished.get("complete_once_merged") is True and not self.missing
+                    and not self.unsaved):      # its fallback records are merged back
+                return "complete"
+            return "incomplete"
+        if self.finished is None and self.counts.get("aborted"):
+            return "incomplete"
+        return "complete"
+
+    @property
+    def complete(self) -> bool:
+        return self.state == "complete"
+
+    def counts_text(self) -> str:
+        shown = [f"{n} {s}" for s, n in self.counts.items() if n or s == "ok"]
+        total = sum(self.counts.values())
+        return f"{total} record{'s' * (total != 1)}: " + ", ".join(shown)
+
+    def describe(self) -> str:
+        """complete | incomplete: N of M jobs have no record (interrupted by SIGTERM) | unfinished ..."""
+        state = self.state
+        missing = (f"{len(self.missing)} of {self.planned} jobs have no record"
+                   if self.missing and self.planned is not None else "")
+        if state == "unfinished":
+            return self._unfinished() + (f": {missing}" if missing else "")
+        if state == "incomplete":
+            bits = [missing] if missing else []
+            if self.counts.get("aborted"):
+                bits.append(f"{self.counts['aborted']} aborted")
+            reason = (self.finished or {}).get("reason")
+            text = "incomplete: " + (", ".join(bits) or "the run says so")
+            return text + (f" ({reason})" if reason else "")
+        return "complete" if self.planned is not None else "complete as recorded"
+
+    @property
+    def writer(self) -> Lock | None:
+        """The lock of the run (for a chain: of its latest run holding one), if any."""
+        locks = [lock for r in self.chain or [self] if (lock := read_lock(r.path)) is not None]
+        return locks[-1] if locks else None
+
+    @property
+    def writer_gone(self) -> bool:
+        """An unfinished run whose writer is known to be dead (it will never finish)."""
+        lock = self.writer
+        return self.state == "unfinished" and lock is not None and lock.alive is False
+
+    def _unfinished(self) -> str:
+        """An unfinished run by its lock: still running, killed, or (no lock) either."""
+        lock = self.writer
+        if lock is None:
+            return "unfinished (killed or still running)"
+        alive = lock.alive
+        if alive:
+            return lock.doing if not lock.role else f"unfinished, {lock.doing}"
+        if alive is False:
+            return f"unfinished (killed: its writer, {lock.who}, is gone)"
+        return (f"unfinished (locked by {lock.who}; this host cannot tell whether it still "
+                "runs)" if lock.pid else "unfinished (its lock cannot be read)")
+
+    def progress(self, now: float) -> str:
+        """How far the run (or chain) is, for `iolab status`."""
+        runs = self.chain or [self]
+        start = runs[0].manifest.created_unix or now
+        end = now
+        ended = (self.finished or {}).get("ended")
+        if isinstance(ended, str):
+            try:
+                end = datetime.datetime.fromisoformat(ended.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                pass
+        # a run whose writer is dead will not go on: no ETA, and its time ends at its last record
+        gone = self.writer_gone
+        if gone:
+            starts = [t for r in self.records if (t := r.started) is not None]
+            end = max(starts, default=end)
+        return progress_text(sum(self.counts.values()), self.planned, self.counts, end - start,
+                             eta=not gone)
+
+    def as_json(self) -> dict:
+        return {"run_id": self.run_id, "origin": self.origin, "state": self.state,
+                "describe": self.describe(), "planned": self.planned, "counts": self.counts,
+                "missing": len(self.missing), "unreadable_lines": [b.line for b in self.unreadable],
+                "notes": self.notes()}
