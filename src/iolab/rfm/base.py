@@ -22,7 +22,7 @@ from reframe.core.logging import getlogger
 from .. import benchmarks
 from . import site
 from ..experiment.matrix import describe
-from . import continuation, internals, observe, plan, recording, session
+from . import continuation, internals, measuring, observe, plan, recording, session
 from ..results.record import NOT_RUN_STRICT
 
 
@@ -143,20 +143,37 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
             _not_runnable(self, "; ".join(p.unrunnable), part)
 
     def run(self):
-        return self._iolab_guard(super().run, "job submission failed")
+        # noted before submission (a kill right after sbatch still leaves the stage directory to
+        # find the job by) and with its id after: leftovers.py
+        key, note = self._iolab_job_note()
+        measuring.note_job(key, note)
+        result = self._iolab_guard(super().run, "job submission failed")
+        measuring.note_job(key, {"stage": note["stage"], "jobid": str(self.job.jobid)})
+        return result
+
+    def _iolab_job_note(self) -> tuple[str, dict]:
+        part = self.current_partition
+        scheduler = part.scheduler.registered_name
+        return measuring.key_of(scheduler, part.fullname), {
+            "stage": self.stagedir, "scheduler": scheduler, "system": part.fullname,
+            "experiment": self._iolab_exp.id, "run": recording.for_experiment(self._iolab_exp).run_id,
+            "case": self._iolab_case.case_id, "rep": self.repetition, "pid": os.getpid()}
 
     def run_complete(self):
         return self._iolab_guard(super().run_complete, "job failed")
 
     def run_wait(self):
         result = self._iolab_guard(super().run_wait, "job failed")
+        key, note = self._iolab_job_note()
+        measuring.note_job(key, {"stage": note["stage"], "ended": True})
         # ReFrame frees the partition's job slot when this returns and may start the next job at
         # once: everything iolab does with this case's outputs happens before that.
         if not self._iolab_recorded:
             self._iolab_post_start = time.time()
             p = self._iolab_plan
+            stage = Path(self.stagedir)
             out = self._iolab_outcome = observe.outcome(
-                Path(self.stagedir), self._iolab_case, benchmarks.get(self._iolab_case.benchmark), p,
+                stage, self._iolab_case, benchmarks.get(self._iolab_case.benchmark), p,
                 self._iolab_exp.verify)
             self._iolab_record(status=out.status, error=out.error, parsed=out.parsed,
                                observed=out.observed, flags=out.flags)
