@@ -215,6 +215,10 @@ def test_resume_after_a_sigkill_waits_for_the_dead_runs_job(rfm_env, tmp_path):
     _, dead_end, dead_state = _sacct_window(jobid)
     start, _, _ = _sacct_window(rec["provenance"]["jobid"])
     assert dead_state == "COMPLETED" and start >= dead_end, (dead_end, start)
+    # no other job on its node while it measured: checked, and nothing to flag
+    witness = rec["observed"]["overlapping_jobs"]
+    assert witness["checked"] is True and witness["jobs"] == [], witness
+    assert rec["flags"] == [], rec["flags"]
     # the dead run's scratch directory, emptied by its job's end, is gone too
     assert not (tmp_path / "scratch" / "killed" / dead.name).exists()
     assert not (tmp_path / "scratch" / "killed" / cont.name).exists()
@@ -233,3 +237,43 @@ def test_resume_cancel_stale_cancels_the_dead_runs_job(rfm_env, tmp_path):
     assert dead_state == "CANCELLED" and start >= dead_end, (dead_state, dead_end, start)
     assert rec["status"] == "ok" and rec["flags"] == [], (rec["error"], rec["flags"])
 
+
+QUICK = """\
+id: quick
+description: one short fio job
+benchmark: fio
+repetitions: 1
+fixed: {size: 4MiB, bs: 64KiB}
+"""
+
+
+def test_a_job_beside_the_case_is_a_witness_flagged_on_the_row(rfm_env, tmp_path):
+    import json
+
+    from .conftest import make_project, only_run
+
+    root = make_project(tmp_path, {"quick": QUICK})
+    other = subprocess.run(["sbatch", "--parsable", "-J", "neighbour", "-n", "1", "-o", "/dev/null",
+                            "--wrap", "sleep 120"], capture_output=True, text=True, timeout=60,
+                           env=SLURM_ENV, cwd=tmp_path)
+    assert other.returncode == 0, other.stderr
+    neighbour = other.stdout.strip().split(";")[0]
+    try:
+        out = reframe(["-r", "-n", "quick"], dict(rfm_env, IOLAB_LOCK_DIR=str(tmp_path / "locks")),
+                      cwd=root, config=str(root / "reframe" / "config" / "localslurm.py"))
+    finally:
+        subprocess.run(["scancel", neighbour], env=SLURM_ENV, timeout=60)
+    assert out.returncode == 0, out.stdout[-3000:]
+    (rec,) = records(only_run(tmp_path / "results", "quick"))
+    witness = rec["observed"]["overlapping_jobs"]
+    assert witness["checked"] is True, witness
+    assert [(j["job"], j["name"], j["nodes"]) for j in witness["jobs"]] == [
+        (neighbour, "neighbour", "localhost")], witness
+    (flag,) = rec["flags"]
+    assert flag.startswith(f"other jobs shared its nodes while it measured: job {neighbour} (")
+    env = dict(rfm_env, IOLAB_ROOT=str(root), IOLAB_TEMPLATES=str(REPO / "templates"))
+    table = iolab(["table", "quick"], env, cwd=root)
+    assert table.returncode == 0, table.stderr
+    assert f"other jobs shared its nodes while it measured: job {neighbour}" in table.stdout, table.stdout
+    rows = json.loads(iolab(["table", "quick", "--format", "json"], env, cwd=root).stdout)
+    assert any("other jobs shared its nodes" in str(r) for r in rows), rows

@@ -22,8 +22,8 @@ from reframe.core.logging import getlogger
 from .. import benchmarks
 from . import site
 from ..experiment.matrix import describe
-from . import continuation, internals, measuring, observe, plan, recording, session
-from ..results.record import NOT_RUN_STRICT
+from . import continuation, internals, measuring, observe, plan, recording, session, witness
+from ..results.record import NOT_RUN_STRICT, overlap_flags
 
 
 def strict(partition) -> bool:
@@ -175,6 +175,11 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
             out = self._iolab_outcome = observe.outcome(
                 stage, self._iolab_case, benchmarks.get(self._iolab_case.benchmark), p,
                 self._iolab_exp.verify)
+            seen = witness.of_job(self.current_partition.scheduler.registered_name, self.job.jobid,
+                                  recording.nodelist(stage, self.job), recording.timing(stage, None))
+            if seen is not None:    # who else was on the nodes: a witness, and a flag on the row
+                out.observed[witness.OVERLAP] = seen
+                out.flags = out.flags + overlap_flags(seen)
             self._iolab_record(status=out.status, error=out.error, parsed=out.parsed,
                                observed=out.observed, flags=out.flags)
         return result
