@@ -249,6 +249,7 @@ fixed: {size: 4MiB, bs: 64KiB}
 
 def test_a_job_beside_the_case_is_a_witness_flagged_on_the_row(rfm_env, tmp_path):
     import json
+    import time
 
     from .conftest import make_project, only_run
 
@@ -259,6 +260,11 @@ def test_a_job_beside_the_case_is_a_witness_flagged_on_the_row(rfm_env, tmp_path
     assert other.returncode == 0, other.stderr
     neighbour = other.stdout.strip().split(";")[0]
     try:
+        deadline = time.monotonic() + 60
+        while subprocess.run(["squeue", "-h", "-j", neighbour, "-o", "%T"], capture_output=True,
+                             text=True, env=SLURM_ENV).stdout.strip() != "RUNNING":
+            assert time.monotonic() < deadline, f"job {neighbour} never ran"
+            time.sleep(0.5)
         out = reframe(["-r", "-n", "quick"], dict(rfm_env, IOLAB_LOCK_DIR=str(tmp_path / "locks")),
                       cwd=root, config=str(root / "reframe" / "config" / "localslurm.py"))
     finally:

@@ -39,34 +39,56 @@ def overlapping(jobid: str | None, nodes: list[str], start, end) -> dict:
         return unchecked("the job's nodes are not known")
     if not all(isinstance(t, (int, float)) and math.isfinite(t) for t in (start, end)):
         return unchecked("the benchmark's start and end are not known")
-    if shutil.which("sacct") is None:
-        return unchecked("sacct is not on PATH")
     # whole seconds, as Slurm keeps them: a job that ended the second the benchmark started
     # (the one before it) is not a witness
     first, last = math.floor(start), math.ceil(end)
     cmd = ["sacct", "-a", "-X", "-n", "-P", "-s", "R", "-S", _stamp(first), "-E", _stamp(last),
            "-N", ",".join(nodes), "-o", ",".join(FIELDS)]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
-                             env={**os.environ, "SLURM_TIME_FORMAT": "%s"})
-    except (OSError, subprocess.SubprocessError) as exc:
-        return unchecked(f"{' '.join(cmd[:1])}: {exc}")
-    if out.returncode != 0:
-        return unchecked(f"sacct: {' '.join(out.stderr.split())[:300] or f'exit {out.returncode}'}")
-    jobs = []
-    for line in out.stdout.splitlines():
-        values = line.split("|")
-        if len(values) != len(FIELDS):
-            continue
+    rows, why = _ask(cmd)
+    if why:
+        return unchecked(why)
+    # slurmdbd can be seconds behind (a job that started then can still read PENDING there):
+    # slurmctld's own view adds the jobs on the nodes now
+    # (filtered here: squeue -w refuses a node named localhost)
+    now, why = _ask(["squeue", "-h", "-a", "-t", "RUNNING,COMPLETING", "-o", "%i|%u|%j|%S|%e|%N|%T"])
+    if why:
+        return unchecked(why)
+    now = [v for v in now if set(_expand(v[5])) & set(nodes)]
+    jobs = {}
+    for values in rows + [v[:4] + ["Unknown"] + v[5:] for v in now]:
         job = dict(zip(("job", "user", "name", "start", "end", "nodes", "state"), values))
-        if job["job"] == str(jobid):
+        if job["job"] == str(jobid) or job["job"] in jobs:
             continue
         began, ended = _seconds(job["start"]), _seconds(job["end"])
         if began is None or began >= last or (ended is not None and ended <= first):
             continue
-        jobs.append({**job, "start": began, "end": ended})
-    return {"checked": True, "by": "sacct", "window": [start, end], "nodes": list(nodes),
-            "jobs": jobs}
+        jobs[job["job"]] = {**job, "start": began, "end": ended}
+    return {"checked": True, "by": "sacct, squeue", "window": [start, end], "nodes": list(nodes),
+            "jobs": list(jobs.values())}
+
+
+def _expand(nodelist: str) -> list[str]:
+    from reframe.utility import nodelist_expand
+
+    try:
+        return list(nodelist_expand(nodelist))
+    except Exception:  # noqa: BLE001 - a form it does not know: the name as written
+        return [nodelist]
+
+
+def _ask(cmd: list[str]) -> tuple[list[list[str]], str | None]:
+    """The lines of a Slurm query, split at '|' (times as unix seconds); or why it gave none."""
+    if shutil.which(cmd[0]) is None:
+        return [], f"{cmd[0]} is not on PATH"
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "SLURM_TIME_FORMAT": "%s"})
+    except (OSError, subprocess.SubprocessError) as exc:
+        return [], f"{cmd[0]}: {exc}"
+    if out.returncode != 0:
+        return [], f"{cmd[0]}: {' '.join(out.stderr.split())[:300] or f'exit {out.returncode}'}"
+    rows = [line.split("|") for line in out.stdout.splitlines()]
+    return [r for r in rows if len(r) == len(FIELDS)], None
 
 
 def of_job(scheduler: str, jobid, nodes: list[str], timing: dict) -> dict | None:
