@@ -724,6 +724,7 @@ def cmd_resume(args) -> int:
     from .results.lookup import find_run
     from .results.store import results_root
     from .results.run import Run
+    from .rfm.leftovers import CANCEL_ENV
 
     root = _root()
     res = results_root(root)
@@ -753,8 +754,10 @@ def cmd_resume(args) -> int:
           f"({', '.join(f'{c} rep {r}' for _p, c, r in jobs[:6])}{', …' if len(jobs) > 6 else ''})")
     for line in added + [f"allowed change: {c}" for c in changed]:
         print(f"  {line}")
+    # jobs a killed session left running are waited for (or cancelled) before the first job
     status, new = campaign.run_reframe(root, cont, config, None if args.config else system,
-                                       args.reframe_args, args.dry_run)
+                                       args.reframe_args, args.dry_run,
+                                       env_changes={CANCEL_ENV: "1"} if args.cancel_stale else None)
     if args.dry_run:
         return 0
     if new is None:
@@ -1096,6 +1099,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "manifest lists what changed")
     s.add_argument("--config", metavar="PATH", help="ReFrame configuration (default: the one the run used)")
     s.add_argument("--dry-run", action="store_true", help="print what would run and stop")
+    s.add_argument("--cancel-stale", action="store_true",
+                   help="cancel the jobs a killed session left queued or running on the system "
+                        "(default: wait for them to end; IOLAB_MEASURE_WAIT=0 refuses instead)")
     s.add_argument("reframe_args", nargs="*", metavar="-- REFRAME_ARG",
                    help="more ReFrame options after --, e.g. -- --exec-policy=serial")
     s.add_argument("--set-aside", action="store_true",

@@ -28,6 +28,13 @@ def sigint_default() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def sigkill(proc: subprocess.Popen) -> None:
+    """SIGKILL a process started by a test (nothing of it can record or clean up), and reap it."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
 def have(binary: str) -> bool:
     return shutil.which(binary) is not None
 

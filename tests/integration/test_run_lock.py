@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REFRAME, REPO, have, iolab, make_project, records
+from .conftest import REFRAME, REPO, have, iolab, make_project, records, sigkill
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not have("fio"), reason="fio is not installed")]
@@ -83,12 +83,8 @@ def test_a_live_run_is_refused_and_a_killed_one_taken_over(rfm_env, tmp_path):
         assert f"still running ({who})" in out.stdout, out.stdout + out.stderr
         assert writer.poll() is None, "the run ended before it was looked at: make it slower"
 
-        writer.send_signal(signal.SIGKILL)
-        writer.wait(timeout=30)
     finally:
-        if writer.poll() is None:
-            writer.kill()
-            writer.wait()
+        sigkill(writer)
         log.close()
         _kill_what_ran_in(tmp_path)
     assert (run / "run.lock").exists()          # SIGKILL: nothing could release it

@@ -25,6 +25,8 @@ SCHEMA = 1
 # skipped: not run, with a reason; aborted: interrupted (SIGINT/SIGTERM) before it finished.
 STATUSES = ("ok", "failed", "skipped", "aborted")
 NUM_TASKS = "scale.num_tasks"
+# observed.overlapping_jobs: other jobs on a case's nodes while it measured (rfm/witness.py)
+OVERLAP = "overlapping_jobs"
 
 
 # ------------------------------------------------------------------------------- parameters
@@ -120,7 +122,34 @@ class Observed:
             out.append(f"replayed by a test stand-in: not a measurement ({self.replayed})")
         for layer in registry():
             out += layer.flags(self)
-        return out
+        return out + overlap_flags(self.extra.get(OVERLAP))
+
+
+def _span(start, end) -> str:
+    """A job's time on the nodes, in UTC: "15:22:17-15:22:32 UTC", "from 15:22:17 UTC, still running"."""
+    def clock(t) -> str:
+        if not isinstance(t, (int, float)) or not math.isfinite(t):
+            return "?"
+        return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%H:%M:%S")
+
+    if isinstance(end, (int, float)):
+        return f"{clock(start)}-{clock(end)} UTC"
+    return f"from {clock(start)} UTC, still running"
+
+
+def overlap_flags(witness) -> list[str]:
+    """The row's flag of the other jobs on a case's nodes while it measured, or of a check that
+    could not be made: never read as "nothing overlapped"."""
+    if not isinstance(witness, dict):
+        return []
+    if not witness.get("checked"):
+        return [f"not checked for other jobs on its nodes: {witness.get('reason') or 'unknown why'}"]
+    jobs = [j for j in witness.get("jobs") or [] if isinstance(j, dict)]
+    if not jobs:
+        return []
+    return ["other jobs shared its nodes while it measured: " + "; ".join(
+        f"job {j.get('job')} ({j.get('user')}, {j.get('name')}, on {j.get('nodes')}, "
+        f"{_span(j.get('start'), j.get('end'))})" for j in jobs)]
 
 
 @dataclass

@@ -22,8 +22,8 @@ from reframe.core.logging import getlogger
 from .. import benchmarks
 from . import site
 from ..experiment.matrix import describe
-from . import continuation, internals, observe, plan, recording, session
-from ..results.record import NOT_RUN_STRICT
+from . import continuation, internals, measuring, observe, plan, recording, session, witness
+from ..results.record import NOT_RUN_STRICT, overlap_flags
 
 
 def strict(partition) -> bool:
@@ -143,21 +143,19 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
             _not_runnable(self, "; ".join(p.unrunnable), part)
 
     def run(self):
-        return self._iolab_guard(super().run, "job submission failed")
+        return _submit(self, super().run)
 
     def run_complete(self):
         return self._iolab_guard(super().run_complete, "job failed")
 
     def run_wait(self):
         result = self._iolab_guard(super().run_wait, "job failed")
+        measuring.note_job(_job_note(self)[0], {"stage": self.stagedir, "ended": True})
         # ReFrame frees the partition's job slot when this returns and may start the next job at
         # once: everything iolab does with this case's outputs happens before that.
         if not self._iolab_recorded:
             self._iolab_post_start = time.time()
-            p = self._iolab_plan
-            out = self._iolab_outcome = observe.outcome(
-                Path(self.stagedir), self._iolab_case, benchmarks.get(self._iolab_case.benchmark), p,
-                self._iolab_exp.verify)
+            out = self._iolab_outcome = _outcome(self)
             self._iolab_record(status=out.status, error=out.error, parsed=out.parsed,
                                observed=out.observed, flags=out.flags)
         return result
@@ -196,6 +194,40 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
         except Exception as exc:  # noqa: BLE001 - a bug here must not lose the case silently
             getlogger().error(f"iolab: could not record {self.case} rep {self.repetition}: {exc!r}")
             raise SanityError(f"iolab could not store this case's record: {exc!r}") from exc
+
+
+def _job_note(test) -> tuple[str, dict]:
+    """The measurement lock's key of a case's job, and what its session notes about the job."""
+    part = test.current_partition
+    scheduler = part.scheduler.registered_name
+    return measuring.key_of(scheduler, part.fullname), {
+        "stage": test.stagedir, "scheduler": scheduler, "system": part.fullname,
+        "experiment": test._iolab_exp.id, "run": recording.for_experiment(test._iolab_exp).run_id,
+        "case": test._iolab_case.case_id, "rep": test.repetition, "pid": os.getpid()}
+
+
+def _submit(test, submit):
+    """The job submitted, noted before submission (a kill right after sbatch still leaves the
+    stage directory to find the job by) and with its id after: leftovers.py."""
+    key, note = _job_note(test)
+    measuring.note_job(key, note)
+    result = test._iolab_guard(submit, "job submission failed")
+    measuring.note_job(key, {"stage": note["stage"], "jobid": str(test.job.jobid)})
+    return result
+
+
+def _outcome(test):
+    """The case's outcome from its stage directory, with who else was on its nodes while it
+    measured: a witness, and a flag on the row."""
+    stage = Path(test.stagedir)
+    out = observe.outcome(stage, test._iolab_case, benchmarks.get(test._iolab_case.benchmark),
+                          test._iolab_plan, test._iolab_exp.verify)
+    seen = witness.of_job(test.current_partition.scheduler.registered_name, test.job.jobid,
+                          recording.nodelist(stage, test.job), recording.timing(stage, None))
+    if seen is not None:
+        out.observed[witness.OVERLAP] = seen
+        out.flags = out.flags + overlap_flags(seen)
+    return out
 
 
 # No deprecated `variables` alias: see internals.drop_variables_alias.

@@ -8,6 +8,9 @@ another session waits for it, saying who holds it, and never measures beside it.
 
 IOLAB_MEASURE_WAIT: seconds to wait for the lock (default: as long as it takes; 0 refuses at
 once). IOLAB_LOCK_DIR: where the locks are (default: a directory of this user's under /tmp).
+
+Beside each lock, the jobs its holder submitted (leftovers.py): the next holder waits for those a
+killed session left running before it measures.
 """
 
 from __future__ import annotations
@@ -23,10 +26,27 @@ import time
 from pathlib import Path
 
 from ..errors import IolabError
+from . import leftovers
 
 LOCAL_SCHEDULERS = ("local",)
 POLL = 1.0          # seconds between tries while waiting
 REMIND = 60.0       # seconds between the waiting lines
+
+_HELD: set[str] = set()     # the keys this process holds
+
+
+def jobs_file(key: str) -> Path:
+    return lock_dir() / f"{key}.jobs"
+
+
+def note_job(key: str, entry: dict) -> None:
+    """A line about one of this session's jobs (keyed by its stage directory) beside the lock:
+    before submission, with its job id after, and once it ended."""
+    if key not in _HELD:
+        return      # a dry run, or a test outside a session
+    with open(jobs_file(key), "a") as f:
+        f.write(json.dumps(entry) + "\n")
+        f.flush()
 
 
 def lock_dir() -> Path:
@@ -73,7 +93,7 @@ def measuring(keys, experiments, say):
     limit = _wait_limit()
     where = lock_dir()
     where.mkdir(mode=0o700, parents=True, exist_ok=True)
-    held = []
+    held, mine = [], []
     try:
         for key in sorted(set(keys)):
             f = open(where / f"{key}.lock", "a+")
@@ -104,7 +124,12 @@ def measuring(keys, experiments, say):
                                 "experiments": sorted(experiments),
                                 "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
             f.flush()
+            # the jobs of a session that ended before them, while nobody else can submit here
+            leftovers.settle(jobs_file(key), key.split("-", 1)[1], limit, say, REMIND)
+            _HELD.add(key)
+            mine.append(key)
         yield
     finally:
+        _HELD.difference_update(mine)
         for f in held:
             f.close()           # closing releases the lock

@@ -172,7 +172,7 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
             "reframe": reframe.VERSION,
             "environ": test.current_environ.name if test.current_environ else None,
             "jobid": str(job.jobid) if job is not None and job.jobid is not None else None,
-            "nodelist": _nodelist(stage, job),
+            "nodelist": nodelist(stage, job),
             "binary": {"name": spec.executable if spec else None, **binary,
                        "version": parsed.version if parsed else None},
             "stack": _stack(test, run, binary.get("path")),
@@ -183,7 +183,7 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
             "env": {**_partition_env(test), **(plan.env_values if plan else {})},
             "case_dir": test.iolab_case_dir,
             # the benchmark's own start and end, and iolab's work after it (unix seconds)
-            "timing": _timing(stage, getattr(test, "_iolab_post_start", None)),
+            "timing": timing(stage, getattr(test, "_iolab_post_start", None)),
             "stagedir": str(stage) if stage else None,
             # a drift reference's job (experiment/order.py): not one of the case's repetitions
             **({"role": role} if (role := _role(run, case, test.repetition)) else {}),
@@ -244,7 +244,7 @@ def _partition_env(test) -> dict:
     return env
 
 
-def _timing(stage: Path | None, post_start: float | None) -> dict:
+def timing(stage: Path | None, post_start: float | None) -> dict:
     lines = (_read(stage / jobscript.TIMES_FILE) or "").split() if stage else []
     stamps = []
     for token in lines[:2]:
@@ -257,7 +257,7 @@ def _timing(stage: Path | None, post_start: float | None) -> dict:
             "postprocess_start": post_start, "recorded": time.time()}
 
 
-def _nodelist(stage: Path | None, job) -> list[str]:
+def nodelist(stage: Path | None, job) -> list[str]:
     """The job's nodes as the job itself saw them ($SLURM_JOB_NODELIST, expanded), else what
     ReFrame recorded (which can miss nodes of a short Slurm job)."""
     from reframe.utility import nodelist_expand

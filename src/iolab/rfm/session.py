@@ -29,7 +29,7 @@ from ..results.provenance import utcnow
 from ..shell import has_variables
 from ..experiment.load import class_name, where_set
 from ..layers.storage import place
-from . import internals, measuring, runorder
+from . import internals, leftovers, measuring, runorder
 from .recording import _Run, for_experiment, record
 from .spack import build_iolab_stack, failure
 
@@ -158,6 +158,50 @@ class _Session:
         return [f"run {r.run_id}: {r.unsaved}" for r in self.runs.values() if r.unsaved]
 
 
+def sweep_scratch(cases) -> None:
+    """The run directories in scratch (and the other storage roots this host sees) that a killed
+    session left empty: removed before this session's first job, where no live process writes
+    their run. Only empty directories go (rmdir): never a file, so never data that was kept or
+    that a job still writes."""
+    from ..results.runfiles import results_root
+    from ..results.store import read_lock
+
+    seen = set()
+    for tc in cases:
+        exp = tc.check._iolab_exp
+        conf = site.of(tc.partition)
+        for target in ("scratch", "node_local", "burst_buffer"):
+            root = conf.root(target)
+            if not root or has_variables(root) or (root, exp.id) in seen:
+                continue
+            seen.add((root, exp.id))
+            base = Path(os.path.expandvars(root)) / exp.id
+            try:
+                runs = [p for p in base.iterdir() if p.is_dir() and not p.is_symlink()]
+            except OSError:
+                continue
+            for run in runs:
+                lock = read_lock(results_root(exp.root) / exp.id / run.name)
+                if lock is not None and lock.role is None and lock.alive is not False:
+                    continue        # its writer runs (or another host's may): its directory
+                _remove_empty(run)
+
+
+def _remove_empty(top: Path) -> None:
+    """rmdir `top` and its subdirectories, deepest first, as far as they hold nothing."""
+    for where, dirs, _files in os.walk(top, topdown=False):
+        for name in dirs:
+            try:
+                os.rmdir(os.path.join(where, name))
+            except OSError:
+                pass
+    try:
+        os.rmdir(top)
+        getlogger().info(f"iolab: removed {top}, the empty scratch directory of a run that ended")
+    except OSError:
+        pass
+
+
 def _exited(job) -> bool:
     """Whether ReFrame saw the job's process end (its exit code or signal is known)."""
     return job is None or getattr(job, "jobid", None) is None or (
@@ -199,7 +243,7 @@ def _stop_job(job, grace: float = 5.0) -> None:
     # gone, they would go on writing, orphans, while the case's data is removed. Whatever still
     # runs in the job's directory is the job's.
     workdir = getattr(job, "workdir", None)
-    strays = _running_in(workdir) if workdir else []
+    strays = leftovers.running_in(workdir) if workdir else []
     for pid in strays:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -211,22 +255,6 @@ def _stop_job(job, grace: float = 5.0) -> None:
         time.sleep(0.05)
     if strays:
         getlogger().warning(f"iolab: job {pgid}: processes {strays} still run after SIGKILL")
-
-
-def _running_in(workdir: str) -> list[int]:
-    """The processes (but this one) whose working directory is workdir or below it."""
-    root = os.path.realpath(workdir)
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            cwd = os.readlink(proc / "cwd")
-        except OSError:
-            continue
-        if cwd == root or cwd.startswith(root + os.sep):
-            found.append(int(proc.name))
-    return found
 
 
 def _alive(pid: int) -> bool:
@@ -334,6 +362,7 @@ def _runall(original, *, is_case, registered):
                     keys, {tc.check._iolab_exp.id for tc in cases}, getlogger().warning))
             except IolabError as exc:
                 raise ReframeError(f"iolab: {exc}") from None
+            sweep_scratch(cases)
             result, session = _run_session(original, runner, testcases, is_case, args, kwargs)
             problems = session.end(None)
         if problems:
