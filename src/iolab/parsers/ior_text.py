@@ -51,10 +51,26 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
     m = re.search(r"^IOR-(\S+?):", text, re.MULTILINE)
     if m:
         version = m.group(1)
+    metrics, echo = _summary(text, _iterations(text, source), source)
+    if not re.search(r"^Finished\s*:", text, re.MULTILINE):
+        raise ParseError(f"{source}: no 'Finished' line: the output is truncated")
+    # the summary has a line for each phase that ran: one that is absent did not
+    echo.setdefault("writeFile", False)
+    echo.setdefault("readFile", False)
+    m = re.search(r"^Command line\s*: (.*)$", text, re.MULTILINE)
+    if m:
+        echo = {**command_line_echo(m.group(1)), **echo}
+    return Parsed(metrics, version=version, details={"command_line": m.group(1) if m else None},
+                  echo=echo)
 
-    # Per-iteration table: access bw IOPS Latency block xfer open wr/rd close total iter. Between
-    # its header and the summary, -v adds "Commencing ..." lines, blank lines, `remove` rows and
-    # "Max Write:" lines, and showHints its hint blocks: only write and read rows are results.
+
+def _iterations(text: str, source: str) -> dict[str, list[list[float]]]:
+    """Each operation's iterations: their open, wr/rd, close and total times.
+
+    The per-iteration table (access bw IOPS Latency block xfer open wr/rd close total iter):
+    between its header and the summary, -v adds "Commencing ..." lines, blank lines, `remove`
+    rows and "Max Write:" lines, and showHints its hint blocks: only write and read rows are
+    results."""
     per_op: dict[str, list[list[float]]] = {}
     in_results = False
     for line in text.splitlines():
@@ -68,7 +84,12 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
             per_op.setdefault(tokens[0], []).append(
                 [printed_number(t, f"{tokens[0]} {col}", source)
                  for t, col in zip(tokens[6:10], ("open", "wr/rd", "close", "total"))])
+    return per_op
 
+
+def _summary(text: str, per_op: dict, source: str) -> tuple[list[Metric], dict]:
+    """The metrics of the 'Summary of all tests' lines (times: the iterations' means), and what
+    the summary says IOR ran."""
     summary_part = text.split("Summary of all tests:", 1)[1]
     lines = [ln for ln in summary_part.splitlines() if ln.strip()]
     if not lines or not lines[0].split()[:10] == _SUMMARY_COLS:
@@ -108,16 +129,7 @@ def parse(text: str, source: str = SOURCE) -> Parsed:
             metrics.append(Metric(f"{op}_{name}", mean([r[i] for r in runs]), "s", SOURCE))
     if not metrics:
         raise ParseError(f"{source}: the summary has neither a write nor a read line")
-    if not re.search(r"^Finished\s*:", text, re.MULTILINE):
-        raise ParseError(f"{source}: no 'Finished' line: the output is truncated")
-    # the summary has a line for each phase that ran: one that is absent did not
-    echo.setdefault("writeFile", False)
-    echo.setdefault("readFile", False)
-    m = re.search(r"^Command line\s*: (.*)$", text, re.MULTILINE)
-    if m:
-        echo = {**command_line_echo(m.group(1)), **echo}
-    return Parsed(metrics, version=version, details={"command_line": m.group(1) if m else None},
-                  echo=echo)
+    return metrics, echo
 
 
 # What IOR says it ran, as in the JSON summary's echo: the summary line's columns (#Tasks tPN
