@@ -315,48 +315,58 @@ def compare_published(side: Side, study: Study, metric: str | None = None,
     picks: dict[str, Pick] = {}
     claimed: dict[str, list[PublishedPair]] = {}
     for row in rows:
-        hits = [(t, r) for t, r in cases if _matches(row, r.params, match_keys)]
-        if not hits:
-            pairs.append(PublishedPair(row, None, None, "unmatched"))
-            continue
-        differ = sorted(k for k in {k for _, r in hits for k in r.params}
-                        if len({json.dumps(r.params.get(k), sort_keys=True) for _, r in hits}) > 1)
-        if len(hits) > 1 and not choose:
-            ids = ", ".join(r.case_id for _, r in hits)
-            pairs.append(PublishedPair(row, None, None, "ambiguous",
-                                       [f"{len(hits)} cases match ({ids}): they differ in "
-                                        f"{', '.join(differ)}, which the study does not fix here; "
-                                        f"choose with --pick KEY=VALUE"]))
-            continue
-        notes = []
-        if len(hits) > 1:
-            hits.sort(key=lambda h: [_order_value(h[1].params.get(k)) for k in differ])
-            chosen = hits[0][1]
-            for k in differ:
-                others = list(dict.fromkeys(r.params.get(k) for _, r in hits[1:]
-                                            if r.params.get(k) != chosen.params.get(k)))
-                p = picks.setdefault(k, Pick(k, chosen.params.get(k), []))
-                p.others = list(dict.fromkeys(p.others + [o for o in others if o != p.chosen]))
-                p.rows += 1
-            notes.append(f"{len(hits)} cases match; used the one with "
-                         + ", ".join(f"{k}={_setting_value(k, chosen.params.get(k))}" for k in differ))
-        table, case = hits[0]
-        pair = PublishedPair(row, case.case_id, case.cells[run_metric].summary, "matched",
-                             notes + flag_notes("run", case))
-        claimed.setdefault(case.case_id, []).append(pair)
+        pair = _pair(row, [(t, r) for t, r in cases if _matches(row, r.params, match_keys)],
+                     choose, run_metric, picks)
+        if pair.case_id:
+            claimed.setdefault(pair.case_id, []).append(pair)
         pairs.append(pair)
     for case_id, group in claimed.items():
         if len(group) > 1:
-            differ = sorted(k for k in {k for g in group for k in (*g.row.params, *g.row.descriptive)}
-                            if len({repr(g.row.params.get(k, g.row.descriptive.get(k))) for g in group}) > 1)
-            for p in group:
-                p.status = "ambiguous"
-                p.notes.append(f"case {case_id} matches {len(group)} published rows (lines "
-                               f"{', '.join(str(g.row.line) for g in group)}), which differ in "
-                               f"{', '.join(differ) or 'nothing'}: narrow with --where")
+            _claimed_by_several(case_id, group)
     same = study.name in same_machine_studies(side.manifest)
     return PublishedComparison(study, side, run_metric, study_metric, run_unit, study_unit,
                                match_keys, ignore, filters, pairs, same, list(picks.values()))
+
+
+def _pair(row, hits: list, choose: bool, run_metric: str, picks: dict[str, Pick]) -> PublishedPair:
+    """A study row and the run's cases that match it: unmatched, ambiguous, or the one case
+    (with `choose`, the largest of what the matching cases differ in, noted in `picks`)."""
+    if not hits:
+        return PublishedPair(row, None, None, "unmatched")
+    differ = sorted(k for k in {k for _, r in hits for k in r.params}
+                    if len({json.dumps(r.params.get(k), sort_keys=True) for _, r in hits}) > 1)
+    if len(hits) > 1 and not choose:
+        ids = ", ".join(r.case_id for _, r in hits)
+        return PublishedPair(row, None, None, "ambiguous",
+                             [f"{len(hits)} cases match ({ids}): they differ in "
+                              f"{', '.join(differ)}, which the study does not fix here; "
+                              f"choose with --pick KEY=VALUE"])
+    notes = []
+    if len(hits) > 1:
+        hits.sort(key=lambda h: [_order_value(h[1].params.get(k)) for k in differ])
+        chosen = hits[0][1]
+        for k in differ:
+            others = list(dict.fromkeys(r.params.get(k) for _, r in hits[1:]
+                                        if r.params.get(k) != chosen.params.get(k)))
+            p = picks.setdefault(k, Pick(k, chosen.params.get(k), []))
+            p.others = list(dict.fromkeys(p.others + [o for o in others if o != p.chosen]))
+            p.rows += 1
+        notes.append(f"{len(hits)} cases match; used the one with "
+                     + ", ".join(f"{k}={_setting_value(k, chosen.params.get(k))}" for k in differ))
+    _table, case = hits[0]
+    return PublishedPair(row, case.case_id, case.cells[run_metric].summary, "matched",
+                         notes + flag_notes("run", case))
+
+
+def _claimed_by_several(case_id: str, group: list[PublishedPair]) -> None:
+    """A case that several study rows matched makes each of those rows ambiguous."""
+    differ = sorted(k for k in {k for g in group for k in (*g.row.params, *g.row.descriptive)}
+                    if len({repr(g.row.params.get(k, g.row.descriptive.get(k))) for g in group}) > 1)
+    for p in group:
+        p.status = "ambiguous"
+        p.notes.append(f"case {case_id} matches {len(group)} published rows (lines "
+                       f"{', '.join(str(g.row.line) for g in group)}), which differ in "
+                       f"{', '.join(differ) or 'nothing'}: narrow with --where")
 
 
 def parse_where(study: Study, where: list[str] | None) -> dict[str, str]:
