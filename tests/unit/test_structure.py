@@ -348,3 +348,26 @@ def test_a_file_system_is_one_module(tmp_path, monkeypatch):
     finally:
         module.unlink()
         fs_base.file_systems.cache_clear()
+
+
+def test_every_import_of_an_iolab_name_resolves():
+    """Imports inside functions run only when the function does (a ReFrame session's, say): a
+    name that moved must not wait for that run to fail. Each `from iolab... import name`
+    anywhere in the package names something that exists."""
+    missing = []
+    for module, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            target = _resolve(module, path, node)
+            if not target.startswith("iolab"):
+                continue
+            imported = importlib.import_module(target)
+            for alias in node.names:
+                if alias.name == "*" or hasattr(imported, alias.name):
+                    continue
+                try:
+                    importlib.import_module(f"{target}.{alias.name}")
+                except ImportError:
+                    missing.append(f"{path.relative_to(SRC)}:{node.lineno}: {target}.{alias.name}")
+    assert missing == []
