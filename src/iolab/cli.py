@@ -314,7 +314,8 @@ def _compare(args) -> int:
 def cmd_trend(args) -> int:
     from .analysis import trend
     from .analysis.compare import direction
-    from .analysis.report import fmt_value, param_label
+    from .analysis.report import param_label
+    from . import units
     from .results.lookup import list_runs, no_runs_error, reproduces
     from .results.run import ChainIndex, Run, chain_paths
     from .results.store import results_root
@@ -350,7 +351,8 @@ def cmd_trend(args) -> int:
 
     def label(rec) -> str:
         shown = [(param_label(k, rec.benchmark), rec.params[k]) for k in rec.varied if k in rec.params]
-        return ", ".join(f"{name}={fmt_value(v, divisor)}" for (name, divisor), v in shown)
+        return ", ".join(f"{name}={units.shown(v, units.CELL, divisor=divisor)}"
+                         for (name, divisor), v in shown)
 
     aside: list = []
     series = trend.series_of(runs, args.metric, args.system, args.all_systems, args.cases, label, aside)

@@ -20,9 +20,39 @@ class OutOfRange(ValueError):
     """A well-formed value beyond what iolab accepts."""
 
 
-def _shown(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:40]}..."
+# How a value is shown depends on where: the one formatter below takes the place as its argument.
+WRITTEN = "written"   # as a YAML, a plan line or a message writes it: unset, true/false, 4MiB
+CELL = "cell"         # a table cell: -, yes/no, numbers over a divisor at two decimals
+QUOTED = "quoted"     # a wrong input quoted in an error: its repr, cut at 40 characters
+KEY = "key"           # a key of a fold: None kept, anything else its text
+
+
+def shown(value, where: str = WRITTEN, *, size: bool = False, divisor: float | None = None):
+    """A value as `where` shows it. `size`: an int is a byte count (written as 4MiB);
+    `divisor`: a table cell's number is divided by it first (its column's unit)."""
+    if where == QUOTED:
+        text = repr(value)
+        return text if len(text) <= 40 else f"{text[:40]}..."
+    if where == KEY:
+        return value if value is None or type(value) is str else str(value)
+    cell = where == CELL
+    if value is None:
+        return "-" if cell else "unset"     # another part's parameter, a hint set without it
+    if isinstance(value, bool):
+        return ("yes" if value else "no") if cell else ("true" if value else "false")
+    if not cell:
+        return format_size(value) if size and isinstance(value, int) else str(value)
+    if divisor and isinstance(value, (int, float)):
+        value = value / divisor
+    if isinstance(value, float):
+        if value.is_integer():
+            return str(int(value))
+        return f"{value:.2f}" if abs(value) >= 0.01 else f"{value:.3g}"
+    if isinstance(value, tuple):        # values seen in effect across repetitions
+        return "/".join(shown(v, CELL, divisor=divisor) for v in value)
+    if isinstance(value, list):
+        return " ".join(map(str, value)) or "-"
+    return str(value)
 
 
 def parse_size(value) -> int:
@@ -31,7 +61,7 @@ def parse_size(value) -> int:
         raise ValueError(f"{value!r} is not a size; use {SIZE_HELP}")
     if isinstance(value, int):
         if value < 0:
-            raise ValueError(f"{_shown(value)} is negative; use {SIZE_HELP}")
+            raise ValueError(f"{shown(value, QUOTED)} is negative; use {SIZE_HELP}")
         return _at_most_max(value, value)
     if isinstance(value, str):
         m = _SIZE_RE.match(value)
@@ -46,12 +76,12 @@ def parse_size(value) -> int:
                 if nbytes.denominator == 1:
                     return _at_most_max(value, int(nbytes))
                 raise ValueError(f"{value!r} is not a whole number of bytes")
-    raise ValueError(f"{_shown(value)} is not a size; use {SIZE_HELP}")
+    raise ValueError(f"{shown(value, QUOTED)} is not a size; use {SIZE_HELP}")
 
 
 def _at_most_max(value, nbytes: int) -> int:
     if nbytes > MAX_SIZE:
-        raise OutOfRange(f"{_shown(value)} is larger than 1EiB, the largest size iolab accepts")
+        raise OutOfRange(f"{shown(value, QUOTED)} is larger than 1EiB, the largest size iolab accepts")
     return nbytes
 
 
@@ -59,7 +89,7 @@ def parse_time_limit(text: str) -> int:
     """Seconds in a time limit such as 1d12h or 90m: from 1s to MAX_TIME_LIMIT (365 days)."""
     m = _DURATION_RE.match(text) if isinstance(text, str) and text else None
     if not m:
-        raise ValueError(f"{_shown(text)} is not a time limit; use e.g. 30m, 2h or 1d12h")
+        raise ValueError(f"{shown(text, QUOTED)} is not a time limit; use e.g. 30m, 2h or 1d12h")
     days, hours, minutes, seconds = (int(g or 0) for g in m.groups())
     total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
     if total == 0:
@@ -83,13 +113,14 @@ def parse_duration(value) -> int:
     else:
         m = _DURATION_RE.match(value.strip()) if isinstance(value, str) and value.strip() else None
         if not m:
-            raise ValueError(f"{_shown(value)} is not a duration; use {DURATION_HELP}")
+            raise ValueError(f"{shown(value, QUOTED)} is not a duration; use {DURATION_HELP}")
         days, hours, minutes, secs = (int(g or 0) for g in m.groups())
         seconds = ((days * 24 + hours) * 60 + minutes) * 60 + secs
     if seconds < 0:
-        raise ValueError(f"{_shown(value)} is negative; use {DURATION_HELP}")
+        raise ValueError(f"{shown(value, QUOTED)} is negative; use {DURATION_HELP}")
     if seconds > MAX_DURATION:
-        raise OutOfRange(f"{_shown(value)} is longer than a week, the longest timed phase iolab accepts")
+        raise OutOfRange(f"{shown(value, QUOTED)} is longer than a week, the longest timed phase "
+                         "iolab accepts")
     return seconds
 
 

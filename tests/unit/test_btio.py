@@ -274,7 +274,7 @@ def test_pnetcdf_hints(write_experiment, src_layout_templates):
         else:
             assert env == {}    # MPI-IO methods: ROMIO_HINTS from the hints layer only
         assert adapter.run_spec(case, "/d").env == {}
-        assert adapter.uses_mpiio(case) is True
+        assert adapter.through_mpi_io(case) is True
     with pytest.raises(IolabError, match="PNETCDF_HINTS"):
         adapter.run_spec(case, "/d", hints={"cb_config_list": "a;b"})
 

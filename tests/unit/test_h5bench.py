@@ -436,7 +436,7 @@ def test_defaults(write_experiment):
         "dim_2": 1, "dim_3": 1, "read_option": "FULL", "collective_data": False,
         "collective_metadata": False, "compress": False, "align": False, "align_threshold": 0,
         "mode": "SYNC"}
-    assert get_benchmark("h5bench").uses_mpiio(case) is True
+    assert get_benchmark("h5bench").through_mpi_io(case) is True
 
 
 def test_bytes_written(h5_dir, write_experiment):

@@ -421,7 +421,7 @@ def test_no_data_shared(write_experiment):
     for kernel in ("metadata", "exerciser"):
         case = _case(write_experiment, {}, kernel, name=kernel)
         assert adapter.produces(case) is None and adapter.consumes(case) is None
-        assert adapter.uses_mpiio(case) is True
+        assert adapter.through_mpi_io(case) is True
 
 
 def test_bytes_written(h5_dir, write_experiment):

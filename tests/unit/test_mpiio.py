@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from iolab.layers.mpiio import hints as mpiio
+from iolab.benchmarks.ior import hints_file as ior_hints_file
 from iolab.errors import IolabError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "romio"
@@ -194,7 +195,7 @@ def test_translate_checks_raw_values():
 
 
 def test_ior_hints_file_reads_back_as_fixture():
-    text = mpiio.ior_hints_file(mpiio.expand_hints({"cb_nodes": 2, "cb_buffer_size": 4194304,
+    text = ior_hints_file(mpiio.expand_hints({"cb_nodes": 2, "cb_buffer_size": 4194304,
                                                    "romio_cb_write": "enable",
                                                    "romio_cb_read": "enable"}, 1, 4))
     assert ior_hints(text) == REQUESTED_CB

@@ -128,7 +128,7 @@ class _Case:
                                    "ioengine": "psync", "iodepth": 1, "end_fsync": False,
                                    "runtime": 0, "time_based": False}}),
     ("mpiio/romio-hints.j2", {"hints": {"cb_config_list": "VALUE"}}),
-    ("mpiio/ior-hints.j2", {"hints": {"cb_config_list": "VALUE"}}),
+    ("ior/hints.j2", {"hints": {"cb_config_list": "VALUE"}}),
     ("reframe/shim.py.j2", {"experiment_id": "x", "yaml_relpath": "VALUE", "sha256": "0" * 64,
                             "class_name": "x"}),
 ])
@@ -189,7 +189,7 @@ def test_every_shipped_case_keeps_a_hostile_directory_literal_in_its_input_files
                                                             "d; rm -rf x `z` 'q' \"w\" & |")
                               for c in cases]:
         adapter = get_benchmark(case.benchmark)
-        hints = {"cb_nodes": "1"} if adapter.uses_mpiio(case) else None
+        hints = {"cb_nodes": "1"} if adapter.through_mpi_io(case) else None
         source = hostile_dir if case.get("mode") == "read" or case.get("kernel") == "read" else None
         try:
             spec = adapter.run_spec(case, hostile_dir, hints=hints, input_dir=source)

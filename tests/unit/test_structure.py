@@ -5,10 +5,13 @@ results only through the result model."""
 from __future__ import annotations
 
 import importlib
+import json
 
 import ast
 import inspect
 from pathlib import Path
+
+import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = SRC / "iolab"
@@ -327,15 +330,18 @@ def test_a_file_system_is_one_module(tmp_path, monkeypatch):
     module.write_text(
         "from .base import FileSystem\n\n\n"
         "class Toy(FileSystem):\n"
-        "    name = 'toyfs'\n    prefix = 'toyfs.'\n    observed_key = 'toyfs'\n\n"
+        "    name = 'toyfs'\n    prefix = 'toyfs.'\n    observed_key = 'toyfs'\n"
+        "    schema_file = 'toyfs.json'\n\n"
         "    def prerun(self, case_dir, req, stop_on_failure):\n"
         "        return [f\"toy-layout {req['width']} {case_dir}\"]\n\n"
         "    def observe(self, stage, req, out):\n"
         "        return {**out, 'applied': True}\n\n\n"
         "FILE_SYSTEM = Toy()\n")
+    fragment = module.with_suffix(".json")
+    fragment.write_text(json.dumps({"properties": {"toyfs.width": {"type": "integer", "minimum": 1}}}))
     try:
         importlib.invalidate_caches()       # a module made while the interpreter runs
-        fs_base.file_systems.cache_clear()
+        _forget_what_the_layers_said()
         names = [fs.name for fs in fs_base.file_systems()]
         assert names == ["cephfs", "lustre", "toyfs"], _why_not_found(fs_base)
         lines = storage_layer.prerun_lines("/s/case", {"toyfs.width": 3})
@@ -345,9 +351,228 @@ def test_a_file_system_is_one_module(tmp_path, monkeypatch):
         assert storage_layer.observed_layout(toy, tmp_path, {"width": 3})["applied"] is True
         (tmp_path / fs_base.FSTYPE_FILE).write_text("ext4\n")
         assert storage_layer.observed_layout(toy, tmp_path, {"width": 3})["reason"] == "ext4: no striping"
+        # its keys are the experiment's to use, checked by its schema fragment
+        from iolab.errors import IolabError
+        from iolab.experiment.load import load_text
+
+        text = TOY_EXPERIMENT.replace("toy.width", "toyfs.width")
+        assert load_text(text, tmp_path / "toy.yaml").id == "toy"
+        with pytest.raises(IolabError, match="toyfs.width"):
+            load_text(text.replace("[1, 3]", "[0]"), tmp_path / "toy.yaml")
     finally:
         module.unlink()
-        fs_base.file_systems.cache_clear()
+        fragment.unlink()
+        _forget_what_the_layers_said()
+
+
+# --- no layer by name outside layers/ and parsers/ ------------------------------------------
+#
+# The rule: outside layers/ and parsers/, code names no layer. A layer is named by an identifier
+# that holds one of its words in any case (uses_mpiio, MAX_DARSHAN_LOG_BYTES), or by a string
+# that holds one as a key is written, in lower case ("darshan", "lustre.stripe_count",
+# 'iolab darshan x'). Its words are read from the registry (each layer's name, prefixes, keys and
+# parts of `observed`, so a new layer is covered without an edit here), plus the words of the
+# parameters they own (stripe_*, cb_*, romio_*). Docstrings and comments may name them, and so
+# may a message's prose that writes a title (Darshan, Lustre, CephFS, MPI-IO): words, not keys.
+VOCABULARY = ("stripe", "cb", "romio")
+# Where a layer's word is the benchmark's own, or what is left to move, each with why. A module
+# here that no longer names a layer fails the test: the list only shrinks.
+NOT_A_LAYER = {
+    # IOR's option modules (--mpiio.hintsFileName) and BTIO's io-method families: the benchmarks'
+    # words for their MPI-IO backends, which happen to be the layer's name
+    "iolab.benchmarks.ior": "IOR's option modules", "iolab.benchmarks.btio": "BTIO's families",
+    "iolab.benchmarks.mdtest": "IOR's option modules (mdtest shares IOR's backends)",
+}
+NOT_YET = {
+    "iolab.cli": "the `iolab darshan` verb and help examples; the verb moves with cli/ (issue 37)",
+    "iolab.experiment.load": "the top-level `darshan:` section, the older require_lustre spelling, "
+                             "and the storage layer's file systems asked by import",
+    "iolab.experiment.site": "a system's `darshan:` section and its MPI flavour (layers.mpiio)",
+    "iolab.experiment.matrix": "a node-local case cannot read another job's data: the storage key",
+    "iolab.present.darshan": "the `iolab darshan` verb's page: to move into layers/darshan",
+    "iolab.present.darshan_logs": "Darshan logs of any job, outside a run: to move with it",
+    "iolab.present.plots": "the plot rules' help text names the aggregator parameters",
+    "iolab.present.publish": "a page's Darshan section reads the digest's findings fold by name",
+    "iolab.results.digest": "the digest file's key for the findings fold (results/ is being split)",
+    "iolab.results.files": "the size limit of a stored Darshan log",
+    "iolab.rfm.session": "the storage layer's preflight, imported by path",
+    "iolab.rfm.systems": "the site's storage targets and IOLAB_DARSHAN",
+    "iolab.software": "finding libdarshan.so in the stack: to move into layers/darshan",
+    "iolab.stack.build": "the Darshan packages the stack builds and checks",
+}
+
+
+def _layer_words() -> tuple[str, ...]:
+    from iolab.layers.registry import registry
+
+    words = set()
+    for layer in registry():
+        words |= {layer.name, *(p.rstrip(".") for p in layer.prefixes), *layer.keys,
+                  *layer.observed_keys}
+    return tuple(sorted(w for w in words if w))
+
+
+def _docstrings(tree) -> set[int]:
+    out = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and \
+                isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            out.add(id(body[0].value))
+    return out
+
+
+def _names_of(node) -> list[str]:
+    """The identifiers a node writes: names, attributes, definitions, arguments, keywords and
+    the modules and names it imports."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        return [node.attr]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, ast.keyword) and node.arg:
+        return [node.arg]
+    if isinstance(node, ast.ImportFrom):
+        return [node.module or ""] + [a.name for a in node.names]
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    return []
+
+
+def layer_names_in(text: str, words: tuple[str, ...]) -> list[str]:
+    """'line: word' for each place the module's code names a layer (see the rule above)."""
+    tokens = "|".join(re.escape(w) for w in words)
+    in_key = re.compile(rf"(?<![A-Za-z0-9])(?:{tokens})(?![A-Za-z0-9])"
+                        rf"|(?<![A-Za-z0-9])(?:{'|'.join(VOCABULARY)})_[a-z]")
+    tree = ast.parse(text)
+    docs = _docstrings(tree)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            out += [f"{node.lineno}: {m.group(0)!r} in a string" for m in in_key.finditer(node.value)]
+        for name in _names_of(node):
+            parts = re.split(r"[_.]", name.lower())
+            joined = "_".join(parts)
+            hit = [w for w in words if re.search(rf"(?:^|_){re.escape(w)}(?:_|$)", joined)]
+            hit += [v for v in VOCABULARY if any(p.startswith(v) for p in parts if v != "cb") or
+                    (v == "cb" and "cb" in parts)]
+            out += [f"{node.lineno}: {w} in {name}" for w in hit]
+    return out
+
+
+def _outside_offenders() -> dict[str, list[str]]:
+    words = _layer_words()
+    return {module: found for module, path in _modules().items()
+            if not module.startswith(("iolab.layers", "iolab.parsers"))
+            for found in [layer_names_in(path.read_text(), words)] if found}
+
+
+def test_the_layer_check_finds_a_layer_named_in_code_and_not_in_prose():
+    words = ("darshan", "lustre", "mpiio", "mpiio_hints", "storage")
+    bad = ('"""Darshan and lustre.* in a docstring."""\n'
+           'x = rec.observed["darshan"]  # darshan in a comment\n'
+           'def uses_mpiio(case):\n    return k.startswith("lustre.")\n'
+           'MAX_DARSHAN_LOG_BYTES = 1\ny = p["stripe_count"] + p["cb_nodes"]\n'
+           'z = "Darshan requested but not run"\n')
+    found = layer_names_in(bad, words)
+    assert sorted(found) == sorted([
+        "2: 'darshan' in a string", "3: mpiio in uses_mpiio", "4: 'lustre' in a string",
+        "5: darshan in MAX_DARSHAN_LOG_BYTES", "6: 'stripe_c' in a string", "6: 'cb_n' in a string"])
+
+
+def test_the_layer_check_fails_on_a_module_that_names_a_layer(tmp_path, monkeypatch):
+    """The check over the tree fails where a module outside the layers names one."""
+    fake = tmp_path / "iolab" / "analysis" / "leaky.py"
+    fake.parent.mkdir(parents=True)
+    fake.write_text('COLUMNS = ("lustre.", "mpiio.")\n')
+    monkeypatch.setitem(globals(), "_modules", lambda: {**_real_modules(), "iolab.analysis.leaky": fake})
+    assert _outside_offenders()["iolab.analysis.leaky"] == ["1: 'lustre' in a string",
+                                                            "1: 'mpiio' in a string"]
+
+
+_real_modules = _modules
+
+
+def test_no_module_outside_the_layers_names_a_layer():
+    """Outside layers/ and parsers/, code asks the registry (layers/registry.py) by key or role;
+    the modules listed above say why they still name one."""
+    offenders = _outside_offenders()
+    listed = {**NOT_A_LAYER, **NOT_YET}
+    assert {m: found for m, found in offenders.items() if m not in listed} == {}
+    assert sorted(m for m in listed if m not in offenders) == [], "no longer needs its entry"
+
+
+def _forget_what_the_layers_said():
+    """Clear what was computed from the layers found (the registry, the schema built from their
+    fragments, the column sources), so that the next call finds them again."""
+    import functools
+
+    from iolab.analysis import report
+    from iolab.experiment import matrix
+    from iolab.experiment import schema
+    from iolab.layers import registry
+    from iolab.layers.storage import base as fs_base
+
+    for value in [*vars(schema).values(), registry.registry, fs_base.file_systems,
+                  report.column_sources, matrix._is_size]:
+        if isinstance(value, functools._lru_cache_wrapper):
+            value.cache_clear()
+
+
+TOY_EXPERIMENT = """id: toy
+description: a toy layer's parameter beside IOR's
+parts:
+  main:
+    benchmark: ior
+    scale: {nodes: 1, tasks_per_node: 2}
+    fixed: {transfer_size: 1MiB, block_size: 8MiB}
+    matrix:
+      toy.width: [1, 3]
+"""
+
+
+def test_a_layer_is_one_package(tmp_path, monkeypatch):
+    """A toy layer, written as one new package on the layers' path, is found by the registry,
+    its parameters are validated in an experiment through its schema fragment, and its table
+    columns are offered, with no other file edited."""
+    import iolab.layers
+    from iolab.analysis.report import column_sources
+    from iolab.errors import IolabError
+    from iolab.experiment.load import load_text
+    from iolab.experiment.matrix import expand
+    from iolab.layers import registry
+
+    package = tmp_path / "toylayer"
+    package.mkdir()
+    (package / "__init__.py").write_text('"""A toy layer."""\n')
+    (package / "toy.json").write_text(json.dumps({"properties": {
+        "toy.width": {"type": "integer", "minimum": 1, "title": "Toy Width"}}}))
+    (package / "layer.py").write_text(
+        "from iolab.layers.base import Layer\n\n\n"
+        "class ToyLayer(Layer):\n"
+        "    name = 'toy'\n    order = 60\n    prefixes = ('toy.',)\n    title = 'Toy'\n"
+        "    schema_files = ((__package__, 'toy.json'),)\n\n"
+        "    def column_help(self):\n        return {'width_seen': 'the width the toy saw'}\n\n\n"
+        "LAYER = ToyLayer()\n")
+    monkeypatch.setattr(iolab.layers, "__path__", [*iolab.layers.__path__, str(tmp_path)])
+    _forget_what_the_layers_said()
+    try:
+        assert [layer.name for layer in registry.registry()] == ["storage", "mpiio", "toy", "darshan"]
+        assert registry.owner("toy.width").name == "toy"
+        assert "toy." in registry.prefixes()
+        exp = load_text(TOY_EXPERIMENT, tmp_path / "toy.yaml")
+        assert sorted(c.params["toy.width"] for c in expand(exp)) == [1, 3]
+        with pytest.raises(IolabError, match="toy.width"):
+            load_text(TOY_EXPERIMENT.replace("[1, 3]", "[0]"), tmp_path / "toy.yaml")
+        toy = [src for src in column_sources() if src.name == "toy"]
+        assert toy and toy[0].parse_columns("width_seen") == ["width_seen"]
+    finally:
+        monkeypatch.undo()
+        _forget_what_the_layers_said()
+    assert "toy" not in [layer.name for layer in registry.registry()]
 
 
 def test_every_import_of_an_iolab_name_resolves():

@@ -19,12 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import benchmarks
+from ..layers import registry as layers
 from .. import stats
 from . import drift as drifts
 from ..errors import IolabError
+from .. import units
 from .published.study import coerce_param, param_text
 from ..results.record import Manifest, Record
-from .report import (fmt_mean_ci, fmt_value, metric_label, note_mark, param_label, short_reason,
+from .report import (fmt_mean_ci, metric_label, note_mark, param_label, short_reason,
                      tables_from)
 from ..results.upgrade import current_ids
 from ..results.run import Run
@@ -230,7 +232,7 @@ def _key_values_of(table):
 
     def shown(row) -> list[str]:
         if id(row) not in done:
-            done[id(row)] = [fmt_value(v, d) for d, v in zip(divisors, row.key_values)]
+            done[id(row)] = [units.shown(v, units.CELL, divisor=d) for d, v in zip(divisors, row.key_values)]
         return list(done[id(row)])
     return shown
 
@@ -395,7 +397,7 @@ def compare_by_param(side: Side, key: str, baseline: str, metrics: list[str] | N
                                    _headers(table), pairs))
     if not found_key:
         varied = sorted({k for t in tables for r in t.rows for k in (r.params or {})
-                         if k.startswith(("lustre.", "mpiio.", "scale.")) or k in _all_varied(side)})
+                         if k.startswith((*layers.prefixes(), "scale.")) or k in _all_varied(side)})
         raise IolabError(f"no case of run {side.run_id} has parameter {key!r}",
                          hint=f"parameters: {', '.join(varied)}")
     if not any(t.pairs for t in out) and not measured_nothing:

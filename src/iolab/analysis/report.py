@@ -24,7 +24,7 @@ from .. import stats
 from ..experiment import schema as schemas
 from ..parsers import Metric
 from ..results.record import NUM_TASKS, Record, param_value
-from ..units import UNIT_BYTES
+from ..units import CELL, UNIT_BYTES, shown
 from ..results.record import NOT_RUN_STRICT
 
 
@@ -147,21 +147,28 @@ def run_tables(state, metrics: list[str] | None = None, columns: dict[str, str] 
     return tables
 
 
-DERIVED = {
-    # name: (header, display divisor)
-    "file_size": ("File Size (GiB)", float(UNIT_BYTES["GiB"])),
-    "sqrt_rule_osts": ("OSTs by sqrt(GB) Rule", None),
-}
-# A derived column that is a rule of one file system is left out of a part whose cases ask
-# another's layout: KAUST's OST rule says nothing of CephFS objects (a study's `ceph` profile).
-DERIVED_NOT_WITH = {"sqrt_rule_osts": "cephfs."}
+# Columns computed from a case's parameters (`report: {derived: [...]}`): the file size here,
+# the rest from the layers (a file system's rule of thumb), each with the file systems it speaks
+# of (layers.base.DerivedColumn).
+FILE_SIZE = "file_size"
+
+
+def derived_column(name: str) -> layers.DerivedColumn:
+    if name == FILE_SIZE:
+        return layers.DerivedColumn("File Size (GiB)", lambda size: size,
+                                    float(UNIT_BYTES["GiB"]))
+    return layers.derived_columns()[name]
 
 
 def _derived_for(names, facts_of_part) -> list[str]:
-    if not any(d in DERIVED_NOT_WITH for d in names):
+    """The derived columns a part shows: one that speaks of some file systems' layouts is left
+    out of a part whose cases ask another's (KAUST's OST rule says nothing of CephFS objects)."""
+    limited = {d: derived_column(d).file_systems for d in names}
+    if not any(limited.values()):
         return list(names)
-    asked = {k.split(".", 1)[0] + "." for case in facts_of_part.cases.values() for k in case.params}
-    return [d for d in names if DERIVED_NOT_WITH.get(d) not in asked]
+    asked = {fs for case in facts_of_part.cases.values() for k in case.params
+             if (fs := layers.file_system_of(k))}
+    return [d for d in names if not limited[d] or asked <= set(limited[d])]
 
 
 def param_label(key: str, benchmark: str) -> tuple[str, float | None]:
@@ -169,7 +176,8 @@ def param_label(key: str, benchmark: str) -> tuple[str, float | None]:
     if key == NUM_TASKS:
         return "Number of Processes", None
     if key.startswith("derived."):
-        return DERIVED[key.removeprefix("derived.")]
+        column = derived_column(key.removeprefix("derived."))
+        return column.header, column.divisor
     if key.endswith(EFFECTIVE):
         title, divisor = param_label(key.removesuffix(EFFECTIVE), benchmark)
         return f"{title} (effective)", divisor
@@ -186,24 +194,6 @@ def spec_label(key: str, spec: dict) -> tuple[str, float | None]:
     if unit:       # sizes are shown in their unit; any other unit (s, ops) as they are
         return f"{title} ({unit})", float(UNIT_BYTES[unit]) if unit in UNIT_BYTES else None
     return title, None
-
-
-def fmt_value(value, divisor: float | None = None) -> str:
-    if value is None:
-        return "-"  # not set for this case
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if divisor and isinstance(value, (int, float)):
-        value = value / divisor
-    if isinstance(value, float):
-        if value.is_integer():
-            return str(int(value))
-        return f"{value:.2f}" if abs(value) >= 0.01 else f"{value:.3g}"
-    if isinstance(value, tuple):        # values seen in effect across repetitions
-        return "/".join(fmt_value(v, divisor) for v in value)
-    if isinstance(value, list):
-        return " ".join(map(str, value)) or "-"
-    return str(value)
 
 
 @dataclass
@@ -302,11 +292,9 @@ def file_size(params: dict, benchmark: str | None) -> int | None:
 
 
 def _param(params: dict, key: str, benchmark: str | None = None):
-    if key == "derived.file_size":
-        return file_size(params, benchmark)
-    if key == "derived.sqrt_rule_osts":
+    if key.startswith("derived."):
         size = file_size(params, benchmark)
-        return None if size is None else max(1, math.ceil(math.sqrt(size / 1e9)))
+        return None if size is None else derived_column(key.removeprefix("derived.")).value(size)
     return param_value(params, key)
 
 
@@ -420,7 +408,7 @@ def fmt_measure(value) -> str:
     value = float(value)
     if value != 0 and abs(value) < 1:
         return f"{value:.3g}"
-    # fmt_value of a float, inlined: a table of 10,000 rows formats 60,000 of them
+    # a float cell (units.shown), inlined: a table of 10,000 rows formats 60,000 of them
     if value.is_integer():
         return str(int(value))
     return f"{value:.2f}" if abs(value) >= 0.01 else f"{value:.3g}"
@@ -468,15 +456,15 @@ def set_aside_notes(row: Row, metrics: list[str]) -> list[str]:
 
 
 def _fmt_key(value, divisor, seen: dict) -> str:
-    """fmt_value of a case's parameter, formatted once per column and value (a matrix repeats
+    """units.shown of a case's parameter, formatted once per column and value (a matrix repeats
     its values over thousands of rows); typed keys, so True and 1 stay apart."""
     try:
         return seen[type(value), value]
     except KeyError:
-        text = seen[type(value), value] = fmt_value(value, divisor)
+        text = seen[type(value), value] = shown(value, CELL, divisor=divisor)
         return text
     except TypeError:       # a list: not hashable
-        return fmt_value(value, divisor)
+        return shown(value, CELL, divisor=divisor)
 
 
 def table_rows(table: Table, style: str = "md") -> tuple[list[str], list[list[str]], list[str]]:

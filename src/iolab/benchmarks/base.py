@@ -138,7 +138,7 @@ class Benchmark:
         """Bytes in one file after one write phase, where that is a property of the case."""
         return None
 
-    def uses_mpiio(self, case) -> bool:
+    def through_mpi_io(self, case) -> bool:
         """Whether this case opens files through MPI-IO (so hints apply and are verified)."""
         return False
 

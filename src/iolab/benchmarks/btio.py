@@ -72,7 +72,7 @@ class Btio(Benchmark):
         x, y, z = p["grid"]
         return x * y * z * btio_text.BYTES_PER_POINT * p["time_steps"]
 
-    def uses_mpiio(self, case) -> bool:
+    def through_mpi_io(self, case) -> bool:
         return True     # methods 0/1 call MPI-IO directly; PnetCDF opens through MPI-IO
 
     def data_key(self, case) -> str:

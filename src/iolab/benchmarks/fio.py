@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..layers import registry as layers
 from ..parsers import fio_json
 from ..shell import braced
 from .base import Benchmark, MetricSpec, RunSpec, read_output
@@ -92,7 +93,7 @@ class Fio(Benchmark):
     def check(self, case) -> str | None:
         if case.nodes != 1 or case.tasks_per_node != 1:
             return "fio runs as one process on one node: set scale to 1 node, 1 task, and use numjobs"
-        if any(k.startswith("mpiio.") for k in case.params):
+        if layers.mpi_io_keys(case.params):
             return "MPI-IO hints have no effect on fio"
         if case.params["size"] < case.params["bs"]:
             return "size must be at least bs"

@@ -321,7 +321,7 @@ class H5bench(Benchmark):
         particles = p["dim_1"] * p["dim_2"] * p["dim_3"]
         return case.num_tasks * particles * PARTICLE_BYTES * p["timesteps"]
 
-    def uses_mpiio(self, case) -> bool:
+    def through_mpi_io(self, case) -> bool:
         return True     # HDF5's MPI-IO driver (H5Pset_fapl_mpio with MPI_INFO_NULL)
 
     def data_key(self, case) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..parsers import ior_json, ior_text
-from ..layers.mpiio.hints import ior_hints_file
+from ..layers import registry as layers
+from ..render import render_template
 from ..shell import JobPath
 from ..units import ior_size_arg
 from .base import Benchmark, MetricSpec, RunSpec, extra_arg_problem, job_streams, read_output
@@ -35,6 +36,12 @@ _REJECTED = {
 # Options that name a path (IOR 4.0.0 runs no program of its own): IOR's directives (-O key=value,
 # keys in any case) and its modules' hints files. -o is the case directory's (owned above).
 _HINTS_FILE = "names a file IOR reads MPI-IO hints from (iolab writes its own from mpiio.* parameters)"
+def hints_file(hints: dict[str, str]) -> str:
+    """Content of IOR's hints file (--<module>.hintsFileName): `IOR_HINT__MPI__key=value` lines
+    of the hints the MPI-IO layer checked."""
+    return render_template("ior/hints.j2", hints=dict(sorted(hints.items())))
+
+
 GUARDED = {
     "testFile": "names the file IOR writes (-O testFile=), in place of the case directory's",
     "hintsFileName": _HINTS_FILE,
@@ -116,7 +123,7 @@ class Ior(Benchmark):
             return "neither write nor read is enabled"
         if p["read"] and not p["write"]:
             return "read without write needs an existing file, but every case starts in a fresh directory"
-        if p["api"] == "POSIX" and any(k.startswith("mpiio.") for k in p):
+        if p["api"] == "POSIX" and layers.mpi_io_keys(p):
             return "MPI-IO hints have no effect with api POSIX (IOR's POSIX backend does no MPI-IO)"
         if p["collective"] and p["api"] == "POSIX":
             return "collective I/O needs api MPIIO, HDF5 or NCMPI"
@@ -168,7 +175,7 @@ class Ior(Benchmark):
             return per_rank
         return per_rank * params.get("scale.nodes", 1) * params.get("scale.tasks_per_node", 1)
 
-    def uses_mpiio(self, case) -> bool:
+    def through_mpi_io(self, case) -> bool:
         return case.params["api"] != "POSIX"
 
     def run_spec(self, case, case_dir: str, hints: dict | None = None, show_hints: bool = False,
@@ -195,7 +202,7 @@ class Ior(Benchmark):
         files = {}
         module = _MODULE.get(p["api"])
         if module and hints:
-            files[HINTS_FILE] = ior_hints_file(hints)
+            files[HINTS_FILE] = hints_file(hints)
             args.append(f"--{module}.hintsFileName={HINTS_FILE}")
         if module and show_hints:
             args.append(f"--{module}.showHints")

@@ -22,7 +22,7 @@ from . import schema as schemas
 from ..errors import IolabError
 from .load import Experiment, Job, Part
 from .order import reference_jobs
-from ..units import format_size
+from ..units import shown
 from .yamlpos import brief
 
 
@@ -389,23 +389,13 @@ def _differs(cases: list[Case], key: str) -> bool:
 
 
 def show_value(benchmark: str, key: str, value) -> str:
-    """A parameter value as a person writes it: sizes as 4MiB, booleans as true/false."""
-    if value is None:
-        return "unset"          # a hint set without this hint, or another part's parameter
-    return _written(value, _is_size(benchmark, key))
+    """A parameter's value as a person writes it (units.shown), a size where its schema says so."""
+    return shown(value, size=_is_size(benchmark, key))
 
 
 def format_param(spec: dict, value) -> str:
     """A value of the parameter `spec` (its schema) as written in a YAML: 4MiB, true."""
-    return _written(value, schemas.is_size_param(spec))
-
-
-def _written(value, size: bool) -> str:
-    if size and isinstance(value, int) and not isinstance(value, bool):
-        return format_size(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+    return shown(value, size=schemas.is_size_param(spec))
 
 
 @functools.cache

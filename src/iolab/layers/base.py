@@ -1,8 +1,9 @@
 """A layer of the I/O stack, as the rest of iolab sees it: what it adds to a case's job, and what
 it reads back of what the system applied.
 
-Planning, observing, records, tables, searches and plots loop over the registered layers
-(layers/registry.py) and know none by name. A layer owns its parameters (the keys that start with
+Planning, observing, records, tables, searches and plots loop over the layers the registry finds
+(layers/registry.py: each package of layers/ whose `layer` module defines LAYER) and know none by
+name. A layer owns its parameters (the keys that start with
 one of its `prefixes`, or are one of its `keys`), its parts of a record's `observed`, and every
 word about them: the job lines that apply them, the reading of their witnesses, the flags that
 say what was not applied, and the value in effect where it differs from the request.
@@ -15,6 +16,7 @@ import json
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import IolabError
@@ -73,6 +75,19 @@ class JobView:
         return (self.stdout or "") + "\n" + (self.stderr or "")
 
 
+@dataclass(frozen=True)
+class DerivedColumn:
+    """A column a report may add that is computed from a case's parameters (`report: {derived:
+    [...]}`), here from the size of one file the case writes (the benchmark's descriptor says it)."""
+
+    header: str                         # with its unit ("OSTs by sqrt(GB) Rule")
+    value: Callable[[int], Any]         # of the file size in bytes
+    divisor: float | None = None        # what a table divides the value by
+    # the file systems whose layouts it speaks of (an allow-list): a part whose cases ask the
+    # layout of any other file system leaves it out
+    file_systems: tuple[str, ...] = ()
+
+
 class ColumnSource:
     """Table columns a user may ask for by name (`iolab table --darshan small_write_pct`): a
     layer's, or the job's (results/placement.py). One option per source, `--<name>`, whose help,
@@ -117,7 +132,11 @@ class ColumnSource:
 
 
 class Layer(ColumnSource):
+    """A layer package's `layer` module defines LAYER, one instance of a subclass: the registry
+    finds it there."""
+
     name = ""
+    order = 50                          # when it acts among the layers (lower: earlier)
     prefixes: tuple[str, ...] = ()      # parameter keys it owns: those that start so...
     keys: tuple[str, ...] = ()          # ...and these
     observed_keys: tuple[str, ...] = ()  # its parts of a record's `observed`
@@ -126,6 +145,11 @@ class Layer(ColumnSource):
     preferred_axes: tuple[str, ...] = ()  # its parameters a plot groups by first
     effective_axes: tuple[str, ...] = ()  # its parameters whose value in effect a plot draws
     settings_title: str | None = None   # a plot's word for a set of its parameters
+    through_mpi_io = False              # its parameters take effect only through MPI-IO
+    none_set: str | None = None         # a setting's words where all its parameters are unset
+    # roles a part of `observed` it writes plays for readers that must not name it:
+    # "findings" (a part with `status`, `reason` and `findings` [{rule, text}])
+    observed_roles: dict[str, str] = {}
 
     schema_files: tuple[tuple[str, str], ...] = ()   # (package, file): its schema fragments
 
@@ -141,6 +165,14 @@ class Layer(ColumnSource):
 
     def owns(self, key: str) -> bool:
         return key in self.keys or key.startswith(self.prefixes)
+
+    def file_system_of(self, key: str) -> str | None:
+        """The file system whose layout its parameter `key` asks for (None: none's)."""
+        return None
+
+    def derived_columns(self) -> dict[str, DerivedColumn]:
+        """Report columns it computes from a case's parameters, by name."""
+        return {}
 
     # --- before the job
     def check(self, case) -> str | None:

@@ -1,21 +1,32 @@
-"""The layers of the I/O stack, in the order they act: storage places and stripes the case's
-directory, MPI-IO hints are given to the benchmark, Darshan watches the run (and reads back what
-the other two applied)."""
+"""The layers of the I/O stack, found, not listed: every package of iolab.layers whose `layer`
+module defines LAYER (a base.Layer) is one, and they act in the order of their `order` (storage
+places and stripes the case's directory, MPI-IO hints are given to the benchmark, Darshan watches
+the run and reads back what the other two applied). Adding a layer adds its package and edits
+nothing else; everything outside layers/ asks here, by key or by role, never by a layer's name."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from functools import cache
 
-from .base import Layer
+from .base import DerivedColumn, Layer
 
 
 @cache
 def registry() -> tuple[Layer, ...]:
-    from .darshan.layer import DarshanLayer
-    from .mpiio.layer import MpiioLayer
-    from .storage.layer import StorageLayer
+    """Every layer package's LAYER, in the order they act (then by name)."""
+    from .. import layers
 
-    return (StorageLayer(), MpiioLayer(), DarshanLayer())
+    found = []
+    for info in pkgutil.iter_modules(layers.__path__):
+        if not info.ispkg:
+            continue
+        module = importlib.import_module(f"{layers.__name__}.{info.name}.layer")
+        layer = getattr(module, "LAYER", None)
+        if isinstance(layer, Layer):
+            found.append(layer)
+    return tuple(sorted(found, key=lambda layer: (layer.order, layer.name)))
 
 
 def get(name: str) -> Layer:
@@ -44,6 +55,11 @@ def observed_keys() -> tuple[str, ...]:
     return tuple(k for layer in registry() for k in layer.observed_keys)
 
 
+def prefixes() -> tuple[str, ...]:
+    """Every layer's parameter prefixes ("<layer>." or "<file system>.")."""
+    return tuple(p for layer in registry() for p in layer.prefixes)
+
+
 def special_value(key: str, value) -> str | None:
     """How a parameter's value reads where it means something other than its number."""
     layer = owner(key)
@@ -55,3 +71,29 @@ def axes(kind: str) -> tuple[str, ...]:
     "effective_axes" (a plot draws their value in effect)."""
     return tuple(k for layer in registry() for k in getattr(layer, kind))
 
+
+def mpi_io_keys(params) -> list[str]:
+    """The parameters of a case that take effect only where the benchmark opens its files
+    through MPI-IO: a benchmark that does not is refused them."""
+    return [k for k in params if (layer := owner(k)) and layer.through_mpi_io]
+
+
+def file_system_of(key: str) -> str | None:
+    """The file system whose layout a parameter asks for (None: no file system's)."""
+    layer = owner(key)
+    return layer.file_system_of(key) if layer else None
+
+
+def derived_columns() -> dict[str, DerivedColumn]:
+    """Columns a report may add (`report: {derived: [...]}`) that a layer computes."""
+    return {name: col for layer in registry() for name, col in layer.derived_columns().items()}
+
+
+def observed_part(observed, role: str):
+    """The part of a record's `observed` that the layer playing `role` wrote (None where no layer
+    plays it, or the record has none): the rest of iolab reads a layer's part by its role."""
+    for layer in registry():
+        key = layer.observed_roles.get(role)
+        if key is not None:
+            return observed.get(key)
+    return None

@@ -12,6 +12,7 @@ a measurement.
 
 from __future__ import annotations
 
+from ..units import shown
 
 STANDIN_MARK = "IOLAB-STANDIN:"
 
@@ -25,21 +26,14 @@ def replayed(*texts: str | None) -> str | None:
     return None
 
 
-def show(value) -> str:
-    """A value as the messages print it (flags as true/false)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def differences(requested: dict, echoed: dict) -> list[str]:
     """One phrase per difference: 'numTasks 4, requested 2'; a value not reported counts too."""
     out = []
     for key, want in requested.items():
         if key not in echoed:
-            out.append(f"{key} not reported, requested {show(want)}")
+            out.append(f"{key} not reported, requested {shown(want)}")
         elif echoed[key] != want:
-            out.append(f"{key} {show(echoed[key])}, requested {show(want)}")
+            out.append(f"{key} {shown(echoed[key])}, requested {shown(want)}")
     return out
 
 

@@ -31,8 +31,9 @@ from ..layers import registry as layers
 from ..results.digest import shows_effective
 from ..results.record import NUM_TASKS, param_value
 from ..analysis.compare import TIME_UNITS
-from ..analysis.report import Table, fmt_measure, fmt_value, metric_label, param_label, tables_from
+from ..analysis.report import Table, fmt_measure, metric_label, param_label, tables_from
 from ..experiment.reportspec import PlotRequest
+from ..units import CELL, shown
 
 # The default choice of plots, in order (default_specs implements them; pages print them).
 RULES = (
@@ -121,7 +122,7 @@ def value_label(key: str, value, benchmark: str) -> str:
     special = layers.special_value(key, value)
     if special:
         return special
-    return fmt_value(value, param_label(key, benchmark)[1])
+    return shown(value, CELL, divisor=param_label(key, benchmark)[1])
 
 
 def short_name(key: str) -> str:

@@ -20,8 +20,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .. import stats
-from ..layers.registry import owner
+from ..layers.registry import observed_part, owner
 from .record import STATUSES, Record
+from ..units import KEY, shown
 
 # A benchmark's own maximum of a metric (over its iterations) is reported as <metric>_max.
 OWN_MAX_SUFFIX = "_max"
@@ -200,11 +201,6 @@ def fold(records: Iterable[Record]) -> Digest:
                   page.reframe, page.flags, page.darshan)
 
 
-def _shown(value):
-    """A finding's rule or text as a page shows it: None, or text (a key of the fold)."""
-    return value if value is None or type(value) is str else str(value)
-
-
 def _fold_page(page: Digest, part: PartFacts, rec: Record) -> None:
     """What a page (present/publish.py) reads of a record, every record (references too)."""
     prov = rec.provenance
@@ -225,11 +221,12 @@ def _fold_page(page: Digest, part: PartFacts, rec: Record) -> None:
     job = (rec.part, rec.case_id)
     for flag in rec.notes():
         page.flags.setdefault(job, {}).setdefault(str(flag), []).append(rec.repetition)
-    dar = rec.observed.get("darshan")
+    dar = observed_part(rec.observed, "findings")
     if isinstance(dar, dict):
         findings, other = page.darshan.setdefault(job, ({}, {}))
         for f in dar.get("findings") or []:
-            key = (_shown(f.get("rule")), _shown(f.get("text"))) if isinstance(f, dict) else (None, str(f))
+            key = ((shown(f.get("rule"), KEY), shown(f.get("text"), KEY)) if isinstance(f, dict)
+                   else (None, str(f)))
             findings.setdefault(key, []).append(rec.repetition)
         status = dar.get("status", "unknown")
         if status != "ok":

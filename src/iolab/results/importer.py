@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from ..benchmarks import get as get_benchmark
-from ..parsers.echo import show
+from ..units import shown
 from ..errors import IolabError
 from ..experiment.load import type_param_text
 from ..experiment.matrix import case_id, defaults
@@ -53,7 +53,7 @@ def reconcile(benchmark: str, given: dict, files: list[Path], parsed: list, trus
             said = result.echo[ek]
             if pk in told and told[pk][1] != said:
                 raise IolabError(f"{told[pk][0].name} and {path.name} ran different {ek} "
-                                 f"({show(told[pk][1])} and {show(said)}): import them as "
+                                 f"({shown(told[pk][1])} and {shown(said)}): import them as "
                                  "separate cases")
             told.setdefault(pk, (path, said))
     full = {key: None for key in defaults(benchmark)}
@@ -86,8 +86,8 @@ def contradictions(adapter, full: dict, given: dict, echo: dict) -> list[str]:
     for ek, value in want.items():
         if ek in echo and echo[ek] != value:
             pk = mapping.get(ek)
-            named = f" (--param {pk}={show(given[pk])})" if pk in given and pk != ek else ""
-            out.append(f"{ek} {show(echo[ek])}, requested {show(value)}{named}")
+            named = f" (--param {pk}={shown(given[pk])})" if pk in given and pk != ek else ""
+            out.append(f"{ek} {shown(echo[ek])}, requested {shown(value)}{named}")
     return out
 
 

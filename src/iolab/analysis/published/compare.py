@@ -13,11 +13,13 @@ from .. import doc
 from ...experiment import site
 from ... import stats
 from ...errors import IolabError
+from ...units import CELL, shown
+from ...layers import registry as layers
 from ...experiment.matrix import format_param, show_value
 from .study import DEFAULT, DESCRIPTIVE, VALUE_COLUMNS, PublishedRow, Study, coerce_param
 from .study import spec_of as _param_spec
 from ...results.record import Manifest, Record, param_value
-from ..report import fmt_measure, fmt_value, note_mark, spec_label
+from ..report import fmt_measure, note_mark, spec_label
 from ..compare import (Side, direction, flag_notes, footnoted, mean_ci_cell, ratio_cell,
                        set_aside_notes)
 
@@ -148,18 +150,21 @@ class PublishedComparison:
     def setting_words(self, pair: PublishedPair) -> str:
         """The same in words: 'stripe count -1, stripe size 8MiB'; hints left unset are left out."""
         keys = self._varying_keys()
-        words, unset_hints = [], False
+        words, unset = [], {}       # layers with a parameter left unset -> their word for none set
         for k in keys:
             value = pair.row.params.get(k)
             if value is None:
                 continue
             if value == DEFAULT:
-                unset_hints = unset_hints or k.startswith("mpiio.")
+                layer = layers.owner(k)
+                if layer and layer.none_set:
+                    unset[layer.name] = layer.none_set
                 continue
             words.append(f"{_words(k)} {_setting_value(k, value)}")
-        if unset_hints and not any(k.startswith("mpiio.") and pair.row.params.get(k) not in (None, DEFAULT)
-                                   for k in keys):
-            words.append("no hints")
+        for name, word in unset.items():
+            if not any(getattr(layers.owner(k), "name", None) == name
+                       and pair.row.params.get(k) not in (None, DEFAULT) for k in keys):
+                words.append(word)
         return ", ".join(words) or f"the row on line {pair.row.line}"
 
     def best_status(self) -> str | None:
@@ -538,4 +543,4 @@ def _published_cell(key: str, value) -> str:
         return ""
     if value == DEFAULT:
         return "default"
-    return fmt_value(value, _column(key)[1])
+    return shown(value, CELL, divisor=_column(key)[1])

@@ -126,9 +126,9 @@ def experiment_schema() -> dict:
     """experiment.v1.json with the parameters every benchmark takes from the stack layers'
     fragments ($defs.params.common, and the $defs they add), each benchmark's parameters
     ($defs.params.<name>) and the list of benchmarks ($defs.benchmark) taken from the benchmark
-    descriptors (iolab.benchmarks)."""
+    descriptors (iolab.benchmarks); the layers' derived columns join the report's."""
     from ... import benchmarks
-    from ...layers.registry import registry
+    from ...layers.registry import derived_columns, registry
 
     schema = json.loads(resources.files(__package__).joinpath("experiment.v1.json").read_text())
     common = schema["$defs"]["params"]["common"]
@@ -137,6 +137,7 @@ def experiment_schema() -> dict:
         common["properties"].update(fragment.get("properties", {}))
         common["patternProperties"].update(fragment.get("patternProperties", {}))
         schema["$defs"].update(fragment.get("$defs", {}))
+    schema["$defs"]["report"]["properties"]["derived"]["items"]["enum"] += list(derived_columns())
     for name, bench in benchmarks.registry().items():
         schema["$defs"]["params"][name] = bench.params_schema
     schema["$defs"]["benchmark"]["enum"] = list(benchmarks.registry())

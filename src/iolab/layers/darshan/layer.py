@@ -17,7 +17,9 @@ def conf_of(case, ctx):
 
 class DarshanLayer(Layer):
     name = "darshan"
+    order = 90                          # it reads back what the layers before it applied
     observed_keys = (OBSERVED,)
+    observed_roles = {"findings": OBSERVED}
     title = "Darshan"
     schema_files = ((__package__, "darshan.json"),)
     raw_files = (preload.LOG,)
@@ -77,3 +79,6 @@ class DarshanLayer(Layer):
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 out.append((name, float(value), COLUMNS[name].unit))
         return out
+
+
+LAYER = DarshanLayer()

@@ -15,7 +15,6 @@ from ...errors import IolabError
 AGGREGATOR_KEYS = ("aggregators", "aggregators_per_node")
 ROMIO_HINTS_FILE = "iolab-romio-hints.txt"
 ROMIO_TEMPLATE = "mpiio/romio-hints.j2"
-IOR_TEMPLATE = "mpiio/ior-hints.j2"
 
 # OMPIO reads these MCA parameters; there is no OMPIO equivalent for any other ROMIO hint.
 OMPIO_MCA = {
@@ -133,13 +132,6 @@ def romio_hints_file(hints: dict[str, str]) -> str:
     from ...render import render_template
 
     return render_template(ROMIO_TEMPLATE, hints=_checked(hints))
-
-
-def ior_hints_file(hints: dict[str, str]) -> str:
-    """Content of an IOR --mpiio.hintsFileName file: `IOR_HINT__MPI__key=value` lines."""
-    from ...render import render_template
-
-    return render_template(IOR_TEMPLATE, hints=_checked(hints))
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,9 @@ def _count(value) -> int | None:
 
 class MpiioLayer(Layer):
     name = "mpiio"
+    order = 20                          # its hints reach the benchmark the storage layer placed
+    through_mpi_io = True
+    none_set = "no hints"
     prefixes = (PREFIX,)
     observed_keys = (OBSERVED,)
     settings_title = "MPI-IO hint set"
@@ -60,7 +63,7 @@ class MpiioLayer(Layer):
         return None
 
     def request(self, case, ctx) -> Contribution:
-        if not ctx.bench.uses_mpiio(case):
+        if not ctx.bench.through_mpi_io(case):
             return Contribution()
         flavour = H.flavour(ctx.site.mpi_flavour)
         requested = requested_hints(case)
@@ -160,3 +163,6 @@ class MpiioLayer(Layer):
         """The aggregator count asked for, and the one the library says it used."""
         hints = observed.get(OBSERVED) or {}
         return tuple(_count((hints.get(k) or {}).get("cb_nodes")) for k in ("requested", "effective"))
+
+
+LAYER = MpiioLayer()

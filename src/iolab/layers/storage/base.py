@@ -112,6 +112,10 @@ class FileSystem:
         storage layer's COLUMNS); a value it has not got is left out."""
         return {}
 
+    def derived_columns(self) -> dict:
+        """Report columns (name -> layers.base.DerivedColumn) that speak of its layouts."""
+        return {}
+
     def keeps_files(self, req: dict) -> bool:
         """Whether the benchmark must leave its files for the witnesses to read."""
         return bool(req)

@@ -54,17 +54,28 @@ def observed_layout(fs: base.FileSystem, stage: Path, req: dict) -> dict:
 
 class StorageLayer(Layer):
     name = STORAGE
+    order = 10                          # the case directory exists before anything runs in it
     title = "Storage"
     keys = (STORAGE,)
-    observed_keys = (STORAGE,)
 
-    def __init__(self):
+    # read from the file-system modules each time: one added is seen once file_systems() is
+    @property
+    def schema_files(self):
         package = base.__package__
-        self.schema_files = (*((package, fs.schema_file) for fs in file_systems() if fs.schema_file),
-                             (package, "storage.json"))
-        self.prefixes = tuple(fs.prefix for fs in file_systems())
-        self.observed_keys = (STORAGE, *(fs.observed_key for fs in file_systems()))
-        self.preferred_axes = tuple(f"{fs.prefix}stripe_count" for fs in file_systems())
+        return (*((package, fs.schema_file) for fs in file_systems() if fs.schema_file),
+                (package, "storage.json"))
+
+    @property
+    def prefixes(self):
+        return tuple(fs.prefix for fs in file_systems())
+
+    @property
+    def observed_keys(self):
+        return (STORAGE, *(fs.observed_key for fs in file_systems()))
+
+    @property
+    def preferred_axes(self):
+        return tuple(f"{fs.prefix}stripe_count" for fs in file_systems())
 
     def column_label(self, name: str) -> str:
         """'OSDs with data', 'Objects', 'Data on osd.2' (one column per OSD)."""
@@ -136,6 +147,13 @@ class StorageLayer(Layer):
     def _owner(self, key: str):
         return next((fs for fs in file_systems() if key.startswith(fs.prefix)), None)
 
+    def file_system_of(self, key: str) -> str | None:
+        fs = self._owner(key)
+        return fs.name if fs else None
+
+    def derived_columns(self):
+        return {name: col for fs in file_systems() for name, col in fs.derived_columns().items()}
+
     def reports_effective(self, key: str) -> bool:
         fs = self._owner(key)
         return bool(fs and fs.reports_effective(key.removeprefix(fs.prefix)))
@@ -184,3 +202,6 @@ class StorageLayer(Layer):
             if lay.get("requested") and lay.get("applied") is False:
                 return f"striping not applied: {lay.get('reason', 'unknown reason')}"
         return None
+
+
+LAYER = StorageLayer()

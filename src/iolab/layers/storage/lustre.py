@@ -6,11 +6,13 @@ A layout counts as applied only when `lfs getstripe` on the written files shows 
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
 from ... import shell
 from ...units import parse_size, size_arg
+from ..base import DerivedColumn
 from .base import FSTYPE_FILE, FileSystem, Refusal, failed_setting, settle
 
 SETSTRIPE_FILE = "iolab-setstripe.txt"
@@ -638,6 +640,12 @@ class Lustre(FileSystem):
 
     def special_value(self, key: str, value) -> str | None:
         return "all (-1)" if all_osts(key, value) else None
+
+    def derived_columns(self) -> dict[str, DerivedColumn]:
+        # KAUST's rule of thumb: sqrt(file size in GB) OSTs; it says nothing of other layouts
+        return {"sqrt_rule_osts": DerivedColumn(
+            "OSTs by sqrt(GB) Rule", lambda size: max(1, math.ceil(math.sqrt(size / 1e9))),
+            file_systems=(self.name,))}
 
 
 FILE_SYSTEM = Lustre()
