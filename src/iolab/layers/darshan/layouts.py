@@ -9,7 +9,8 @@ component's object list. Logs from Darshan before 3.4.6 (LUSTRE v1) have no flag
 
 from __future__ import annotations
 
-from ..storage.lustre import MAX_FILES, pattern_name
+from ..storage.lfs_text import pattern_name
+from ..storage.lustre import MAX_FILES
 
 # lcme_flags bits and the names lfs prints (lustre/include/uapi/linux/lustre/lustre_user.h).
 LCME_FLAGS = ((0x1, "stale"), (0x2, "prefrd"), (0x4, "prefwr"), (0x8, "offline"), (0x10, "init"),
