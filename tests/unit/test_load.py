@@ -14,7 +14,8 @@ import pytest
 
 from iolab.experiment import yamlpos
 from iolab.errors import IolabError, ParseError
-from iolab.experiment.load import Job, load_experiment, type_param
+from iolab.experiment.load import Job, load_experiment
+from iolab.experiment.params import type_param
 from iolab.experiment.matrix import expand
 from iolab.experiment.yamlpos import load_yaml
 

@@ -387,6 +387,7 @@ NOT_YET = {
     "iolab.cli": "the `iolab darshan` verb and help examples; the verb moves with cli/ (issue 37)",
     "iolab.experiment.load": "the top-level `darshan:` section, the older require_lustre spelling, "
                              "and the storage layer's file systems asked by import",
+    "iolab.experiment.model": "the top-level `darshan:` section's type (Experiment.darshan)",
     "iolab.experiment.site": "a system's `darshan:` section and its MPI flavour (layers.mpiio)",
     "iolab.experiment.matrix": "a node-local case cannot read another job's data: the storage key",
     "iolab.present.darshan": "the `iolab darshan` verb's page: to move into layers/darshan",

@@ -8,17 +8,16 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from . import reportspec
 from . import schema as schemas
-from ..errors import IolabError, IolabErrors
-from ..units import DURATION_HELP, SIZE_HELP, OutOfRange
-from .yamlpos import CONTROL, Located, brief, char_name, decode, dotted, load_yaml
+from ..errors import IolabError
+from .yamlpos import Located, brief, decode, dotted, load_yaml
+from .model import Darshan, DriftReference, Experiment, Job, Part, Search, Verify, default_initial
+from .params import canonical, get_at, param, values_of
+from .problems import Found, structure_problems, suggest
 
 PARAM_SECTIONS = ("fixed", "matrix", "zip", "exclude")
 
@@ -26,121 +25,6 @@ PARAM_SECTIONS = ("fixed", "matrix", "zip", "exclude")
 def class_name(experiment_id: str) -> str:
     """The name of an experiment's ReFrame test, and of its generated shim: '-' is no Python."""
     return experiment_id.replace("-", "_")
-
-
-@dataclass(frozen=True)
-class Job:
-    time_limit: str = "10m"
-    exclusive: bool = False
-    extra_directives: tuple = ()       # '#DW ...' lines, emitted verbatim by the scheduler
-    resources: dict = field(default_factory=dict)  # partition resources: name -> placeholders
-
-    def __post_init__(self):
-        object.__setattr__(self, "extra_directives", tuple(self.extra_directives))
-
-    @property
-    def time_limit_seconds(self) -> int:
-        from ..units import parse_time_limit
-
-        return parse_time_limit(self.time_limit)
-
-
-@dataclass(frozen=True)
-class Darshan:
-    enabled: bool = False
-    dxt: bool = False
-
-
-@dataclass(frozen=True)
-class Verify:
-    layout: str = "fail"    # a Lustre layout that differs from the request fails the case
-    hints: str = "warn"     # effective MPI-IO hints that differ are flagged (or fail the case)
-
-
-@dataclass(frozen=True)
-class Search:
-    """`search:`: run at most `budget` x `repetitions` jobs (random: `budget` cases) of the
-    matrix, chosen by `strategy`, optimising `objective` in `direction` (search.py)."""
-
-    objective: str
-    direction: str                      # max or min
-    budget: int
-    strategy: str = "model"            # model, bayes, halving or random
-    repetitions: int = 1
-    seed: int = 0
-    initial: int = 2
-    # the file and line of `objective`, for what is checked once the cases are known
-    # (matrix.check_objective)
-    at: tuple = field(default=(None, None), compare=False, repr=False)
-
-    @property
-    def maximize(self) -> bool:
-        return self.direction == "max"
-
-
-def default_initial(budget: int) -> int:
-    """Random cases before the model: about a third of the budget, at least 2, at most 10."""
-    return max(1, min(budget, max(2, min(10, budget // 3))))
-
-
-@dataclass
-class Part:
-    """One benchmark's slice of an experiment. Flat experiments have one part, named 'main'."""
-
-    name: str
-    benchmark: str
-    job: Job
-    fixed: dict[str, Any]
-    matrix: dict[str, list]
-    zips: list[dict[str, list]]
-    exclude: list[dict[str, Any]]
-    drift: DriftReference | None = None
-
-
-@dataclass(frozen=True)
-class DriftReference:
-    """`drift: {case: {param: value}, every: N}`: the case those parameters name runs once more
-    at the start of the run, after every N jobs and at the end (experiment/order.py)."""
-
-    params: dict[str, Any]              # typed like fixed
-    every: int
-    # the file, line and key of `case`, for what is checked once the cases are known
-    # (matrix.reference_cases)
-    at: tuple = field(default=(None, None, None), compare=False, repr=False)
-
-
-@dataclass
-class Experiment:
-    id: str
-    description: str
-    source: str | None
-    path: Path
-    sha256: str
-    text: str
-    profile: str | None
-    profiles: list[str]
-    repetitions: int
-    keep_data: bool
-    tags: list[str]
-    parts: list[Part]
-    raw: dict = field(repr=False, default_factory=dict)
-    require_file_system: str | None = None  # a storage module's name: cases elsewhere are refused
-    notes: tuple[str, ...] = ()         # what validate says of the file that is not an error
-    verify: Verify = field(default_factory=Verify)
-    darshan: Darshan | None = None      # None: the system config decides
-    report: reportspec.Report = field(default_factory=reportspec.Report)
-    search: Search | None = None
-    allow: tuple[str, ...] = ()         # guarded benchmark options extra_args may pass
-    order: str = "blocks"               # the jobs' run order (order.py): blocks or matrix
-
-    @property
-    def benchmarks(self) -> list[str]:
-        return sorted({p.benchmark for p in self.parts})
-
-    @property
-    def root(self) -> Path:
-        """The project directory: experiments/<id>.yaml lives in it."""
-        return self.path.resolve().parent.parent
 
 
 def sha256_text(text: str) -> str:
@@ -200,7 +84,7 @@ def load_text(text: str, path, profile: str | None = None, shown: str | None = N
         raise doc.error((), "an experiment must be a mapping of keys (id, description, benchmark, ...)")
     # Every problem of the file is reported at once: the schema's, then each parameter's where
     # the document's shape lets them be checked.
-    found = _Found(_structure_problems(doc))
+    found = Found(structure_problems(doc))
     try:
         return _build(doc, path, text, profile, shown, choose_profile, found)
     except (KeyError, TypeError, AttributeError, ValueError):
@@ -211,7 +95,7 @@ def load_text(text: str, path, profile: str | None = None, shown: str | None = N
 
 
 def _build(doc: Located, path: Path, text: str, profile: str | None, shown: str,
-           choose_profile, found: _Found) -> Experiment:
+           choose_profile, found: Found) -> Experiment:
     data = doc.data
     if found.errors and not (isinstance(data.get("id"), str) and (
             isinstance(data.get("parts"), dict) or isinstance(data.get("benchmark"), str))):
@@ -238,47 +122,12 @@ def _build(doc: Located, path: Path, text: str, profile: str | None, shown: str,
     # Type every parameter where it is written, so errors point at the right line,
     # and bring each section to one canonical form (scale folded into fixed/matrix).
     known = schemas.benchmarks()      # another benchmark: the schema said so already
-    base = {name: _canonical(doc, bench, at, _get(data, at), found)
+    base = {name: canonical(doc, bench, at, get_at(data, at), found)
             for name, (bench, at) in parts_at.items() if bench in known}
-    overrides: dict[str, dict[str, dict]] = {}
-    for pname, prof in data.get("profiles", {}).items():
-        if "parts" in prof and not has_parts:
-            found.add(doc.error(("profiles", pname, "parts"), "this experiment has no 'parts'"))
-        if has_parts:
-            # Otherwise these would be silently ignored: overrides are per part.
-            for key in ("scale", "job") + PARAM_SECTIONS:
-                if key in prof:
-                    found.add(doc.error(("profiles", pname, key), f"with 'parts', put '{key}' "
-                                        f"inside profiles.{pname}.parts.<part name>",
-                                        hint=f"parts: {', '.join(parts_at)}"))
-        for name in prof.get("parts", {}):
-            if name not in parts_at:
-                found.add(doc.error(("profiles", pname, "parts", name), f"no part named "
-                                    f"{brief(name)}", hint=_suggest(name, parts_at)))
-        overrides[pname] = {}
-        for name, (bench, _at) in parts_at.items():
-            if bench not in known:
-                continue
-            ppath = ("profiles", pname, "parts", name) if has_parts else ("profiles", pname)
-            try:
-                section = _get(data, ppath)
-            except KeyError:
-                continue
-            overrides[pname][name] = _canonical(doc, bench, ppath, section, found, profile=True)
-            if name in base:
-                _check_drops(doc, base[name], overrides[pname][name], found)
-
+    overrides = _overrides(doc, parts_at, has_parts, base, found)
     # after the problems above: a mistyped key to drop would show here as a second request
-    for pname in [None, *overrides] if not found.errors else []:
-        for name, (_bench, at) in parts_at.items():
-            if name not in base:
-                continue
-            section = base[name]
-            where = at
-            if pname and name in overrides[pname]:
-                section = _apply_profile(section, overrides[pname][name])
-                where = ("profiles", pname, "parts", name) if has_parts else ("profiles", pname)
-            found.keep(_one_file_system, doc, where, section, pname)
+    if not found.errors:
+        _check_file_systems(doc, parts_at, has_parts, base, overrides, found)
     allow = found.keep(_allow, doc, data, parts_at, has_parts, default=()) if not found.errors else ()
     found.raise_all()
 
@@ -297,7 +146,7 @@ def _build(doc: Located, path: Path, text: str, profile: str | None, shown: str,
         parts.append(Part(name=name, benchmark=bench, job=Job(**section["job"]),
                           fixed=section["fixed"], matrix=section["matrix"],
                           zips=section["zips"], exclude=section["exclude"],
-                          drift=_drift(doc, bench, _at, _get(data, _at).get("drift"))))
+                          drift=_drift(doc, bench, _at, get_at(data, _at).get("drift"))))
 
     required_fs, notes = _required_file_system(doc, data)
     repetitions = prof.get("repetitions", data.get("repetitions", 1))
@@ -316,13 +165,62 @@ def _build(doc: Located, path: Path, text: str, profile: str | None, shown: str,
     )
 
 
+def _overrides(doc: Located, parts_at: dict, has_parts: bool, base: dict,
+               found: Found) -> dict[str, dict[str, dict]]:
+    """Each profile's overrides, per part, typed where they are written."""
+    data, known = doc.data, schemas.benchmarks()
+    overrides: dict[str, dict[str, dict]] = {}
+    for pname, prof in data.get("profiles", {}).items():
+        if "parts" in prof and not has_parts:
+            found.add(doc.error(("profiles", pname, "parts"), "this experiment has no 'parts'"))
+        if has_parts:
+            # Otherwise these would be silently ignored: overrides are per part.
+            for key in ("scale", "job") + PARAM_SECTIONS:
+                if key in prof:
+                    found.add(doc.error(("profiles", pname, key), f"with 'parts', put '{key}' "
+                                        f"inside profiles.{pname}.parts.<part name>",
+                                        hint=f"parts: {', '.join(parts_at)}"))
+        for name in prof.get("parts", {}):
+            if name not in parts_at:
+                found.add(doc.error(("profiles", pname, "parts", name), f"no part named "
+                                    f"{brief(name)}", hint=suggest(name, parts_at)))
+        overrides[pname] = {}
+        for name, (bench, _at) in parts_at.items():
+            if bench not in known:
+                continue
+            ppath = ("profiles", pname, "parts", name) if has_parts else ("profiles", pname)
+            try:
+                section = get_at(data, ppath)
+            except KeyError:
+                continue
+            overrides[pname][name] = canonical(doc, bench, ppath, section, found, profile=True)
+            if name in base:
+                _check_drops(doc, base[name], overrides[pname][name], found)
+    return overrides
+
+
+def _check_file_systems(doc: Located, parts_at: dict, has_parts: bool, base: dict,
+                        overrides: dict, found: Found) -> None:
+    """One file system's layout per part, as written and under each profile."""
+    for pname in [None, *overrides]:
+        for name, (_bench, at) in parts_at.items():
+            if name not in base:
+                continue
+            section = base[name]
+            where = at
+            if pname and name in overrides[pname]:
+                section = _apply_profile(section, overrides[pname][name])
+                where = ("profiles", pname, "parts", name) if has_parts else ("profiles", pname)
+            found.keep(_one_file_system, doc, where, section, pname)
+
+
 def _drift(doc: Located, bench: str, at: tuple, raw: dict | None) -> DriftReference | None:
     """A part's `drift:` typed (the schema checked its shape; which case it names is checked
     once the cases are known: matrix.reference_cases)."""
     if raw is None:
         return None
     where = at + ("drift", "case")
-    params = {k: _param(doc, bench, where + (k,), k, v) for k, v in raw["case"].items()}
+    params = {k: param(doc, bench, where + (k,), k, v) for k, v in raw["case"].items()}
     return DriftReference(params, raw["every"], (doc.file, doc.line(where), dotted(where)))
 
 
@@ -388,16 +286,16 @@ def _allow(doc: Located, data: dict, parts_at: dict, has_parts: bool) -> tuple[s
         if name not in known:
             raise doc.error(("allow", i), f"{brief(name)} is not an option iolab guards for "
                             f"{', '.join(benches)}, so there is nothing to allow",
-                            hint=_suggest(name, known) if known else None)
+                            hint=suggest(name, known) if known else None)
     for bench, at in parts_at.values():
         sections = [at] + [("profiles", p, "parts", at[-1]) if has_parts else ("profiles", p)
                            for p in data.get("profiles", {})]
         for spath in sections:
             try:
-                section = _get(data, spath)
+                section = get_at(data, spath)
             except KeyError:
                 continue
-            for where, key, value in _values(section, spath):
+            for where, key, value in values_of(section, spath):
                 for index, name in benches[bench].guarded(key, value):
                     if name in allow:
                         continue
@@ -420,10 +318,10 @@ def where_set(exp: Experiment, key: str, part: str | None = None, value=None) ->
     first = None
     for spath in ([("profiles", exp.profile) + at] if exp.profile else []) + [at]:
         try:
-            section = _get(doc.data, spath)
+            section = get_at(doc.data, spath)
         except (KeyError, TypeError):
             continue
-        for path, name, raw in _values(section, spath):
+        for path, name, raw in values_of(section, spath):
             if name == key and raw == value:
                 return doc.file, doc.line(path)
             if name == key and first is None:
@@ -431,349 +329,11 @@ def where_set(exp: Experiment, key: str, part: str | None = None, value=None) ->
     return doc.file, doc.line(first) if first else None
 
 
-def _values(section: dict, at: tuple):
-    """(path, key, value) of every value a parameter takes in a section: fixed, matrix, zip."""
-    for key, value in (section.get("fixed") or {}).items():
-        if value is not None:           # a profile's null drops the parameter
-            yield at + ("fixed", key), key, value
-    for key, values in (section.get("matrix") or {}).items():
-        for i, value in enumerate(values or ()):
-            yield at + ("matrix", key, i), key, value
-    raw_zip = section.get("zip") or []
-    groups = [(at + ("zip", gi), g) for gi, g in enumerate(raw_zip)] if isinstance(raw_zip, list) \
-        else [(at + ("zip",), raw_zip)]
-    for gpath, group in groups:
-        for key, values in group.items():
-            for i, value in enumerate(values):
-                yield gpath + (key, i), key, value
-
-
 def _shown(path: Path) -> str:
     try:
         return os.path.relpath(path)
     except ValueError:
         return str(path)
-
-
-def _get(data, path):
-    for p in path:
-        data = data[p]
-    return data
-
-
-def _suggest(word, choices) -> str | None:
-    choices = [str(c) for c in choices]
-    word = str(word)
-    close = nearest(word, choices)
-    allowed = ", ".join(choices)
-    if close:
-        return f"did you mean {' or '.join(map(repr, close))}? allowed: {allowed}"
-    return f"allowed: {allowed}"
-
-
-# Free text that never reaches a shell or an input file: the only strings that may hold newlines
-# and tabs. No other key or string value may hold a control character (yamlpos.CONTROL).
-FREE_TEXT = (("description",), ("source",), ("profiles", "*", "description"),
-             ("report", "plots", "*", "title"))
-_FREE_TEXT_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
-_WHERE_FREE = "description, source, profiles.*.description and report.plots[].title"
-
-
-def _free_text(path) -> bool:
-    return any(len(f) == len(path) and all(a in ("*", b) for a, b in zip(f, path)) for f in FREE_TEXT)
-
-
-def control_character(text: str, free_text: bool = False, free_where: str | None = _WHERE_FREE) -> str | None:
-    """What is wrong with this string, if it holds a control character (see FREE_TEXT; free_where:
-    where newlines and tabs may go instead, if anywhere)."""
-    found = (_FREE_TEXT_CONTROL if free_text else CONTROL).search(text)
-    if not found:
-        return None
-    char = found.group()
-    where = ("ends with" if found.end() == len(text)
-             else f"has at character {found.start() + 1}")
-    message = f"{where} {char_name(char)}: control characters are not allowed here"
-    if char in "\t\n" and free_where:
-        message += f"; newlines and tabs only in {free_where}"
-    return message
-
-
-def _control_characters(doc: Located) -> list[tuple[tuple, IolabError]]:
-    """Every key and string value holding a control character: (path, error)."""
-    found = []
-    todo = [((), doc.data)]
-    while todo:
-        path, value = todo.pop()
-        if isinstance(value, dict):
-            for key, item in value.items():
-                problem = control_character(key)
-                if problem:
-                    found.append((path + (key,), doc.error(path + (key,), f"the key {problem}")))
-                else:
-                    todo.append((path + (key,), item))
-        elif isinstance(value, list):
-            todo.extend((path + (i,), item) for i, item in enumerate(value))
-        elif isinstance(value, str):
-            problem = control_character(value, _free_text(path))
-            if problem:
-                hint = ("in a block scalar, |- drops the last newline"
-                        if problem.startswith("ends with a newline") else None)
-                found.append((path, doc.error(path, problem, hint=hint)))
-    return found
-
-
-class _Found:
-    """The problems of one file, gathered to be reported at once, one line each, by line."""
-
-    def __init__(self, errors: list[IolabError]):
-        self.errors = list(errors)
-
-    def add(self, error: IolabError) -> None:
-        """Keep `error`, unless a problem at the same key was said already (the schema's)."""
-        if str(error) not in map(str, self.errors) and not (
-                error.key and any(e.key == error.key for e in self.errors)):
-            self.errors.append(error)
-
-    def keep(self, check, *args, default=None):
-        """check(*args), or `default` with its error kept."""
-        try:
-            return check(*args)
-        except IolabErrors as exc:
-            for error in exc.errors:
-                self.add(error)
-        except IolabError as exc:
-            self.add(exc)
-        return default
-
-    def raise_all(self) -> None:
-        if self.errors:
-            problems = sorted(self.errors, key=lambda e: (e.line or 0, len(e.key or ""), str(e)))
-            raise problems[0] if len(problems) == 1 else IolabErrors(problems)
-
-
-def _structure_problems(doc: Located) -> list[IolabError]:
-    """The text rule's and the JSON Schema's problems, one each, by line."""
-    found: dict[str, tuple] = {}
-    flagged = _control_characters(doc)
-    for _path, problem in flagged:
-        found.setdefault(str(problem), (problem.line or 0, len(problem.key or ""), problem))
-    for err in schemas.validator().iter_errors(doc.data):
-        for path, problem in _explain_all(doc, err):
-            if not any(path[:len(at)] == at for at, _ in flagged):   # else said already, better
-                found.setdefault(str(problem), (problem.line or 0, len(problem.key or ""), problem))
-    return [p for *_, p in sorted(found.values(), key=lambda t: t[:2] + (str(t[2]),))]
-
-
-def _explain_all(doc: Located, err, base=()) -> list[tuple[tuple, IolabError]]:
-    """(path, readable error) per problem: a mapping's unknown keys are one each."""
-    path = tuple(base) + tuple(err.absolute_path)
-    if err.validator == "additionalProperties":
-        known = err.schema.get("properties", {})
-        patterns = [schemas.ecma_regex(p) for p in err.schema.get("patternProperties", {})]
-        extra = [k for k in err.instance if k not in known and not any(p.search(k) for p in patterns)]
-        return [(path + (key,), doc.error(path + (key,), f"unknown key {brief(key)}",
-                                          hint=_suggest(key, list(known))))
-                for key in extra] or [(path, doc.error(path, err.message))]
-    return [(path, _explain(doc, err, base))]
-
-
-def _explain(doc: Located, err, base) -> IolabError:
-    path = tuple(base) + tuple(err.absolute_path)
-    v = err.validator
-    if v == "oneOf" and err.context:
-        # Prefer the branch whose error is deepest: it is the one the user meant.
-        best = max(err.context, key=lambda e: len(e.absolute_path))
-        return _explain(doc, best, base)
-    if v == "additionalProperties":
-        return _explain_all(doc, err, base)[0][1]
-    if v == "required":
-        missing = err.message.split("'")[1] if "'" in err.message else err.message
-        return doc.error(path, f"missing required key {missing!r}")
-    if v == "enum":
-        allowed = ", ".join(str(x) for x in err.validator_value)
-        return doc.error(path, f"{brief(err.instance)} is not allowed", hint=f"allowed: {allowed}")
-    if v == "type":
-        want = err.validator_value
-        want = [_TYPE_WORDS.get(w, w) for w in (want if isinstance(want, list) else [want])]
-        want = " or ".join(want)
-        return doc.error(path, f"expected {want}, got {_describe(err.instance)}")
-    if v == "format":
-        cause = err.cause if isinstance(err.cause, OutOfRange) else None
-        if cause:   # well written, but too large (or, for a time limit, zero)
-            return doc.error(path, str(cause))
-        if err.validator_value == "size":
-            return doc.error(path, f"{brief(err.instance)} is not a size", hint=f"use {SIZE_HELP}")
-        if err.validator_value == "duration":
-            return doc.error(path, f"{brief(err.instance)} is not a duration", hint=f"use {DURATION_HELP}")
-    if v == "maxLength":
-        return doc.error(path, f"{brief(err.instance)} is longer than {err.validator_value} characters")
-    if v in ("minProperties", "minItems"):
-        what = "mapping" if v == "minProperties" else "list"
-        return doc.error(path, f"empty {what}: give at least one entry, or remove the key")
-    if v == "pattern":
-        return doc.error(path, f"{brief(err.instance)} does not match {err.validator_value}")
-    if v in ("minimum", "maximum"):
-        if "x-allowed" in err.schema:
-            return doc.error(path, f"{brief(err.instance)} is not allowed: {err.schema['x-allowed']}")
-        return doc.error(path, f"{brief(err.instance)} is out of range ({v} {err.validator_value})")
-    # jsonschema's own words quote the whole value, which may be a megabyte long
-    return doc.error(path, err.message if len(err.message) < 200 else err.message[:200] + "...")
-
-
-# JSON Schema type names in the words _describe uses for YAML values
-_TYPE_WORDS = {"array": "list", "object": "mapping"}
-
-
-def _describe(value) -> str:
-    kind = {bool: "boolean", int: "integer", float: "number", str: "string",
-            list: "list", dict: "mapping"}.get(type(value), type(value).__name__)
-    if value is None:
-        return "nothing (null)"
-    return f"{kind} {brief(value)}" if not isinstance(value, (list, dict)) else kind
-
-
-def _param(doc: Located, bench: str, path: tuple, key, value):
-    """Check one parameter value against its schema and return it typed."""
-    spec = _param_key(doc, bench, path, key)
-    errors = list(schemas.validator(spec).iter_errors(value))
-    if errors:
-        raise _explain(doc, errors[0], path)
-    return schemas.typed(spec, value)
-
-
-def _unset_or_param(doc: Located, bench: str, path: tuple, key, value):
-    """In matrix and zip lists, null means "this parameter is not set" (e.g. a hint set without
-    that hint); the case then has no such parameter at all. In exclude, null matches "not set"."""
-    return None if value is None else _param(doc, bench, path, key, value)
-
-
-def _canonical(doc: Located, bench: str, at: tuple, section: dict, found: _Found,
-               profile: bool = False) -> dict:
-    """Typed {fixed, matrix, zips, exclude, job, drop} for one part or one profile override; each
-    problem is kept in `found` (its value left out) and the next one checked. In a profile, null
-    as a parameter's value in fixed or matrix drops it (drop: key -> where it is written)."""
-    fixed: dict[str, Any] = {}
-    matrix: dict[str, list] = {}
-    zips: list[dict[str, list]] = []
-    seen: dict[str, tuple] = {}
-    drop: dict[str, tuple] = {}
-
-    def claim(key, path) -> bool:
-        if key in seen:
-            found.add(doc.error(path, f"{brief(key)} is set twice (also at {dotted(seen[key])})"))
-            return False
-        seen[key] = path
-        return True
-
-    def known(key, path) -> bool:
-        return found.keep(_param_key, doc, bench, path, key) is not None
-
-    def typed(path, key, value):
-        return found.keep(_unset_or_param, doc, bench, path, key, value)
-
-    for k, v in section.get("scale", {}).items():
-        key = f"scale.{k}"
-        claim(key, at + ("scale", k))
-        if isinstance(v, list):
-            matrix[key] = v
-        else:
-            fixed[key] = v
-    for k, v in section.get("fixed", {}).items():
-        if v is None and not profile:
-            found.add(doc.error(at + ("fixed", k), "null drops a parameter only in a profile",
-                                hint="leave the key out to keep the benchmark's default"))
-        elif v is None:
-            if known(k, at + ("fixed", k)) and claim(k, at + ("fixed", k)):
-                drop[k] = at + ("fixed", k)
-        elif claim(k, at + ("fixed", k)):
-            fixed[k] = found.keep(_param, doc, bench, at + ("fixed", k), k, v)
-    for k, values in section.get("matrix", {}).items():
-        if known(k, at + ("matrix", k)) and claim(k, at + ("matrix", k)):
-            if values is None:
-                drop[k] = at + ("matrix", k)
-            else:
-                matrix[k] = [typed(at + ("matrix", k, i), k, v) for i, v in enumerate(values)]
-    raw_zip = section.get("zip", [])
-    listed = isinstance(raw_zip, list)
-    for gi, group in enumerate(raw_zip if listed else [raw_zip]):
-        gpath = at + (("zip", gi) if listed else ("zip",))
-        lengths = {k: len(v) for k, v in group.items()}
-        if len(set(lengths.values())) > 1:
-            detail = ", ".join(f"{k}: {n}" for k, n in lengths.items())
-            found.add(doc.error(gpath, f"zip lists must have equal lengths ({detail})"))
-        lists = {}
-        for k, values in group.items():
-            if known(k, gpath + (k,)) and claim(k, gpath + (k,)):
-                lists[k] = [typed(gpath + (k, i), k, v) for i, v in enumerate(values)]
-        zips.append(lists)
-    exclude = []
-    for i, entry in enumerate(section.get("exclude", [])):
-        exclude.append({k: typed(at + ("exclude", i, k), k, v) for k, v in entry.items()})
-    out = {"fixed": fixed, "matrix": matrix, "zips": zips, "job": dict(section.get("job", {})),
-           "drop": drop, "at": seen}
-    if "exclude" in section:
-        out["exclude"] = exclude
-    else:
-        out["exclude"] = []
-        out["_no_exclude"] = True
-    return out
-
-
-def _param_key(doc, bench, path, key) -> dict:
-    spec = schemas.param_spec(bench, key)
-    if spec is None:
-        raise doc.error(path, f"unknown parameter {brief(key)} for {bench}",
-                        hint=_suggest_param(bench, key))
-    return spec
-
-
-def nearest(word: str, names) -> list[str]:
-    """The names nearest a mistyped one (difflib), at most three: those as near as the nearest
-    but for a little. A name is also read without its layer's prefix (`stripe_count` for
-    `lustre.stripe_count`), and a two-letter typo of a two-letter name (`bz`, `bs`) is near."""
-    if len(word) >= 200:
-        return []
-    word = word.lower()
-
-    def score(name: str) -> float:
-        return max(difflib.SequenceMatcher(None, word, n.lower()).ratio()
-                   for n in {name, name.rsplit(".", 1)[-1]})
-
-    scored = sorted(((score(n), n) for n in names), key=lambda sn: -sn[0])
-    best = scored[0][0] if scored else 0
-    return [n for sc, n in scored if sc >= max(best - 0.05, 0.5)][:3]
-
-
-def _suggest_param(bench: str, key: str) -> str:
-    """The nearest parameters, then every one this benchmark takes, grouped by who owns it: the
-    benchmark, each layer of the stack, the scale."""
-    from ..layers.registry import owner
-
-    names = list(schemas.param_specs(bench))
-    groups: dict[str, list[str]] = {bench: []}
-    for name in names:
-        layer = owner(name)
-        group = "scale" if name.startswith("scale.") else layer.name if layer else bench
-        groups.setdefault(group, []).append(name)
-    near = nearest(str(key), names)
-    listed = "; ".join(f"{group}: {', '.join(ks)}" for group, ks in groups.items() if ks)
-    mean = f"did you mean {' or '.join(map(repr, near))}? " if near else ""
-    return f"{mean}allowed: {listed}"
-
-
-def type_param_text(bench: str, key: str, text: str, where: str):
-    """Type one parameter given as text outside a YAML file (`iolab import --param KEY=TEXT`),
-    read as a YAML scalar would be ("4MiB", "true", "[1, 2]")."""
-    return type_param(bench, key, load_yaml(text, f"{where} {key}").data, where)
-
-
-def type_param(bench: str, key: str, value, where: str):
-    """Type one parameter given outside a YAML file (e.g. `iolab import --param`)."""
-    doc = Located({}, {}, where)
-    problem = control_character(value) if isinstance(value, str) else None
-    if problem:
-        raise doc.error((key,), problem)
-    return _param(doc, bench, (key,), key, value)
 
 
 def _set_keys(section: dict) -> set[str]:
@@ -784,7 +344,7 @@ def _set_keys(section: dict) -> set[str]:
     return keys
 
 
-def _check_drops(doc: Located, base: dict, override: dict, found: _Found) -> None:
+def _check_drops(doc: Located, base: dict, override: dict, found: Found) -> None:
     """A profile's null drops a parameter the experiment sets, and leaves no exclude entry of the
     experiment naming it (such an entry would silently match nothing any more)."""
     keys = _set_keys(base)

@@ -20,7 +20,7 @@ from typing import Any
 
 from . import schema as schemas
 from ..errors import IolabError
-from .load import Experiment, Job, Part
+from .model import Experiment, Job, Part
 from .order import reference_jobs
 from ..units import shown
 from .yamlpos import brief

@@ -20,7 +20,8 @@ from importlib import resources
 
 from ..layers.mpiio import hints as mpiio
 from ..errors import IolabError, IolabErrors
-from .load import Darshan, control_character
+from .model import Darshan
+from .problems import control_character
 from .schema import _Validator
 from ..software import Stack, from_extras
 from .yamlpos import brief
@@ -128,7 +129,7 @@ def recorded(extras) -> SiteConfig:
 
 def _control_characters(value, path=()) -> list[tuple[str, str]]:
     """(key, problem) of every string holding a control character: a path or an option with a
-    newline reaches every job script, where it breaks the job (load.control_character)."""
+    newline reaches every job script, where it breaks the job (problems.control_character)."""
     if isinstance(value, dict):
         return [found for k, v in value.items() for found in _control_characters(v, (*path, k))]
     if isinstance(value, (list, tuple)):

@@ -8,7 +8,7 @@ from pathlib import Path
 from ..benchmarks import get as get_benchmark
 from ..units import shown
 from ..errors import IolabError
-from ..experiment.load import type_param_text
+from ..experiment.params import type_param_text
 from ..experiment.matrix import case_id, defaults
 from .record import SCHEMA, Manifest, Observed, Provenance, Record
 from ..project import project_root

@@ -15,7 +15,7 @@ from reframe.core.logging import getlogger
 
 from . import site
 from ..errors import IolabError
-from ..experiment.load import Experiment
+from ..experiment.model import Experiment
 from ..experiment.order import Order
 from ..results.record import Observed, Provenance, Record
 from ..results.run import progress_text
