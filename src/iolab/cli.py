@@ -367,7 +367,8 @@ def cmd_trend(args) -> int:
     print(trend.render(series, changes, args.experiment, args.penalty,
                        lambda m, u: direction(m, u, None), aside))
     if args.plot:
-        from .present.plots import MISSING_MATPLOTLIB, trend_plot
+        from .present.plots import MISSING_MATPLOTLIB
+        from .present.progress import trend_plot
 
         files = trend_plot(series, Path(args.plot))
         if files is None:

@@ -13,8 +13,8 @@ import textwrap
 import pytest
 
 from iolab.experiment.load import load_experiment
-from iolab.present.plots import (AGGREGATOR_KEYS, NUM_TASKS, _log2_axis, choose, find_axes,
-                                 make_plots)
+from iolab.present.plots import make_plots
+from iolab.present.plotspec import AGGREGATOR_KEYS, NUM_TASKS, choose, find_axes, log2_axis
 from iolab.results.run import Run
 from tests.golden.publish_data import experiment, make_run, records
 
@@ -123,7 +123,7 @@ def test_one_to_one_parameters_fold_into_one_axis_without_the_yaml():
     ([-1, 1, 4], False),                               # stripe count -1 is a category
 ])
 def test_log2_axis_rule(values, log2):
-    assert _log2_axis(values) is log2
+    assert log2_axis(values) is log2
 
 
 # ------------------------------------------------------------------------------------ overrides

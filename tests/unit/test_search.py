@@ -623,7 +623,7 @@ def test_progress_plot_draws_every_job(hints_space, tmp_path):
     pytest.importorskip("matplotlib")
     import matplotlib.image
 
-    from iolab.present import plots
+    from iolab.present import progress as plots
 
     space = hints_space
     a = _case(space, mpiio__cb_nodes=1, lustre__stripe_count=1)
@@ -652,7 +652,7 @@ def test_progress_plot_draws_every_job(hints_space, tmp_path):
 
 def test_progress_plot_rings_the_jobs_that_separate_the_best(grid, tmp_path):
     pytest.importorskip("matplotlib")
-    from iolab.present import plots
+    from iolab.present import progress as plots
 
     space, by_job = grid
     s = search("model", budget=18, seed=1, initial=6)
@@ -699,7 +699,7 @@ def test_publish_of_a_search_shows_its_answer_and_progress(results, tmp_path, ca
     pytest.importorskip("matplotlib")
     import matplotlib.image
 
-    from iolab.present import plots
+    from iolab.present import progress as plots
     from iolab.cli import main
 
     root = GRID.parent / "romio-local"
@@ -864,7 +864,7 @@ def test_a_value_set_aside_is_in_no_round_answer_or_progress_and_is_named(grid, 
     assert aside.record.job == victim.job and aside.value is None and aside.set_aside == 1e308
     assert all(st.best is None or st.best < 1e4 for st in steps)
     pytest.importorskip("matplotlib")
-    from iolab.present import plots
+    from iolab.present import progress as plots
 
     plot = plots.search_progress_plot(steps, "write_bw", " MiB/s", True, tmp_path)
     svg = plot.files["svg"].read_text()

@@ -177,7 +177,8 @@ def test_the_test_class_check_finds_what_it_forbids():
         assert what in found, (what, found)
 
 
-PRESENTATION = ("iolab.analysis.report", "iolab.present.plots", "iolab.analysis.compare",
+PRESENTATION = ("iolab.analysis.report", "iolab.present.plots", "iolab.present.plotspec",
+                "iolab.present.progress", "iolab.analysis.compare",
                 "iolab.present.publish", "iolab.results.importer", "iolab.analysis.published.studies",
                 "iolab.analysis.published.compare", "iolab.present.darshan",
                 "iolab.analysis.io500", "iolab.analysis.cost", "iolab.software")
@@ -257,7 +258,8 @@ WITNESSES = {
 # Modules that act on every layer and must know none by name.
 LAYER_LOOPS = ("iolab.rfm.plan", "iolab.rfm.observe", "iolab.rfm.jobscript", "iolab.rfm.recording",
                "iolab.results.record", "iolab.results.digest", "iolab.analysis.report",
-               "iolab.analysis.search", "iolab.present.plots", "iolab.experiment.matrix")
+               "iolab.analysis.search", "iolab.present.plots", "iolab.present.plotspec",
+               "iolab.experiment.matrix")
 LAYER_FACE = {"iolab.layers.base", "iolab.layers.registry"}
 
 
@@ -392,7 +394,7 @@ NOT_YET = {
     "iolab.experiment.matrix": "a node-local case cannot read another job's data: the storage key",
     "iolab.present.darshan": "the `iolab darshan` verb's page: to move into layers/darshan",
     "iolab.present.darshan_logs": "Darshan logs of any job, outside a run: to move with it",
-    "iolab.present.plots": "the plot rules' help text names the aggregator parameters",
+    "iolab.present.plotspec": "the plot rules' help text names the aggregator parameters",
     "iolab.present.publish": "a page's Darshan section reads the digest's findings fold by name",
     "iolab.results.digest": "the digest file's key for the findings fold (results/ is being split)",
     "iolab.results.files": "the size limit of a stored Darshan log",

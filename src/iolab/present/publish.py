@@ -37,7 +37,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..analysis import doc, drift
-from . import plots
+from . import plots, progress
 from ..experiment import reportspec
 from .. import stats
 from ..analysis.compare import Side
@@ -260,7 +260,7 @@ def _alt(plot: plots.Plot) -> str:
 
 def search_section(run: Run, staging: Path, prefix: str = "") -> dict | None:
     """A search's run (`iolab search`): the answer as `iolab search-report` prints it, and the
-    objective of each job against the search's progress (plots.search_progress_plot). None for a
+    objective of each job against the search's progress (progress.search_progress_plot). None for a
     run that is not a search's."""
     from ..analysis import search as S
 
@@ -273,7 +273,7 @@ def search_section(run: Run, staging: Path, prefix: str = "") -> dict | None:
         return {"answer": "", "error": str(exc), "plot": None, "notes": []}
     rounds = [r.run_id for r in run.chain] or [run.run_id]
     steps = S.search_progress(search, space, run.records, rounds)
-    plot = plots.search_progress_plot(steps, search.objective, unit, search.maximize,
+    plot = progress.search_progress_plot(steps, search.objective, unit, search.maximize,
                                       staging / PLOTS_DIR, prefix)
     entry = None
     if plot is not None:
