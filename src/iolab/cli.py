@@ -163,7 +163,7 @@ def _run_state(exp_id: str, run: str | None, include_imported: bool, set_aside: 
 
 def _columns_asked(args) -> dict[str, str]:
     """The columns asked for with each source's `--<name>` option (add_column_options)."""
-    from .analysis.report import column_sources
+    from .analysis.columns import column_sources
 
     return {src.name: getattr(args, f"columns_{src.name}") for src in column_sources()}
 
@@ -223,7 +223,8 @@ def _print_run_notes(state, label: str = "") -> None:
 
 
 def cmd_table(args) -> int:
-    from .analysis.report import render, run_tables
+    from .analysis.columns import run_tables
+    from .analysis.report import render
 
     if args.runs or args.since:
         if args.run:
@@ -909,10 +910,10 @@ class _Formatter(argparse.HelpFormatter):
 
 
 def add_column_options(s) -> None:
-    """One `--<name> COLUMNS` option per column source (analysis.report.column_sources), its
+    """One `--<name> COLUMNS` option per column source (analysis.columns.column_sources), its
     help every column it has and what each shows: the sources' own words, so --help and the
     CLI reference name every column there is."""
-    from .analysis.report import column_sources
+    from .analysis.columns import column_sources
 
     for src in column_sources():
         known = "; ".join(f"{name}: {text}" for name, text in src.column_help().items())

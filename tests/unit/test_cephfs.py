@@ -478,7 +478,7 @@ def test_parse_rados_stat():
 
 
 def test_the_table_shows_a_column_per_osd(tmp_path):
-    from iolab.analysis.report import layer_metric_names, with_layer_columns
+    from iolab.analysis.columns import layer_metric_names, with_layer_columns
     from iolab.parsers import Metric
     from iolab.results.record import Observed, Record
 

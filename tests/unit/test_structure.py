@@ -177,8 +177,8 @@ def test_the_test_class_check_finds_what_it_forbids():
         assert what in found, (what, found)
 
 
-PRESENTATION = ("iolab.analysis.report", "iolab.present.plots", "iolab.present.plotspec",
-                "iolab.present.progress", "iolab.analysis.compare",
+PRESENTATION = ("iolab.analysis.report", "iolab.analysis.columns", "iolab.present.plots",
+                "iolab.present.plotspec", "iolab.present.progress", "iolab.analysis.compare",
                 "iolab.present.publish", "iolab.results.importer", "iolab.analysis.published.studies",
                 "iolab.analysis.published.compare", "iolab.present.darshan",
                 "iolab.analysis.io500", "iolab.analysis.cost", "iolab.software")
@@ -258,6 +258,7 @@ WITNESSES = {
 # Modules that act on every layer and must know none by name.
 LAYER_LOOPS = ("iolab.rfm.plan", "iolab.rfm.observe", "iolab.rfm.jobscript", "iolab.rfm.recording",
                "iolab.results.record", "iolab.results.digest", "iolab.analysis.report",
+               "iolab.analysis.columns",
                "iolab.analysis.search", "iolab.present.plots", "iolab.present.plotspec",
                "iolab.experiment.matrix")
 LAYER_FACE = {"iolab.layers.base", "iolab.layers.registry"}
@@ -513,14 +514,14 @@ def _forget_what_the_layers_said():
     fragments, the column sources), so that the next call finds them again."""
     import functools
 
-    from iolab.analysis import report
+    from iolab.analysis import columns
     from iolab.experiment import matrix
     from iolab.experiment import schema
     from iolab.layers import registry
     from iolab.layers.storage import base as fs_base
 
     for value in [*vars(schema).values(), registry.registry, fs_base.file_systems,
-                  report.column_sources, matrix._is_size]:
+                  columns.column_sources, matrix._is_size]:
         if isinstance(value, functools._lru_cache_wrapper):
             value.cache_clear()
 
@@ -542,7 +543,7 @@ def test_a_layer_is_one_package(tmp_path, monkeypatch):
     its parameters are validated in an experiment through its schema fragment, and its table
     columns are offered, with no other file edited."""
     import iolab.layers
-    from iolab.analysis.report import column_sources
+    from iolab.analysis.columns import column_sources
     from iolab.errors import IolabError
     from iolab.experiment.load import load_text
     from iolab.experiment.matrix import expand

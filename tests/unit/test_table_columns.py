@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from iolab.cli import build_parser, main
-from iolab.analysis.report import column_sources
+from iolab.analysis.columns import column_sources
 from iolab.results.placement import compact
 from tests.golden.publish_data import experiment, make_run
 

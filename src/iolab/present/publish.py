@@ -48,8 +48,8 @@ from ..render import render_template
 from ..experiment.reportspec import StudyLink
 from ..results.run import Run
 from ..analysis.published.studies import compare_study, study_blocks
-from ..analysis.report import (LEGEND, NOISY_MARK, OUTLIER_MARK, render, run_tables, table_rows,
-                               tables_from)
+from ..analysis.columns import run_tables
+from ..analysis.report import LEGEND, NOISY_MARK, OUTLIER_MARK, render, table_rows, tables_from
 from ..results.files import write_all
 
 MARKER = ".iolab-publish.json"
@@ -579,7 +579,7 @@ def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, for
             columns: dict[str, str] | None = None) -> Published:
     """Write the static report of an experiment's run(s) into `out` (see the module docstring).
     `results` defaults to results.results_root (IOLAB_RESULTS, else <project>/results);
-    `columns`: the columns its tables add, as `iolab table` takes them (report.run_tables)."""
+    `columns`: the columns its tables add, as `iolab table` takes them (columns.run_tables)."""
     from ..project import project_root as default_root
     from ..results.runfiles import results_root
 
