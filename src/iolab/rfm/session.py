@@ -164,7 +164,7 @@ def sweep_scratch(cases) -> None:
     their run. Only empty directories go (rmdir): never a file, so never data that was kept or
     that a job still writes."""
     from ..results.runfiles import results_root
-    from ..results.store import read_lock
+    from ..results.lock import read_lock
 
     seen = set()
     for tc in cases:
