@@ -98,6 +98,22 @@ def test_the_sides_depend_one_way():
     assert both == {}
 
 
+# The folders of src/iolab/ in the order docs/architecture.md stacks them: each imports only
+# those before it (the modules at the top, errors, units, stats..., serve every folder). The
+# runner (rfm) reads the continuation file campaigns/ writes, so campaigns/ comes after it, and
+# after analysis/, whose comparisons it uses; present/ prints what campaigns/ answers.
+FOLDERS = ("parsers", "layers", "benchmarks", "experiment", "results", "stack", "rfm", "analysis",
+           "campaigns", "present", "cli")
+
+
+def test_each_folder_imports_only_the_folders_before_it():
+    assert set(FOLDERS) == {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    upward = sorted(f"{module} -> {target}" for module, targets in import_graph().items()
+                    for target in targets if _side(module) in FOLDERS and _side(target) in FOLDERS
+                    and FOLDERS.index(_side(target)) > FOLDERS.index(_side(module)))
+    assert upward == []
+
+
 def test_the_cycle_check_sees_function_level_imports(tmp_path):
     """The check itself: an import inside a function is an edge."""
     tree = ast.parse("def f():\n    from .matrix import defaults\n")
@@ -177,7 +193,7 @@ def test_the_test_class_check_finds_what_it_forbids():
 PRESENTATION = ("iolab.analysis.report", "iolab.present.plots", "iolab.analysis.compare",
                 "iolab.present.publish", "iolab.results.importer", "iolab.analysis.published.studies",
                 "iolab.analysis.published.compare", "iolab.present.darshan",
-                "iolab.analysis.io500", "iolab.analysis.cost", "iolab.software")
+                "iolab.analysis.io500", "iolab.analysis.cost", "iolab.software", "iolab.present.search")
 YAML_READERS = {"yaml", "iolab.experiment.yamlpos"}
 
 
@@ -254,7 +270,10 @@ WITNESSES = {
 # Modules that act on every layer and must know none by name.
 LAYER_LOOPS = ("iolab.rfm.plan", "iolab.rfm.observe", "iolab.rfm.jobscript", "iolab.rfm.recording",
                "iolab.results.record", "iolab.results.digest", "iolab.analysis.report",
-               "iolab.analysis.search", "iolab.present.plots", "iolab.experiment.matrix")
+               "iolab.campaigns.search.space", "iolab.campaigns.search.observations",
+               "iolab.campaigns.search.strategies", "iolab.campaigns.search.answer",
+               "iolab.campaigns.search.rounds", "iolab.present.search", "iolab.present.plots",
+               "iolab.experiment.matrix")
 LAYER_FACE = {"iolab.layers.base", "iolab.layers.registry"}
 
 

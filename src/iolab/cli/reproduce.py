@@ -80,7 +80,7 @@ def _record_arg(spec: str) -> dict:
 
 def run(args) -> int:
     """Re-run one recorded case from what its run stored, then set the new result against it."""
-    from ..analysis import campaign
+    from ..campaigns import campaign
     from ..analysis.compare import render_comparison
     from ..results.lookup import find_run
     from ..results.runfiles import results_root

@@ -35,10 +35,11 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     """Run the jobs of a run's chain that have no ok record, as a continuation of it."""
 
-    from ..analysis import campaign
+    from ..campaigns import campaign
     from ..results.lookup import find_run
     from ..results.runfiles import results_root
     from ..results.run import Run
+    from ..rfm.continuation import Continuation
     from ..rfm.leftovers import CANCEL_ENV
 
     root = project_dir()
@@ -62,9 +63,8 @@ def run(args) -> int:
                          hint="undo the change, or pass --allow-changes to run anyway and record "
                               "the differences in the new run's manifest")
     config, system = (Path(args.config), None) if args.config else campaign.config_for(chain, root)
-    cont = campaign.Continuation(chain.experiment_id, last.run_id, chain.run_id, chain.manifest.profile,
-                                 [list(j) for j in jobs], changed, added,
-                                 order=campaign.order_of(chain))
+    cont = Continuation(chain.experiment_id, last.run_id, chain.run_id, chain.manifest.profile,
+                        [list(j) for j in jobs], changed, added, order=campaign.order_of(chain))
     print(f"resuming {chain.experiment_id} run {chain.run_id}: {len(jobs)} job(s) "
           f"({', '.join(f'{c} rep {r}' for _p, c, r in jobs[:6])}{', …' if len(jobs) > 6 else ''})")
     for line in added + [f"allowed change: {c}" for c in changed]:

@@ -34,12 +34,13 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     """Rounds of a search through ReFrame, then its answer."""
-    from ..analysis import campaign
+    from ..campaigns import campaign
     from ..experiment.load import load_experiment
     from ..results.lookup import find_run
     from ..results.runfiles import results_root
     from ..results.run import Run
-    from ..analysis.search import report_run, run_search, search_chain
+    from ..campaigns.search.rounds import run_search, search_chain
+    from ..present.search import report_run
 
     if args.batch < 1 or (args.rounds is not None and args.rounds < 1):
         raise IolabError("--batch and --rounds count cases and rounds: give 1 or more")

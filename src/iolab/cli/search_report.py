@@ -27,7 +27,7 @@ def run(args) -> int:
     from ..results.lookup import find_run
     from ..results.runfiles import results_root
     from ..results.run import Run
-    from ..analysis.search import report_run
+    from ..present.search import report_run
 
     root = project_dir()
     run = Run.load_chain(find_run(results_root(root), args.experiment, args.run, True), root)
