@@ -44,7 +44,8 @@ def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None
     import tempfile
 
     from ..results.lookup import list_runs
-    from ..results.store import holding, results_root
+    from ..results.lock import holding
+    from ..results.runfiles import results_root
     from ..experiment.load import class_name
 
     res = results_root(root)
@@ -82,11 +83,11 @@ def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None
 
 def writing_to(results: Path, cont: Continuation, take_over: bool) -> None:
     """One writer per campaign: a continuation (or a reproduction) of runs that a live process
-    still writes is refused by name; a dead writer's lock is taken over (results.check_not_running)."""
+    still writes is refused by name; a dead writer's lock is taken over (results/lock.check_not_running)."""
     import sys
 
-    from ..results.store import check_not_running
     from ..results.chain import chain_paths
+    from ..results.lock import check_not_running
 
     if not cont.parent:         # a search's first round: no run yet
         return
@@ -99,7 +100,7 @@ def writing_to(results: Path, cont: Continuation, take_over: bool) -> None:
 def refuse_if_running(chain: Run) -> None:
     """Before proposing anything from a chain: refused while a live process writes one of its
     runs (run_reframe takes over a dead one's lock)."""
-    from ..results.store import check_not_running
+    from ..results.lock import check_not_running
 
     check_not_running([r.path for r in chain.chain or [chain]], take_over=False)
 

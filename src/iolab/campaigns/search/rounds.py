@@ -16,7 +16,8 @@ def search_chain(root, exp_id: str):
     """The latest search of `exp_id` (its first run and continuations), or None."""
     from ...results.record import Manifest
     from ...results.lookup import list_runs
-    from ...results.store import read_manifest, results_root
+    from ...results.manifests import read_manifest
+    from ...results.runfiles import results_root
     from ...results.run import Run
 
     for path in reversed(list_runs(results_root(root), exp_id)):
