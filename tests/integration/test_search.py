@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from iolab.analysis import search as S
+from iolab.campaigns.search import observations as OB
+from iolab.campaigns.search import space as SP
+from iolab.campaigns.search import strategies as ST
 from iolab.experiment.load import load_experiment
 from iolab.experiment.matrix import expand
 from iolab.results.record import Record
@@ -36,7 +38,7 @@ def test_search_rounds_are_continuation_runs_and_resume(rfm_env, tmp_path):
     env = dict(rfm_env, IOLAB_ROOT=str(root), IOLAB_TEMPLATES=str(REPO / "templates"))
     results = tmp_path / "results" / "fio-search"
     exp = load_experiment(root / "experiments" / "fio-search.yaml")
-    space = S.Space.of(expand(exp))
+    space = SP.Space.of(expand(exp))
 
     # one round of two cases, then stop: as a search interrupted between rounds is left
     out = iolab(["search", "fio-search", "--batch", "2", "--rounds", "1"], env, cwd=root)
@@ -46,7 +48,7 @@ def test_search_rounds_are_continuation_runs_and_resume(rfm_env, tmp_path):
     assert manifest["search_round"] == 1 and "parent" not in manifest
     got = records(first)
     assert sorted((r["case_id"], r["repetition"]) for r in got) == sorted(
-        (cid, rep) for _p, cid, rep in S.propose(exp.search, space, [], 2))
+        (cid, rep) for _p, cid, rep in ST.propose(exp.search, space, [], 2))
     assert all(r["status"] == "ok" for r in got)
     # the default strategy (model) explores with one repetition per case
     assert exp.search.strategy == "model" and len(got) == 2
@@ -75,7 +77,7 @@ def test_search_rounds_are_continuation_runs_and_resume(rfm_env, tmp_path):
             assert man["parent"] == runs[i - 1].name and man["chain_root"] == first.name
         recs = [Record.from_json(r) for r in records(run)]
         # each round is what the records before it propose, and nothing else
-        want = S.propose(exp.search, space, seen, 2 if i == 0 else 1)
+        want = ST.propose(exp.search, space, seen, 2 if i == 0 else 1)
         assert sorted(r.job for r in recs) == sorted(want)
         seen += recs
     # budget 4 x 2 repetitions: 8 jobs, on 4 cases or more (a quarter of the jobs is kept to
@@ -83,7 +85,7 @@ def test_search_rounds_are_continuation_runs_and_resume(rfm_env, tmp_path):
     # has both repetitions or more
     cases = len({r.case_id for r in seen})
     assert cases >= 4 and 7 <= len(seen) <= 8
-    assert len(S.observe(space, seen, "write_bw").best(True).values) >= 2
+    assert len(OB.observe(space, seen, "write_bw").best(True).values) >= 2
 
     report = iolab(["search-report", "fio-search"], env, cwd=root)
     assert report.returncode == 0, report.stderr

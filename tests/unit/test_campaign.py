@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from iolab.analysis import campaign
+from iolab.campaigns import campaign
 from iolab.errors import IolabError
 from iolab.results.chain import chain_paths
 from iolab.results.run import Run

@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 
 from iolab import stats
-from iolab.analysis import search as S
+from iolab.campaigns.search import answer as AN
+from iolab.campaigns.search import observations as OB
+from iolab.campaigns.search import space as SP
+from iolab.campaigns.search import strategies as ST
+from iolab.present import search as PS
 from iolab.errors import IolabError
 from iolab.experiment.load import Search, default_initial, load_experiment
 from iolab.experiment.matrix import expand
@@ -26,7 +30,7 @@ def grid():
     cases = expand(load_experiment(GRID / "grid-ior-local.yaml"))
     records = [Record.from_json(json.loads(line)) for line in (GRID / "records.jsonl").open()]
     by_job = {(r.case_id, r.repetition): r for r in records}
-    return S.Space.of(cases), by_job
+    return SP.Space.of(cases), by_job
 
 
 def replay(by_job):
@@ -58,10 +62,10 @@ def test_the_grid_as_axes(grid):
 def test_budget_spent_exactly_once_per_case(grid, strategy):
     space, by_job = grid
     s = search(strategy, budget=10)
-    records = S.drive(s, space, replay(by_job))
+    records = ST.drive(s, space, replay(by_job))
     jobs = [r.job for r in records]
     assert len(jobs) == len(set(jobs)), "a job ran twice"
-    state = S.observe(space, records, "write_bw")
+    state = OB.observe(space, records, "write_bw")
     if strategy in ("halving", "model", "bayes"):
         assert len(records) <= s.budget * s.repetitions
         assert len(state.spent) > s.budget      # more cases, fewer repetitions each
@@ -79,7 +83,7 @@ def test_budget_spent_exactly_once_per_case(grid, strategy):
         assert len(state.spent) == s.budget and len(records) == s.budget * s.repetitions
     best = state.best(True)
     assert best.mean == max(p.mean for p in state.points)
-    assert S.propose(s, space, records) == []
+    assert ST.propose(s, space, records) == []
 
 
 def test_the_loop_stops_where_iolab_search_stops_it(grid):
@@ -87,16 +91,16 @@ def test_the_loop_stops_where_iolab_search_stops_it(grid):
     first round, a round without records is an error, and a spent budget is said once."""
     space, by_job = grid
     s = search("random", budget=6, seed=2)
-    one = S.drive(s, space, replay(by_job), batch=2, rounds=1)
+    one = ST.drive(s, space, replay(by_job), batch=2, rounds=1)
     assert len({r.case_id for r in one}) == 2 and len(one) == 2 * s.repetitions
-    two = S.drive(s, space, replay(by_job), records=one, batch=2, rounds=1)
+    two = ST.drive(s, space, replay(by_job), records=one, batch=2, rounds=1)
     assert two[:len(one)] == one and len(two) == 2 * len(one)
     asked = []
-    assert S.drive(s, space, lambda jobs, records: asked.append(jobs)) == [] and len(asked) == 1
+    assert ST.drive(s, space, lambda jobs, records: asked.append(jobs)) == [] and len(asked) == 1
     with pytest.raises(IolabError, match="gave no records"):
-        S.drive(s, space, lambda jobs, records: records)
+        ST.drive(s, space, lambda jobs, records: records)
     spent = []
-    whole = S.drive(s, space, replay(by_job), batch=2, on_spent=spent.append)
+    whole = ST.drive(s, space, replay(by_job), batch=2, on_spent=spent.append)
     assert spent == [whole] and len({r.case_id for r in whole}) == s.budget
 
 
@@ -104,20 +108,20 @@ def test_the_loop_stops_where_iolab_search_stops_it(grid):
 def test_same_seed_same_search_and_resumable(grid, strategy):
     space, by_job = grid
     s = search(strategy, budget=12, seed=5)
-    whole = S.drive(s, space, replay(by_job))
-    assert [r.job for r in S.drive(s, space, replay(by_job))] == [r.job for r in whole]
+    whole = ST.drive(s, space, replay(by_job))
+    assert [r.job for r in ST.drive(s, space, replay(by_job))] == [r.job for r in whole]
     # interrupted after a third of its records, resumed from them alone
     cut = whole[:len(whole) // 3]
-    assert [r.job for r in S.drive(s, space, replay(by_job), records=cut)] == [r.job for r in whole]
-    other = S.drive(replace(s, seed=6), space, replay(by_job))
+    assert [r.job for r in ST.drive(s, space, replay(by_job), records=cut)] == [r.job for r in whole]
+    other = ST.drive(replace(s, seed=6), space, replay(by_job))
     assert [r.job for r in other] != [r.job for r in whole]
 
 
 @pytest.mark.parametrize("strategy", ["bayes", "model"])
 def test_starts_at_random_then_follows_its_model(grid, strategy):
     space, by_job = grid
-    got = S.drive(search(strategy, budget=12, seed=3), space, replay(by_job))
-    rand = S.drive(search("random", budget=12, seed=3), space, replay(by_job))
+    got = ST.drive(search(strategy, budget=12, seed=3), space, replay(by_job))
+    rand = ST.drive(search("random", budget=12, seed=3), space, replay(by_job))
     first = [r.case_id for r in got if r.repetition == 1]
     assert first[:4] == [r.case_id for r in rand if r.repetition == 1][:4]
     assert first[4:] != [r.case_id for r in rand if r.repetition == 1][4:]
@@ -127,7 +131,7 @@ def test_starts_at_random_then_follows_its_model(grid, strategy):
     # buy (bayes: 61 of 131 over these seeds, model 64 of 134; random search: a third)
     posix = new = 0
     for seed in range(6):
-        got = S.drive(search(strategy, budget=12, seed=seed), space, replay(by_job))
+        got = ST.drive(search(strategy, budget=12, seed=seed), space, replay(by_job))
         cases = [r.case_id for r in got if r.repetition == 1][4:]
         posix += sum(_api(space, cid) == "POSIX" for cid in cases)
         new += len(cases)
@@ -137,14 +141,14 @@ def test_starts_at_random_then_follows_its_model(grid, strategy):
 def test_the_main_effects_model_is_deterministic_and_explores():
     """With no value yet every case rates the same: the seed's order decides. Once an axis value
     is seen, the bonus sends the next case to values seen less."""
-    space = S.Space.of(expand(load_experiment(GRID / "grid-ior-local.yaml")))
+    space = SP.Space.of(expand(load_experiment(GRID / "grid-ior-local.yaml")))
     s = search("model", budget=36, initial=0, repetitions=1, seed=7)
-    state = S.observe(space, [], "write_bw")
-    assert S._main_effects(s, space, state, 3, set()) == S.order(space, 7)[:3]
-    first = S.order(space, 7)[0]
+    state = OB.observe(space, [], "write_bw")
+    assert ST._main_effects(s, space, state, 3, set()) == ST.order(space, 7)[:3]
+    first = ST.order(space, 7)[0]
     rec = Record("grid-ior-local", first.case_id, "ior", "ok", repetition=1,
                  params=dict(first.params), metrics=[Metric("write_bw", 500.0, "MiB/s", "t")])
-    (nxt,) = S._main_effects(s, space, S.observe(space, [rec], "write_bw"), 1, set())
+    (nxt,) = ST._main_effects(s, space, OB.observe(space, [rec], "write_bw"), 1, set())
 
     def new_values(case):
         return sum(space.setting(case)[k] != space.setting(first)[k] for k in space.axes)
@@ -160,24 +164,24 @@ def _api(space, case_id):
 @pytest.mark.parametrize("strategy", ["model", "bayes"])
 def test_batches_propose_distinct_cases(grid, strategy):
     space, by_job = grid
-    records = S.drive(search(strategy, budget=4, initial=4, repetitions=1), space, replay(by_job))
-    jobs = S.propose(search(strategy, budget=12, initial=4), space, records, n=5)
+    records = ST.drive(search(strategy, budget=4, initial=4, repetitions=1), space, replay(by_job))
+    jobs = ST.propose(search(strategy, budget=12, initial=4), space, records, n=5)
     cases = list(dict.fromkeys(cid for _, cid, _ in jobs))
     assert len(cases) == 5
     # the leader so far (one repetition) gets its other two; four new cases get one each
-    best = S.observe(space, records, "write_bw").best(True)
+    best = OB.observe(space, records, "write_bw").best(True)
     assert jobs[:2] == [(best.case.part, best.case.case_id, 2), (best.case.part, best.case.case_id, 3)]
     assert sorted(rep for _, cid, rep in jobs[2:]) == [1, 1, 1, 1]
     assert not set(cases[1:]) & {r.case_id for r in records}
 
 
 def test_halving_rungs_fit_the_budget():
-    rungs = S.rungs(search("halving", budget=10, repetitions=4), 36)
+    rungs = ST.rungs(search("halving", budget=10, repetitions=4), 36)
     assert [r for _, r in rungs] == [1, 2, 4]
     n = [n for n, _ in rungs]
     assert n == [n[0], -(-n[0] // 2), -(-n[0] // 4)]
     assert n[0] * 1 + n[1] * 1 + n[2] * 2 <= 40 < (n[0] + 1) + -(-(n[0] + 1) // 2) + 2 * -(-(n[0] + 1) // 4)
-    assert S.rungs(search("halving", budget=1000, repetitions=2), 36)[0][0] == 36
+    assert ST.rungs(search("halving", budget=1000, repetitions=2), 36)[0][0] == 36
 
 
 # --------------------------------------------------------------- what was applied counts
@@ -199,7 +203,7 @@ matrix:
   mpiio.cb_nodes: [1, 2, 4]
   lustre.stripe_count: [1, 4]
 """))
-    return S.Space.of(expand(exp))
+    return SP.Space.of(expand(exp))
 
 
 def _case(space, **want):
@@ -212,7 +216,7 @@ def test_lowered_hint_counts_as_the_setting_in_effect(hints_space):
     asked = _case(space, mpiio__cb_nodes=4, lustre__stripe_count=1)
     lowered = Observed.from_json(dict(
         mpiio_hints={"requested": {"cb_nodes": "4"}, "effective": {"cb_nodes": "2"}}))
-    state = S.observe(space, [_record(asked, 900.0, lowered)], "write_bw")
+    state = OB.observe(space, [_record(asked, 900.0, lowered)], "write_bw")
     (point,) = state.points
     assert point.case is _case(space, mpiio__cb_nodes=2, lustre__stripe_count=1)
     assert point.requested == [asked.case_id] and point.notes == [
@@ -228,16 +232,16 @@ def test_striping_not_applied_is_off_the_grid_and_never_the_best(hints_space):
                            "reason": "ext4: no striping"}))
     records = [_record(striped, 5000.0, off), _record(plain, 100.0),
                _record(plain, 0.0, rep=2, status="failed")]
-    state = S.observe(space, records, "write_bw")
+    state = OB.observe(space, records, "write_bw")
     by_case = {p.case.case_id if p.case else None: p for p in state.points}
-    assert by_case[None].setting["lustre.stripe_count"] == S.NOT_APPLIED
+    assert by_case[None].setting["lustre.stripe_count"] == OB.NOT_APPLIED
     assert by_case[None].notes == ["lustre.stripe_count=4: striping not applied: ext4: no striping"]
     assert state.best(True) is by_case[plain.case_id] and by_case[plain.case_id].values == [100.0]
     assert state.spent == {striped.case_id: {1}, plain.case_id: {1, 2}}
     # the model hears of the spent case as a failure: the search goes on without it
     for strategy in ("model", "bayes"):
         s = Search("write_bw", "max", 6, strategy, 1, 0, 1)
-        nxt = {cid for _, cid, _ in S.propose(s, space, records, n=2)}
+        nxt = {cid for _, cid, _ in ST.propose(s, space, records, n=2)}
         assert len(nxt) == 2 and not nxt & {striped.case_id, plain.case_id}
 
 
@@ -275,11 +279,11 @@ def test_search_report_of_a_search(grid, results, capsys):
 
     space, by_job = grid
     s = search("model", budget=9, seed=2, initial=3)
-    records = S.drive(s, space, replay(by_job))
+    records = ST.drive(s, space, replay(by_job))
     _file_run(results, records, "search: {objective: write_bw, budget: 9, seed: 2, initial: 3}\n")
     assert main(["search-report", "grid-ior-local"]) == 0
     out = capsys.readouterr().out
-    a = S.answer(s, space, records)
+    a = AN.answer(s, space, records)
     best, second = a.best, a.runner_up
     cases = len({r.case_id for r in records})
     assert 9 < cases < 27 and len(records) == 27
@@ -327,10 +331,10 @@ def test_report_says_when_two_best_cannot_be_told_apart(hints_space):
     records = [_record(a, v, rep=i) for i, v in enumerate([100, 140, 120], 1)]
     records += [_record(b, v, rep=i) for i, v in enumerate([110, 130, 125], 1)]
     s = Search("write_bw", "max", 4, "random", 3, 0, 1)
-    text = S.render_answer(S.answer(s, space, records), space)
+    text = PS.render_answer(AN.answer(s, space, records), space)
     assert "best vs runner-up: NOT distinguishable (Welch p=" in text
     assert "model's optimum" not in text        # two cases: too few for the model
-    one = S.render_answer(S.answer(s, space, records[:1] + records[3:4]), space)
+    one = PS.render_answer(AN.answer(s, space, records[:1] + records[3:4]), space)
     assert "n too small for Welch's test" in one and "(n too small for an interval)" in one
 
 
@@ -341,30 +345,30 @@ def test_report_names_the_cases_that_overlap_the_best_with_their_intervals(hints
     records += [_record(b, v, rep=i) for i, v in enumerate([105, 125, 115], 1)]
     records += [_record(c, v, rep=i) for i, v in enumerate([20, 22, 21], 1)]
     s = Search("write_bw", "max", 4, "random", 3, 0, 1)
-    found = S.answer(s, space, records)
+    found = AN.answer(s, space, records)
     assert [p.case for p in found.indistinguishable] == [b]        # c is far below: separated
-    text = S.render_answer(found, space)
+    text = PS.render_answer(found, space)
     lo, hi = stats.summarize([100, 140, 120]).ci
     assert (f"statistically indistinguishable from the best (1: their 95% intervals overlap the "
             f"best's, {lo:.4g} to {hi:.4g}; more repetitions of them may tell them apart):\n"
             "    lustre.stripe_count=1, mpiio.cb_nodes=2: 95% CI ") in text
-    alone = S.answer(s, space, records[:3] + records[6:])
+    alone = AN.answer(s, space, records[:3] + records[6:])
     assert alone.indistinguishable == []
     assert "the best is separated: no other case's 95% interval reaches its own" in \
-        S.render_answer(alone, space)
+        PS.render_answer(alone, space)
     # one value has no interval: it is taken as noisy as the best
-    near = S.answer(s, space, records[:3] + records[3:4])
+    near = AN.answer(s, space, records[:3] + records[3:4])
     assert [p.case for p in near.indistinguishable] == [b]
-    assert "n=1: one value, taken as noisy as the best" in S.render_answer(near, space)
-    assert S.agree(found, S.answer(s, space, records[3:6] + records[6:] + records[:3]))
+    assert "n=1: one value, taken as noisy as the best" in PS.render_answer(near, space)
+    assert AN.agree(found, AN.answer(s, space, records[3:6] + records[6:] + records[:3]))
     # neither ran the other's best, and two cases are too few for a model to rule it out
-    other = S.answer(s, space, records[3:])
-    assert not S.same(alone, other) and S.agree(alone, other)
+    other = AN.answer(s, space, records[3:])
+    assert not AN.same(alone, other) and AN.agree(alone, other)
     # each ran the other's best and separated it below its own: a contradiction
     low_a, low_b = ([_record(x, v, rep=i) for i, v in enumerate([20, 22, 21], 1)] for x in (a, b))
-    x, y = S.answer(s, space, records[:3] + low_b), S.answer(s, space, records[3:6] + low_a)
-    assert not S.agree(x, y) and not S.agree(y, x)
-    assert S.agree(x, S.answer(s, space, records[3:6] + records[6:]))     # that one never ran a
+    x, y = AN.answer(s, space, records[:3] + low_b), AN.answer(s, space, records[3:6] + low_a)
+    assert not AN.agree(x, y) and not AN.agree(y, x)
+    assert AN.agree(x, AN.answer(s, space, records[3:6] + records[6:]))     # that one never ran a
 
 
 def test_before_answering_the_cases_that_overlap_the_best_are_measured_again(grid):
@@ -374,8 +378,8 @@ def test_before_answering_the_cases_that_overlap_the_best_are_measured_again(gri
     again = 0
     for seed in range(6):
         s = search("model", budget=18, seed=seed, initial=6)
-        records = S.drive(s, space, replay(by_job))
-        found = S.answer(s, space, records)
+        records = ST.drive(s, space, replay(by_job))
+        found = AN.answer(s, space, records)
         assert len(records) == s.budget * s.repetitions or found.indistinguishable == []
         more = {r.case_id for r in records if r.repetition > s.repetitions}
         assert more <= {p.case.case_id for p in found.ranked[:1] + found.indistinguishable} | {
@@ -384,7 +388,7 @@ def test_before_answering_the_cases_that_overlap_the_best_are_measured_again(gri
         # what is re-measured is the best or a case that overlapped it when it was proposed
         for k, r in enumerate(records):
             if r.repetition > s.repetitions:
-                then = S.answer(s, space, records[:k])
+                then = AN.answer(s, space, records[:k])
                 assert r.case_id in {p.case.case_id for p in then.ranked[:1]
                                      + then.indistinguishable}
     assert again >= 3
@@ -418,14 +422,14 @@ def test_two_seeds_agree_or_report_their_answers_indistinguishable(name):
     same answer, or answers that one of the two reports calls indistinguishable from its best."""
     root = GRID.parent / name
     (yaml,) = root.glob("grid-*.yaml")
-    space = S.Space.of(expand(load_experiment(yaml)))
+    space = SP.Space.of(expand(load_experiment(yaml)))
     budget = len(space.cases) // 2
     answers = []
     for seed in range(10):
         s = Search("write_bw", "max", budget, "model", 3, seed, default_initial(budget))
-        answers.append(S.answer(s, space, S.drive(s, space, _deal(root, seed))))
+        answers.append(AN.answer(s, space, ST.drive(s, space, _deal(root, seed))))
     apart = [(i, j) for i in range(len(answers)) for j in range(i + 1, len(answers))
-             if not S.agree(answers[i], answers[j])]
+             if not AN.agree(answers[i], answers[j])]
     assert apart == [], [(answers[i].best.setting, answers[j].best.setting) for i, j in apart]
 
 
@@ -453,13 +457,13 @@ def test_two_seeds_of_a_small_published_grid_give_answers_the_reports_cover(tabl
     (12 jobs) the search runs every case once first (search.sweeps) and leaves none open."""
     bench = _bench_search()
     g = bench.published_grid(table[0], None, table[1], True, 0.10)
-    space = S.Space.of(g.cases)
+    space = SP.Space.of(g.cases)
     answers = [bench.searched(g, space, seed, 3, 3) for seed in range(8)]
     differ = 0
     for i, a in enumerate(answers):
         for b in answers[i + 1:]:
-            assert S.agree(a, b)
-            if S.same(a, b):
+            assert AN.agree(a, b)
+            if AN.same(a, b):
                 continue
             differ += 1
             x, y = a.best.case.case_id, b.best.case.case_id
@@ -467,13 +471,13 @@ def test_two_seeds_of_a_small_published_grid_give_answers_the_reports_cover(tabl
                 ran = {p.case.case_id for p in one.ranked}
                 unrun = {u.case.case_id for u in one.not_ruled_out}
                 assert not ran & unrun      # never a case both measured and not measured
-                if S.covers(one, its):      # the other's answer: among the cases it names
+                if AN.covers(one, its):      # the other's answer: among the cases it names
                     assert (its in unrun) != (its in {p.case.case_id
                                                       for p in one.indistinguishable})
     assert differ > 0       # the seeds do disagree on the best: the reports must cover it
     for seed in range(4):
         s = Search(g.objective, "max", 4, "model", 3, seed, default_initial(4))
-        assert S.sweeps(s, space) and not S.sweeps(replace(s, budget=3), space)
+        assert ST.sweeps(s, space) and not ST.sweeps(replace(s, budget=3), space)
         found = bench.searched(g, space, seed, 4, 3)
         assert found.cases_run == len(space.cases) and found.not_run == 0
         assert found.not_ruled_out == [] and len(found.best.values) >= 3
@@ -500,29 +504,29 @@ def test_a_search_never_claims_a_case_it_did_not_run_was_measured(hints_space):
     s = Search("write_bw", "max", 6, "random", 3, 0, 1)
     # 5 cases of 6 run (one residual degree of freedom); the one not run is cb_nodes=1,
     # stripe 4: predicted about 100 + 50, far below the best (cb_nodes=4, stripe 4: about 350)
-    low = S.answer(s, space, runs(50.0, (1, 4)))
+    low = AN.answer(s, space, runs(50.0, (1, 4)))
     assert low.best.case is cases[(4, 4)] and low.not_run == 1 and low.not_ruled_out == []
-    text = S.render_answer(low, space)
+    text = PS.render_answer(low, space)
     assert "the 1 case(s) not run are ruled out by the model" in text
     # the one not run is cb_nodes=4, stripe 4: predicted about 350, above the best run (300)
-    high = S.answer(s, space, runs(50.0, (4, 4)))
+    high = AN.answer(s, space, runs(50.0, (4, 4)))
     (u,) = high.not_ruled_out
     assert u.case is cases[(4, 4)] and u.interval[0] < 350 < u.interval[1]
     assert u.case.case_id not in {p.case.case_id for p in high.ranked}
-    text = S.render_answer(high, space)
+    text = PS.render_answer(high, space)
     assert ("not measured; could be as good (1 of the 1 case(s) not run" in text
             and "lustre.stripe_count=4, mpiio.cb_nodes=4: not run, predicted 349.5 (95% "
             "prediction interval " in text)
-    assert S.covers(high, u.case.case_id)
+    assert AN.covers(high, u.case.case_id)
     # 3 cases run fit the model exactly (4 parameters' worth): nothing is ruled out
-    few = S.answer(s, space, [r for r in runs(50.0, None) if r.case_id in
+    few = AN.answer(s, space, [r for r in runs(50.0, None) if r.case_id in
                               {cases[(1, 1)].case_id, cases[(2, 1)].case_id, cases[(2, 4)].case_id}])
     assert few.not_run == 3 and {u.case.case_id for u in few.not_ruled_out} == {
         c.case_id for c in cases.values()} - {p.case.case_id for p in few.ranked}
     assert all(u.interval is None and u.why for u in few.not_ruled_out)
-    assert "not run, not predicted: " in S.render_answer(few, space)
+    assert "not run, not predicted: " in PS.render_answer(few, space)
     # stripe 4 measured in one value only: its effect rests on it, the cases with it stay open
-    once = S.answer(s, space, [r for r in runs(50.0, None) if r.params["lustre.stripe_count"] == 1
+    once = AN.answer(s, space, [r for r in runs(50.0, None) if r.params["lustre.stripe_count"] == 1
                                or (r.case_id == cases[(2, 4)].case_id and r.repetition == 1)])
     assert {u.case.case_id: u.reason() for u in once.not_ruled_out} == {
         cases[(n, 4)].case_id: "one value only was measured with lustre.stripe_count=4"
@@ -532,13 +536,13 @@ def test_a_search_never_claims_a_case_it_did_not_run_was_measured(hints_space):
 def test_an_interrupted_case_is_finished_before_anything_new(grid):
     space, by_job = grid
     s = search("random", budget=6, seed=4)
-    whole = S.drive(s, space, replay(by_job))
+    whole = ST.drive(s, space, replay(by_job))
     # the fourth case's round was cut after its first repetition; its second was aborted
     cut = whole[:10]
     aborted = replace(whole[10], status="aborted", metrics=[])
-    jobs = S.propose(s, space, cut + [aborted])
+    jobs = ST.propose(s, space, cut + [aborted])
     assert jobs == [whole[10].job, whole[11].job]
-    assert [r.job for r in S.drive(s, space, replay(by_job), records=cut)] == [r.job for r in whole]
+    assert [r.job for r in ST.drive(s, space, replay(by_job), records=cut)] == [r.job for r in whole]
 
 
 @pytest.mark.parametrize("strategy", ["model", "bayes"])
@@ -547,13 +551,13 @@ def test_an_interrupted_confirmation_is_finished_first(grid, strategy):
     the third runs next, whatever the second did to the ranking."""
     space, by_job = grid
     s = search(strategy, budget=8, seed=4)
-    whole = S.drive(s, space, replay(by_job))
+    whole = ST.drive(s, space, replay(by_job))
     at = next(i for i, r in enumerate(whole) if r.repetition == 2)
     assert whole[at + 1].job == (whole[at].part, whole[at].case_id, 3)
     cut = whole[:at + 1]
     aborted = replace(whole[at + 1], status="aborted", metrics=[])
-    assert S.propose(s, space, cut + [aborted]) == [whole[at + 1].job]
-    assert [r.job for r in S.drive(s, space, replay(by_job), records=cut)] == [r.job for r in whole]
+    assert ST.propose(s, space, cut + [aborted]) == [whole[at + 1].job]
+    assert [r.job for r in ST.drive(s, space, replay(by_job), records=cut)] == [r.job for r in whole]
 
 
 def test_search_refuses_what_it_cannot_do(write_experiment, capsys):
@@ -570,10 +574,10 @@ def test_real_lowered_aggregators_count_as_the_setting_in_effect():
     """ROMIO on one node lowered cb_nodes 2 and 4 to 1 in every run of the measured ROMIO grid:
     its 27 cases are 9 settings in effect, all at cb_nodes 1."""
     root = GRID.parent / "romio-local"
-    space = S.Space.of(expand(load_experiment(root / "grid-romio-local.yaml")))
+    space = SP.Space.of(expand(load_experiment(root / "grid-romio-local.yaml")))
     records = [Record.from_json(json.loads(line)) for line in (root / "records.jsonl").open()]
     assert len(space.cases) == 27 and len(records) == 81
-    state = S.observe(space, records, "write_bw")
+    state = OB.observe(space, records, "write_bw")
     assert len(state.spent) == 27 and len(state.points) == 9
     assert {p.case.params["mpiio.cb_nodes"] for p in state.points} == {1}
     assert all(len(p.values) == 9 and len(p.requested) == 3 for p in state.points)
@@ -602,7 +606,7 @@ def test_progress_is_the_order_the_jobs_ran_with_the_best_so_far(hints_space):
           replace(_record(b, 0.0, rep=3, status="aborted"), run_id="R2")]
     s = Search("write_bw", "max", 4, "bayes", 2, 0, 1)
     # written out of order: the rounds come first, then the time each record was written
-    steps = S.search_progress(s, space, r2 + r1, ["R1", "R2"])
+    steps = OB.search_progress(s, space, r2 + r1, ["R1", "R2"])
     assert [(st.index, st.round, st.value) for st in steps] == [
         (1, 1, 120.0), (2, 1, 100.0), (3, 2, 150.0), (4, 2, 900.0), (5, 2, None)]
     assert [st.on_grid for st in steps] == [True, True, True, False, False]
@@ -633,7 +637,7 @@ def test_progress_plot_draws_every_job(hints_space, tmp_path):
     records = [_record(a, 100.0), _record(a, 130.0, rep=2), _record(striped, 900.0, off),
                _record(striped, 0.0, rep=2, status="failed")]
     s = Search("write_bw", "max", 4, "bayes", 2, 0, 1)
-    steps = S.search_progress(s, space, records)
+    steps = OB.search_progress(s, space, records)
     plot = plots.search_progress_plot(steps, "write_bw", " MiB/s", True, tmp_path, "x-")
     assert plot.files["png"] == tmp_path / "x-search-progress.png"
     image = matplotlib.image.imread(plot.files["png"])
@@ -656,8 +660,8 @@ def test_progress_plot_rings_the_jobs_that_separate_the_best(grid, tmp_path):
 
     space, by_job = grid
     s = search("model", budget=18, seed=1, initial=6)
-    records = S.drive(s, space, replay(by_job))
-    steps = S.search_progress(s, space, records)
+    records = ST.drive(s, space, replay(by_job))
+    steps = OB.search_progress(s, space, records)
     again = [st for st in steps if st.again]
     assert again and all(st.record.repetition > 3 for st in again)
     assert [st.index for st in steps] == list(range(1, len(records) + 1))
@@ -666,8 +670,8 @@ def test_progress_plot_rings_the_jobs_that_separate_the_best(grid, tmp_path):
     assert _svg_markers(svg, plots.SEARCH_GIDS["again"]) == len(again)
     assert f"{len(again)} job(s) measured a case again" in "; ".join(plot.notes)
     last = steps[-1]
-    assert last.best == S.observe(space, records, "write_bw").best(True).mean
-    assert last.best_ci == stats.summarize(S.observe(space, records, "write_bw").best(True).values).ci
+    assert last.best == OB.observe(space, records, "write_bw").best(True).mean
+    assert last.best_ci == stats.summarize(OB.observe(space, records, "write_bw").best(True).values).ci
 
 
 def _file_search(results, root, records_by_round, yaml_extra):
@@ -703,11 +707,11 @@ def test_publish_of_a_search_shows_its_answer_and_progress(results, tmp_path, ca
     from iolab.cli import main
 
     root = GRID.parent / "romio-local"
-    space = S.Space.of(expand(load_experiment(root / "grid-romio-local.yaml")))
+    space = SP.Space.of(expand(load_experiment(root / "grid-romio-local.yaml")))
     by_job = {(r.case_id, r.repetition): r for r in
               (Record.from_json(json.loads(line)) for line in (root / "records.jsonl").open())}
     s = Search("write_bw", "max", 6, "bayes", 3, 2, 2)
-    records = S.drive(s, space, replay(by_job), batch=3)
+    records = ST.drive(s, space, replay(by_job), batch=3)
     ids = _file_search(results, root, [records[:9], records[9:]],
                        "search: {objective: write_bw, budget: 6, repetitions: 3, seed: 2, initial: 2}\n")
     out = tmp_path / "page"
@@ -716,11 +720,11 @@ def test_publish_of_a_search_shows_its_answer_and_progress(results, tmp_path, ca
     assert '<li><a href="#search-1">Search</a></li>' in page
     import html
 
-    text, _ = S.report_run(_chain(results, ids[-1]))
+    text, _ = PS.report_run(_chain(results, ids[-1]))
     shown = html.unescape(page.split('<pre class="search-answer">')[1].split("</pre>")[0])
     assert "best found: " in text and shown == text
     # which cases the search could not tell from the best, or that none is left
-    found = S.answer(s, space, records)
+    found = AN.answer(s, space, records)
     assert ("statistically indistinguishable from the best (" in shown) == bool(found.indistinguishable)
     assert ("the best is separated" in shown) == (not found.indistinguishable)
     assert "(the rounds of iolab search)" in page and "run incomplete" not in page
@@ -848,18 +852,18 @@ def test_a_value_set_aside_is_in_no_round_answer_or_progress_and_is_named(grid, 
             got[0] = _damaged(got[0], 1e308)
         return records + got
 
-    records = S.drive(s, space, measure)
+    records = ST.drive(s, space, measure)
     victim = first[0]
     (damaged,) = [r for r in records if r.job == victim.job]
     assert damaged.value("write_bw") == 1e308
-    assert S.round_line([damaged], "write_bw") == (
+    assert OB.round_line([damaged], "write_bw") == (
         f"1 of 1 ok; write_bw: 1 value set aside (1e+308: above 1e+150), in no mean: "
         f"{victim.case_id} rep {victim.repetition}")
-    a = S.answer(s, space, records)
+    a = AN.answer(s, space, records)
     assert a.best.mean < 1e4 and all(p.mean < 1e4 for p in a.ranked)
     assert a.set_aside == [(victim.case_id, victim.repetition, 1e308)]
-    assert f"in no figure above: {victim.case_id} rep {victim.repetition}" in S.render_answer(a, space)
-    steps = S.search_progress(s, space, records)
+    assert f"in no figure above: {victim.case_id} rep {victim.repetition}" in PS.render_answer(a, space)
+    steps = OB.search_progress(s, space, records)
     (aside,) = [st for st in steps if st.set_aside is not None]
     assert aside.record.job == victim.job and aside.value is None and aside.set_aside == 1e308
     assert all(st.best is None or st.best < 1e4 for st in steps)

@@ -41,7 +41,7 @@ class Verify:
 @dataclass(frozen=True)
 class Search:
     """`search:`: run at most `budget` x `repetitions` jobs (random: `budget` cases) of the
-    matrix, chosen by `strategy`, optimising `objective` in `direction` (search.py)."""
+    matrix, chosen by `strategy`, optimising `objective` in `direction` (campaigns/search/)."""
 
     objective: str
     direction: str                      # max or min

@@ -91,7 +91,7 @@ class DerivedColumn:
 class ColumnSource:
     """Table columns a user may ask for by name (`iolab table --darshan small_write_pct`): a
     layer's, or the job's (results/placement.py). One option per source, `--<name>`, whose help,
-    like the CLI reference's, is made from `column_help` (cli.add_column_options)."""
+    like the CLI reference's, is made from `column_help` (cli/common.add_column_options)."""
 
     name = ""
     title = ""                          # how tables name its columns ("Darshan")

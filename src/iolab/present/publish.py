@@ -260,19 +260,21 @@ def _alt(plot: plots.Plot) -> str:
 
 def search_section(run: Run, staging: Path, prefix: str = "") -> dict | None:
     """A search's run (`iolab search`): the answer as `iolab search-report` prints it, and the
-    objective of each job against the search's progress (progress.search_progress_plot). None for a
-    run that is not a search's."""
-    from ..analysis import search as S
+    objective of each job against the search's progress (progress.search_progress_plot).
+    None for a run that is not a search's."""
+    from ..campaigns.search.answer import is_search_run, of_run
+    from ..campaigns.search.observations import search_progress
+    from .search import report_run
 
-    if not S.is_search_run(run):
+    if not is_search_run(run):
         return None
     try:
-        text, _found = S.report_run(run)
-        search, space, unit = S.of_run(run)
+        text, _found = report_run(run)
+        search, space, unit = of_run(run)
     except IolabError as exc:
         return {"answer": "", "error": str(exc), "plot": None, "notes": []}
     rounds = [r.run_id for r in run.chain] or [run.run_id]
-    steps = S.search_progress(search, space, run.records, rounds)
+    steps = search_progress(search, space, run.records, rounds)
     plot = progress.search_progress_plot(steps, search.objective, unit, search.maximize,
                                       staging / PLOTS_DIR, prefix)
     entry = None

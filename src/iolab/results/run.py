@@ -24,7 +24,6 @@ from pathlib import Path
 from . import cache, digest, integrity, manifests, recordcache
 from .record import STATUSES, Manifest, Record
 from .asrun import AsRun
-from .chain import MAX_CHAIN, ChainIndex, chain_paths  # noqa: F401  (cli.py, analysis/campaign.py)
 from .decoding import BadLine
 from .files import open_regular
 from .manifests import manifest_sha, manifest_whole

@@ -1,15 +1,63 @@
 """`iolab resume` on the ReFrame side: in a continuation, only the jobs it names are built (the
 others are skipped while ReFrame loads tests, so they are neither planned nor recorded), they
-run in the chain's order, and the new run's manifest names the run it continues."""
+run in the chain's order, and the new run's manifest names the run it continues.
+
+The continuation is a file IOLAB_RESUME names: campaigns/ (resume, reproduce, search rounds)
+writes it before it starts ReFrame, and the runner reads it here; the format lives with its
+reader, so the runner knows nothing of what starts it."""
 
 from __future__ import annotations
 
 import functools
+import json
 import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
-from ..analysis.campaign import RESUME_ENV, Continuation
 from ..errors import IolabError
 from ..experiment.order import Order
+
+RESUME_ENV = "IOLAB_RESUME"
+
+
+@dataclass
+class Continuation:
+    experiment: str
+    parent: str                       # the chain's latest run
+    root: str                         # the chain's first run
+    profile: str | None
+    jobs: list[list] = field(default_factory=list)      # [part, case_id, repetition]
+    changes: list[str] = field(default_factory=list)    # allowed differences, in words
+    added: list[str] = field(default_factory=list)      # why jobs that were ok run again
+    kind: str = "resume"              # resume: continues the chain; reproduce: a run of its own;
+                                      # search: a round of a search (the first has no parent)
+    round: int | None = None          # search: which round
+    order: dict | None = None         # the chain's run order (experiment/order.py), kept by
+                                      # its continuations; None: the new run draws its own
+
+    def write(self, path: Path) -> Path:
+        path.write_text(json.dumps(asdict(self), indent=1) + "\n")
+        return path
+
+    @classmethod
+    def read(cls, path) -> Continuation:
+        try:
+            data = json.loads(Path(path).read_text())
+            return cls(**data)
+        except (OSError, ValueError, TypeError) as exc:
+            raise IolabError(f"{RESUME_ENV}={path}: not a continuation file: {exc}") from None
+
+    def wants(self, part: str, case_id: str, repetition: int) -> bool:
+        return [part, case_id, repetition] in self.jobs
+
+    def manifest_extra(self) -> dict:
+        if self.kind == "search":
+            chain = {"parent": self.parent, "chain_root": self.root} if self.parent else {}
+            return {"search_round": self.round, "search_jobs": len(self.jobs), **chain}
+        if self.kind == "reproduce":
+            return {"reproduces": {"run": self.parent, "jobs": self.jobs}, "differences": self.changes}
+        return {"parent": self.parent, "chain_root": self.root, "resumed_jobs": len(self.jobs),
+                "allowed_changes": self.changes}
 
 
 @functools.cache

@@ -23,7 +23,7 @@ from .shims import shim_path
 from ..results.provenance import base_manifest, git_state, sha256_file, utcnow
 from ..results import recordcache
 from ..results.runfiles import new_run_id, results_root
-from ..results.store import RunDir
+from ..results.rundir import RunDir
 from ..software import lock_specs, spack_packages
 from ..layers.registry import registry
 from . import continuation, internals, jobscript, observe

@@ -5,7 +5,7 @@ new run whose manifest names its `parent`. It is refused when what the jobs woul
 from what the chain ran (the experiment's YAML, the Spack lock, a benchmark binary), unless the
 user allows it; then the differences are recorded in the continuation's manifest.
 
-The ReFrame side reads the continuation from the file IOLAB_RESUME names (rfm/continuation.py).
+The ReFrame side reads the continuation (rfm/continuation.py) from the file IOLAB_RESUME names.
 """
 
 from __future__ import annotations
@@ -13,56 +13,14 @@ from __future__ import annotations
 import contextlib
 import difflib
 import hashlib
-import json
 import os
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import IolabError
 from ..results.run import Run
-
-RESUME_ENV = "IOLAB_RESUME"
-
-
-@dataclass
-class Continuation:
-    experiment: str
-    parent: str                       # the chain's latest run
-    root: str                         # the chain's first run
-    profile: str | None
-    jobs: list[list] = field(default_factory=list)      # [part, case_id, repetition]
-    changes: list[str] = field(default_factory=list)    # allowed differences, in words
-    added: list[str] = field(default_factory=list)      # why jobs that were ok run again
-    kind: str = "resume"              # resume: continues the chain; reproduce: a run of its own;
-                                      # search: a round of a search (the first has no parent)
-    round: int | None = None          # search: which round
-    order: dict | None = None         # the chain's run order (experiment/order.py), kept by
-                                      # its continuations; None: the new run draws its own
-
-    def write(self, path: Path) -> Path:
-        path.write_text(json.dumps(asdict(self), indent=1) + "\n")
-        return path
-
-    @classmethod
-    def read(cls, path) -> Continuation:
-        try:
-            data = json.loads(Path(path).read_text())
-            return cls(**data)
-        except (OSError, ValueError, TypeError) as exc:
-            raise IolabError(f"{RESUME_ENV}={path}: not a continuation file: {exc}") from None
-
-    def wants(self, part: str, case_id: str, repetition: int) -> bool:
-        return [part, case_id, repetition] in self.jobs
-
-    def manifest_extra(self) -> dict:
-        if self.kind == "search":
-            chain = {"parent": self.parent, "chain_root": self.root} if self.parent else {}
-            return {"search_round": self.round, "search_jobs": len(self.jobs), **chain}
-        if self.kind == "reproduce":
-            return {"reproduces": {"run": self.parent, "jobs": self.jobs}, "differences": self.changes}
-        return {"parent": self.parent, "chain_root": self.root, "resumed_jobs": len(self.jobs),
-                "allowed_changes": self.changes}
+from ..rfm.continuation import RESUME_ENV, Continuation
 
 
 def order_of(chain: Run | None) -> dict | None:
@@ -86,7 +44,8 @@ def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None
     import tempfile
 
     from ..results.lookup import list_runs
-    from ..results.store import holding, results_root
+    from ..results.lock import holding
+    from ..results.runfiles import results_root
     from ..experiment.load import class_name
 
     res = results_root(root)
@@ -124,11 +83,11 @@ def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None
 
 def writing_to(results: Path, cont: Continuation, take_over: bool) -> None:
     """One writer per campaign: a continuation (or a reproduction) of runs that a live process
-    still writes is refused by name; a dead writer's lock is taken over (results.check_not_running)."""
+    still writes is refused by name; a dead writer's lock is taken over (results/lock.check_not_running)."""
     import sys
 
-    from ..results.store import check_not_running
-    from ..results.run import chain_paths
+    from ..results.chain import chain_paths
+    from ..results.lock import check_not_running
 
     if not cont.parent:         # a search's first round: no run yet
         return
@@ -141,7 +100,7 @@ def writing_to(results: Path, cont: Continuation, take_over: bool) -> None:
 def refuse_if_running(chain: Run) -> None:
     """Before proposing anything from a chain: refused while a live process writes one of its
     runs (run_reframe takes over a dead one's lock)."""
-    from ..results.store import check_not_running
+    from ..results.lock import check_not_running
 
     check_not_running([r.path for r in chain.chain or [chain]], take_over=False)
 
@@ -341,7 +300,7 @@ class Reproduction:
 
     def compared(self, again: Run):
         """The original records of the case against the reproduced run."""
-        from .compare import Side, compare_runs
+        from ..analysis.compare import Side, compare_runs
 
         return compare_runs(Side("original", self.run.with_records(self.records)),
                             Side("reproduced", again))

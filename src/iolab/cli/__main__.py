@@ -1,0 +1,7 @@
+"""`python -m iolab.cli`: as the `iolab` command."""
+
+import sys
+
+from .app import main
+
+sys.exit(main())
