@@ -104,39 +104,58 @@ def _explore_confirm(search: Search, space: Space, state: State, n: int) -> list
     with the fewest values first. Once the best stands apart, the rest of the budget explores
     (next to the best first); when no new case fits, the next best get their missing
     repetitions (the runner-up: so that Welch can tell the two apart)."""
-    reps = search.repetitions
-    ids = {c.case_id: c for c in space.cases}
-    left = search.budget * reps - state.jobs
-    jobs: list[tuple] = []
-    taken: set[str] = set()
-
-    def add(case: Case, missing: list[int]) -> None:
-        nonlocal left
-        missing = missing[:max(0, left)]
-        if missing and len(taken) < n and case.case_id not in taken:
-            jobs.extend((case.part, case.case_id, r) for r in missing)
-            taken.add(case.case_id)
-            left -= len(missing)
-
-    def missing(case: Case, want: int) -> list[int]:
-        got = state.spent.get(case.case_id, set())
-        return [r for r in range(1, reps + 1) if r not in got][:want]
-
+    plan = _Proposal(search, space, state, n)
+    reps, ids = search.repetitions, {c.case_id: c for c in space.cases}
     for cid, got in state.spent.items():
         if 1 < len(got) < reps:
-            add(ids[cid], missing(ids[cid], reps))
+            plan.add(ids[cid], plan.missing(ids[cid], reps))
     sign = -1 if search.maximize else 1
     ranked = sorted((p for p in state.points if p.case is not None and p.values),
                     key=lambda p: (sign * p.mean, -len(p.values)))
-    fresh = [c for c in space.cases if c.case_id not in state.spent and c.case_id not in taken]
+    fresh = [c for c in space.cases if c.case_id not in state.spent and c.case_id not in plan.taken]
     sweep = sweeps(search, space) and fresh
     if ranked and len(ranked[0].values) < reps and not sweep:
-        add(ranked[0].case, missing(ranked[0].case, reps - len(ranked[0].values)))
-    if len(taken) >= n:
-        return jobs
-    fresh = [c for c in fresh if c.case_id not in taken]
+        plan.add(ranked[0].case, plan.missing(ranked[0].case, reps - len(ranked[0].values)))
+    if len(plan.taken) >= n:
+        return plan.jobs
+    fresh = [c for c in fresh if c.case_id not in plan.taken]
 
-    def explore(room: int, near_first: bool = False) -> None:
+    # new cases while the budget keeps room to confirm them and the reserve to separate the best
+    room = min(n - len(plan.taken), len(fresh), max(0, plan.left - reserve(search)) // reps)
+    if sweep:       # a tiny grid: every case once first, keeping the room to confirm the best
+        room = min(n - len(plan.taken), len(fresh), max(0, plan.left - (reps - 1)))
+    if room > 0:    # after the random start, every other new case is one next to the best
+        plan.explore(ranked, room,
+                     near_first=len(state.spent) >= search.initial and len(state.spent) % 2 == 0)
+        return plan.jobs
+    _separate_or_finish(plan, ranked, fresh)
+    return plan.jobs
+
+
+class _Proposal:
+    """The jobs one call of _explore_confirm proposes: at most n cases, within the budget left."""
+
+    def __init__(self, search: Search, space: Space, state: State, n: int):
+        self.search, self.space, self.state, self.n = search, space, state, n
+        self.left = search.budget * search.repetitions - state.jobs
+        self.jobs: list[tuple] = []
+        self.taken: set[str] = set()
+
+    def add(self, case: Case, missing: list[int]) -> None:
+        missing = missing[:max(0, self.left)]
+        if missing and len(self.taken) < self.n and case.case_id not in self.taken:
+            self.jobs.extend((case.part, case.case_id, r) for r in missing)
+            self.taken.add(case.case_id)
+            self.left -= len(missing)
+
+    def missing(self, case: Case, want: int) -> list[int]:
+        got = self.state.spent.get(case.case_id, set())
+        return [r for r in range(1, self.search.repetitions + 1) if r not in got][:want]
+
+    def explore(self, ranked: list, room: int, near_first: bool = False) -> None:
+        """`room` new cases, one repetition each: the seed's random start, then (near_first)
+        the best's neighbours as the model rates them, then the strategy's picks."""
+        search, space, state, taken = self.search, self.space, self.state, self.taken
         chosen = []
         if len(state.spent) < search.initial:
             chosen = [c for c in order(space, search.seed) if c.case_id not in state.spent
@@ -151,34 +170,31 @@ def _explore_confirm(search: Search, space: Space, state: State, n: int) -> list
             chosen += pick(search, space, state, room - len(chosen),
                            taken | {c.case_id for c in chosen})
         for c in chosen:
-            add(c, [1])
+            self.add(c, [1])
 
-    # new cases while the budget keeps room to confirm them and the reserve to separate the best
-    room = min(n - len(taken), len(fresh), max(0, left - reserve(search)) // reps)
-    if sweep:       # a tiny grid: every case once first, keeping the room to confirm the best
-        room = min(n - len(taken), len(fresh), max(0, left - (reps - 1)))
-    if room > 0:    # after the random start, every other new case is one next to the best
-        explore(room, near_first=len(state.spent) >= search.initial and len(state.spent) % 2 == 0)
-        return jobs
+
+def _separate_or_finish(plan: _Proposal, ranked: list, fresh: list) -> None:
+    """No room for new cases: separate the best from its contenders, else let the reserve
+    explore next to the best, else give the next best their missing repetitions."""
+    search, reps = plan.search, plan.search.repetitions
     contenders = indistinguishable(ranked, search.maximize)
     if contenders and len(ranked[0].values) >= reps:
         # separate the best: each contender gets its repetitions (an interval), then the best
         # and its contenders one more repetition each, the one with the fewest values first
         for p in contenders:
             if len(p.values) < reps:
-                add(p.case, missing(p.case, reps - len(p.values)))
+                plan.add(p.case, plan.missing(p.case, reps - len(p.values)))
         for p in sorted([ranked[0]] + contenders, key=lambda p: len(p.values)):
-            got = state.spent.get(p.case.case_id, set())
-            add(p.case, [max(got | {len(p.values)}) + 1])
-        return jobs
-    room = min(n - len(taken), len(fresh), left // reps)
+            got = plan.state.spent.get(p.case.case_id, set())
+            plan.add(p.case, [max(got | {len(p.values)}) + 1])
+        return
+    room = min(plan.n - len(plan.taken), len(fresh), plan.left // reps)
     if room > 0:            # the best stands apart: the reserve explores, next to it first
-        explore(room, near_first=True)
-    elif not fresh or left < reps:
+        plan.explore(ranked, room, near_first=True)
+    elif not fresh or plan.left < reps:
         for p in ranked[1:]:
             if len(p.values) < reps:
-                add(p.case, missing(p.case, reps - len(p.values)))
-    return jobs
+                plan.add(p.case, plan.missing(p.case, reps - len(p.values)))
 
 
 def sweeps(search: Search, space: Space) -> bool:
