@@ -61,64 +61,8 @@ def search_progress_plot(steps, objective: str, unit: str, maximize: bool, out_d
     with mpl.rc_context(RC):
         fig = new_figure(*FIGSIZE)
         ax = fig.add_subplot()
-        styles = {
-            "on_grid": dict(marker="o", color=COLORS[0], label="a case of the grid, as asked"),
-            "lowered": dict(marker="D", color=COLORS[1], label="a hint lowered: counted as the case "
-                            "in effect"),
-            "off_grid": dict(marker="s", color="#7f7f7f", markerfacecolor="none",
-                             label="striping not applied: no case of the grid (not counted)"),
-        }
-        for name, style in styles.items():
-            if groups[name]:
-                (line,) = ax.plot([s.index for s in groups[name]], [s.value for s in groups[name]],
-                                  linestyle="none", markersize=5, **style)
-                line.set_gid(SEARCH_GIDS[name])
-        if groups["no_value"]:
-            (line,) = ax.plot([s.index for s in groups["no_value"]], [0.0] * len(groups["no_value"]),
-                              linestyle="none", marker="x", color=COLORS[3], markersize=6,
-                              transform=ax.get_xaxis_transform(), clip_on=False,
-                              label="no value (failed or skipped)")
-            line.set_gid(SEARCH_GIDS["no_value"])
-        if groups["set_aside"]:
-            (line,) = ax.plot([s.index for s in groups["set_aside"]], [0.0] * len(groups["set_aside"]),
-                              linestyle="none", marker="^", color=COLORS[3], markersize=6,
-                              markerfacecolor="none", transform=ax.get_xaxis_transform(),
-                              clip_on=False, label="value set aside (in no mean)")
-            line.set_gid(SEARCH_GIDS["set_aside"])
-            notes.append(f"{objective}: {stats.set_aside_text([s.set_aside for s in groups['set_aside']])}"
-                         ", marked on the x axis: "
-                         + ", ".join(f"job {s.index} ({s.record.case_id} rep {s.record.repetition})"
-                                     for s in groups["set_aside"][:6])
-                         + (", …" if len(groups["set_aside"]) > 6 else ""))
-        again = [s for s in steps if s.again and s.value is not None and s.on_grid]
-        if again:
-            (line,) = ax.plot([s.index for s in again], [s.value for s in again], linestyle="none",
-                              marker="o", markersize=9, markerfacecolor="none", color="#000000",
-                              markeredgewidth=0.8, label="measured again to separate the best")
-            line.set_gid(SEARCH_GIDS["again"])
-            notes.append(f"{len(again)} job(s) measured a case again (beyond the repetitions asked "
-                         "for) because its interval overlapped the best's")
-        band = [(s.index, *s.best_ci) for s in steps if s.best_ci is not None]
-        if band and all(s.value >= 0 for s in steps if s.value is not None) and \
-                min(lo for _, lo, _ in band) < 0:
-            band = [(x, max(0.0, lo), hi) for x, lo, hi in band]
-            notes.append("the shaded interval is clipped at 0 where its lower end is below it")
-        if band:
-            fill = ax.fill_between([x for x, *_ in band], [lo for _, lo, _ in band],
-                                   [hi for *_, hi in band], step="post", color="#000000",
-                                   alpha=0.12, linewidth=0, label="95% interval of the best mean")
-            fill.set_gid(SEARCH_GIDS["best_ci"])
-        best = [(s.index, s.best) for s in steps if s.best is not None]
-        if best:
-            (line,) = ax.plot([x for x, _ in best], [y for _, y in best], drawstyle="steps-post",
-                              color="#000000", linewidth=1.2, label="best mean so far")
-            line.set_gid(SEARCH_GIDS["best"])
-        rounds = sorted({s.round for s in steps})
-        for r in rounds[1:]:
-            first = min(s.index for s in steps if s.round == r)
-            ax.axvline(first - 0.5, color="#999999", linestyle=":", linewidth=0.8)
-        if len(rounds) > 1:
-            notes.append(f"dotted lines: the {len(rounds)} rounds (runs of the search)")
+        _draw_jobs(ax, steps, groups, objective, notes)
+        _draw_best(ax, steps, notes)
         if groups["lowered"]:
             notes.append(f"{len(groups['lowered'])} job(s) counted as another case than asked for "
                          "(the MPI library lowered a hint)")
@@ -139,6 +83,73 @@ def search_progress_plot(steps, objective: str, unit: str, maximize: bool, out_d
             ax.legend(loc="best", frameon=True).set_gid("legend")
         files = save_figure(fig, out_dir, f"{prefix}{SEARCH_PLOT}", formats)
     return ProgressPlot(title, files, notes, xlabel, ylabel)
+
+
+def _draw_jobs(ax, steps, groups: dict, objective: str, notes: list[str]) -> None:
+    """Each job's value as a point of its group; jobs without a value (or set aside) on the x
+    axis; jobs that measured a case again ringed."""
+    styles = {
+        "on_grid": dict(marker="o", color=COLORS[0], label="a case of the grid, as asked"),
+        "lowered": dict(marker="D", color=COLORS[1], label="a hint lowered: counted as the case "
+                        "in effect"),
+        "off_grid": dict(marker="s", color="#7f7f7f", markerfacecolor="none",
+                         label="striping not applied: no case of the grid (not counted)"),
+    }
+    for name, style in styles.items():
+        if groups[name]:
+            (line,) = ax.plot([s.index for s in groups[name]], [s.value for s in groups[name]],
+                              linestyle="none", markersize=5, **style)
+            line.set_gid(SEARCH_GIDS[name])
+    if groups["no_value"]:
+        (line,) = ax.plot([s.index for s in groups["no_value"]], [0.0] * len(groups["no_value"]),
+                          linestyle="none", marker="x", color=COLORS[3], markersize=6,
+                          transform=ax.get_xaxis_transform(), clip_on=False,
+                          label="no value (failed or skipped)")
+        line.set_gid(SEARCH_GIDS["no_value"])
+    if groups["set_aside"]:
+        (line,) = ax.plot([s.index for s in groups["set_aside"]], [0.0] * len(groups["set_aside"]),
+                          linestyle="none", marker="^", color=COLORS[3], markersize=6,
+                          markerfacecolor="none", transform=ax.get_xaxis_transform(),
+                          clip_on=False, label="value set aside (in no mean)")
+        line.set_gid(SEARCH_GIDS["set_aside"])
+        notes.append(f"{objective}: {stats.set_aside_text([s.set_aside for s in groups['set_aside']])}"
+                     ", marked on the x axis: "
+                     + ", ".join(f"job {s.index} ({s.record.case_id} rep {s.record.repetition})"
+                                 for s in groups["set_aside"][:6])
+                     + (", …" if len(groups["set_aside"]) > 6 else ""))
+    again = [s for s in steps if s.again and s.value is not None and s.on_grid]
+    if again:
+        (line,) = ax.plot([s.index for s in again], [s.value for s in again], linestyle="none",
+                          marker="o", markersize=9, markerfacecolor="none", color="#000000",
+                          markeredgewidth=0.8, label="measured again to separate the best")
+        line.set_gid(SEARCH_GIDS["again"])
+        notes.append(f"{len(again)} job(s) measured a case again (beyond the repetitions asked "
+                     "for) because its interval overlapped the best's")
+
+
+def _draw_best(ax, steps, notes: list[str]) -> None:
+    """The best mean so far as a step line, its 95% interval shaded, the rounds as dotted lines."""
+    band = [(s.index, *s.best_ci) for s in steps if s.best_ci is not None]
+    if band and all(s.value >= 0 for s in steps if s.value is not None) and \
+            min(lo for _, lo, _ in band) < 0:
+        band = [(x, max(0.0, lo), hi) for x, lo, hi in band]
+        notes.append("the shaded interval is clipped at 0 where its lower end is below it")
+    if band:
+        fill = ax.fill_between([x for x, *_ in band], [lo for _, lo, _ in band],
+                               [hi for *_, hi in band], step="post", color="#000000",
+                               alpha=0.12, linewidth=0, label="95% interval of the best mean")
+        fill.set_gid(SEARCH_GIDS["best_ci"])
+    best = [(s.index, s.best) for s in steps if s.best is not None]
+    if best:
+        (line,) = ax.plot([x for x, _ in best], [y for _, y in best], drawstyle="steps-post",
+                          color="#000000", linewidth=1.2, label="best mean so far")
+        line.set_gid(SEARCH_GIDS["best"])
+    rounds = sorted({s.round for s in steps})
+    for r in rounds[1:]:
+        first = min(s.index for s in steps if s.round == r)
+        ax.axvline(first - 0.5, color="#999999", linestyle=":", linewidth=0.8)
+    if len(rounds) > 1:
+        notes.append(f"dotted lines: the {len(rounds)} rounds (runs of the search)")
 
 
 def trend_plot(series, out_dir: Path, name: str = "trend", formats=FORMATS) -> dict[str, Path] | None:
