@@ -350,13 +350,13 @@ def test_publish_never_writes_through_a_symlink(results, tmp_path, attack):
 
 def test_writes_refuse_a_symlink_that_appears_after_the_checks(results, tmp_path):
     """The descriptors are opened with O_NOFOLLOW: the kernel refuses what the checks missed."""
-    from iolab.present.publish import _OutDir
+    from iolab.present.outdir import OutDir
 
     run = archer_run(results)
     before = tree_digest(results)
     out = tmp_path / "site"
     (out / "plots").mkdir(parents=True)
-    target = _OutDir(out)
+    target = OutDir(out)
     shutil.rmtree(out / "plots")
     (out / "plots").symlink_to(run)
     (out / "index.html").symlink_to(run / "records.jsonl")
