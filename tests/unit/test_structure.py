@@ -623,3 +623,26 @@ def test_every_import_of_an_iolab_name_resolves():
                 except ImportError:
                     missing.append(f"{path.relative_to(SRC)}:{node.lineno}: {target}.{alias.name}")
     assert missing == []
+
+
+# What reads a run's own files (its manifest, its records) or finds it: results/ and the run
+# object (results.run.Run, results.choose); what shows results asks them.
+RUN_READERS = {("iolab.results.lookup", "find_run"), ("iolab.results.manifests", "read_manifest"),
+               ("iolab.results.manifests", "read_manifest_shared"),
+               ("iolab.results.decoding", "decode_records"),
+               ("iolab.results.decoding", "read_records_bytes"), ("iolab.results.rundir", "RunDir")}
+SHOWING = ("iolab.cli", "iolab.present", "iolab.analysis")
+
+
+def test_what_shows_results_reads_runs_only_through_the_run_object():
+    readers = {module: sorted(f"{m}.{name}" for m, name in _imports(module) & RUN_READERS)
+               for module in _modules() if module.startswith(SHOWING)}
+    assert {m: r for m, r in readers.items() if r} == {}
+
+
+def test_the_run_reader_check_sees_a_direct_read(tmp_path, monkeypatch):
+    module = "iolab.present.publish"
+    fake = tmp_path / "publish.py"
+    fake.write_text("def f():\n    from ..results.lookup import find_run\n")
+    monkeypatch.setitem(_modules.__globals__, "_modules", lambda: {module: fake})
+    assert ("iolab.results.lookup", "find_run") in _imports(module) & RUN_READERS

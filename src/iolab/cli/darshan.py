@@ -37,7 +37,6 @@ def _looks_like_run_id(text: str) -> bool:
 
 def run(args) -> int:
     from ..present import darshan
-    from ..results.lookup import find_run
     from ..results.runfiles import is_experiment_id
     from ..results.runfiles import results_root
     from ..results.run import Run
@@ -55,7 +54,7 @@ def run(args) -> int:
         # read makes the exit status 1.
         shown, status = darshan.of_logs(args.targets, out_dir, lambda line: print(line, file=sys.stderr))
     else:
-        run = Run.load(find_run(results_root(project_dir()), target, args.run, args.include_imported))
+        run = Run.load(Run.find(results_root(project_dir()), target, args.run, args.include_imported))
         shown = darshan.of_run(run, args.case, out_dir)
     if args.json:
         print(json.dumps(shown, indent=2, default=str))

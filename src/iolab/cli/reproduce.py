@@ -82,7 +82,6 @@ def run(args) -> int:
     """Re-run one recorded case from what its run stored, then set the new result against it."""
     from ..campaigns import campaign
     from ..analysis.compare import render_comparison
-    from ..results.lookup import find_run
     from ..results.runfiles import results_root
     from ..results.run import Run
 
@@ -100,7 +99,7 @@ def run(args) -> int:
             raise IolabError("give ID RUN CASE (and --rep N), or --record FILE|- with a record line")
         exp_id, run_id, case_id = args.experiment, args.run, args.case
         reps = [args.rep] if args.rep is not None else None
-    run = Run.load(find_run(res, exp_id, run_id, True), root)
+    run = Run.load(Run.find(res, exp_id, run_id, True), root)
     run.vouch()     # the original is what the reproduction is set against: its records must hold
     job = campaign.Reproduction.of(run, case_id, reps, "the record" if args.record else "--rep")
     differ = campaign.reproduce_differences(run, root)

@@ -36,7 +36,6 @@ def run(args) -> int:
     """Run the jobs of a run's chain that have no ok record, as a continuation of it."""
 
     from ..campaigns import campaign
-    from ..results.lookup import find_run
     from ..results.runfiles import results_root
     from ..results.run import Run
     from ..rfm.continuation import Continuation
@@ -44,7 +43,7 @@ def run(args) -> int:
 
     root = project_dir()
     res = results_root(root)
-    chain = Run.load_chain(find_run(res, args.experiment, args.run), root)
+    chain = Run.load_chain(Run.find(res, args.experiment, args.run), root)
     chain.vouch(args.set_aside)
     if args.failed_only and args.missing_only:
         raise IolabError("give --failed-only or --missing-only, not both")

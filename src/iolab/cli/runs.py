@@ -78,9 +78,7 @@ def run(args) -> int:
     if not paths:
         raise no_runs_error(root, args.experiment)
     if args.run:
-        from ..results.lookup import find_run
-
-        paths = [find_run(root, args.experiment, args.run, include_imported=True)]
+        paths = [Run.find(root, args.experiment, args.run, include_imported=True)]
     status = 0
     index = ChainIndex.of(paths[0].parent)     # every run's parent, read once for all the lines
     for path in paths:

@@ -36,7 +36,6 @@ def run(args) -> int:
     """Rounds of a search through ReFrame, then its answer."""
     from ..campaigns import campaign
     from ..experiment.load import load_experiment
-    from ..results.lookup import find_run
     from ..results.runfiles import results_root
     from ..results.run import Run
     from ..campaigns.search.rounds import run_search, search_chain
@@ -62,7 +61,7 @@ def run(args) -> int:
     chain = search_chain(root, exp.id)
     if chain is None:
         return status
-    text, found = report_run(Run.load_chain(find_run(results_root(root), exp.id, chain.run_id, True),
+    text, found = report_run(Run.load_chain(Run.find(results_root(root), exp.id, chain.run_id, True),
                                             root))
     sys.stdout.write(text)
     return status or (0 if found else 1)

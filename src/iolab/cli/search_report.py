@@ -24,13 +24,12 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     """A search's answer: the best setting found with its interval, the runner-up, the model."""
-    from ..results.lookup import find_run
     from ..results.runfiles import results_root
     from ..results.run import Run
     from ..present.search import report_run
 
     root = project_dir()
-    run = Run.load_chain(find_run(results_root(root), args.experiment, args.run, True), root)
+    run = Run.load_chain(Run.find(results_root(root), args.experiment, args.run, True), root)
     run.vouch(args.set_aside)
     print_run_notes(run)
     text, found = report_run(run, args.objective)

@@ -41,13 +41,12 @@ def run(args) -> int:
     """How far a run (with its continuations) is; --watch repeats until it ends."""
     import time
 
-    from ..results.lookup import find_run
     from ..results.runfiles import results_root
     from ..results.run import Run
 
     watch = _seconds("--watch", args.watch) if args.watch is not None else None
     res = results_root(project_dir())
-    path = find_run(res, args.experiment, args.run, True)
+    path = Run.find(res, args.experiment, args.run, True)
     tty = sys.stdout.isatty()
     while True:
         run = Run.load_chain(path)

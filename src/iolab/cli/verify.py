@@ -26,11 +26,10 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     """Check a run's records (and its continuations'): the digest chain and every record."""
-    from ..results.lookup import find_run
     from ..results.runfiles import RECORDS, results_root
     from ..results.run import Run
 
-    path = find_run(results_root(project_dir()), args.experiment, args.run, True)
+    path = Run.find(results_root(project_dir()), args.experiment, args.run, True)
     whole = Run.load_chain(path, project_dir())
     found = whole.problems()
     for run in whole.runs_read():
