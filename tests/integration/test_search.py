@@ -80,11 +80,13 @@ def test_search_rounds_are_continuation_runs_and_resume(rfm_env, tmp_path):
         want = ST.propose(exp.search, space, seen, 2 if i == 0 else 1)
         assert sorted(r.job for r in recs) == sorted(want)
         seen += recs
-    # budget 4 x 2 repetitions: 8 jobs, on 4 cases or more (a quarter of the jobs is kept to
-    # measure again the cases that overlap the best: here each of them gets its 2); the answer
-    # has both repetitions or more
+    # budget 4 x 2 repetitions: 8 jobs. The 2 initial cases (1 job each) and the best's second
+    # repetition leave 5, of which the reserve keeps 2 (a quarter, to measure again the cases
+    # that overlap the best): room for at least one new case, so 3 cases or more. A 4th comes
+    # only when the best stands apart; the measured noise decides that (3 was seen in CI).
+    # The answer has both repetitions or more.
     cases = len({r.case_id for r in seen})
-    assert cases >= 4 and 7 <= len(seen) <= 8
+    assert cases >= 3 and 7 <= len(seen) <= 8
     assert len(OB.observe(space, seen, "write_bw").best(True).values) >= 2
 
     report = iolab(["search-report", "fio-search"], env, cwd=root)
