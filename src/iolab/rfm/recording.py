@@ -260,15 +260,20 @@ def timing(stage: Path | None, post_start: float | None) -> dict:
 def nodelist(stage: Path | None, job) -> list[str]:
     """The job's nodes as the job itself saw them ($SLURM_JOB_NODELIST, expanded), else what
     ReFrame recorded (which can miss nodes of a short Slurm job)."""
-    from reframe.utility import nodelist_expand
-
     seen = (_read(stage / jobscript.NODES_FILE) or "") if stage else ""
     if seen:
-        try:
-            return list(nodelist_expand(seen))
-        except Exception:  # noqa: BLE001 - an unexpected form: keep it as written
-            return [seen]
+        return expand_nodelist(seen)
     return list(job.nodelist or []) if job is not None else []
+
+
+def expand_nodelist(text: str) -> list[str]:
+    """A Slurm node list ("node[1-3],x") as its node names."""
+    from reframe.utility import nodelist_expand
+
+    try:
+        return list(nodelist_expand(text))
+    except Exception:  # noqa: BLE001 - an unexpected form: keep it as written
+        return [text]
 
 
 def _note_run(exp_id: str, run_id: str) -> None:

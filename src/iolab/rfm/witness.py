@@ -16,6 +16,8 @@ import subprocess
 import time
 
 from ..results.record import OVERLAP
+from .leftovers import QUEUED_BY_SLURM
+from .recording import expand_nodelist
 
 FIELDS = ("JobID", "User", "JobName", "Start", "End", "NodeList", "State")
 
@@ -53,7 +55,7 @@ def overlapping(jobid: str | None, nodes: list[str], start, end) -> dict:
     now, why = _ask(["squeue", "-h", "-a", "-t", "RUNNING,COMPLETING", "-o", "%i|%u|%j|%S|%e|%N|%T"])
     if why:
         return unchecked(why)
-    now = [v for v in now if set(_expand(v[5])) & set(nodes)]
+    now = [v for v in now if set(expand_nodelist(v[5])) & set(nodes)]
     jobs = {}
     for values in rows + [v[:4] + ["Unknown"] + v[5:] for v in now]:
         job = dict(zip(("job", "user", "name", "start", "end", "nodes", "state"), values))
@@ -65,15 +67,6 @@ def overlapping(jobid: str | None, nodes: list[str], start, end) -> dict:
         jobs[job["job"]] = {**job, "start": began, "end": ended}
     return {"checked": True, "by": "sacct, squeue", "window": [start, end], "nodes": list(nodes),
             "jobs": list(jobs.values())}
-
-
-def _expand(nodelist: str) -> list[str]:
-    from reframe.utility import nodelist_expand
-
-    try:
-        return list(nodelist_expand(nodelist))
-    except Exception:  # noqa: BLE001 - a form it does not know: the name as written
-        return [nodelist]
 
 
 def _ask(cmd: list[str]) -> tuple[list[list[str]], str | None]:
@@ -94,7 +87,7 @@ def _ask(cmd: list[str]) -> tuple[list[list[str]], str | None]:
 def of_job(scheduler: str, jobid, nodes: list[str], timing: dict) -> dict | None:
     """The witness part of a case run by `scheduler`; None where there is no such thing to ask
     (a local job: the measurement lock is all there is)."""
-    if scheduler not in ("slurm", "squeue"):
+    if scheduler not in QUEUED_BY_SLURM:
         return None
     return overlapping(str(jobid) if jobid is not None else None, nodes,
                        timing.get("benchmark_start"), timing.get("benchmark_end"))
