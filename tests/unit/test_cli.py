@@ -510,7 +510,8 @@ def test_every_verb_has_examples_that_its_parser_takes():
             assert parser.parse_args(words[1:]).command == verb, line
     out = subprocess.run([sys.executable, "-m", "iolab.cli", "plan", "--help"], capture_output=True,
                          text=True)
-    assert out.stdout.rstrip().endswith("iolab plan quickstart --suggest-reps --target-ci 5"), out.stdout
+    assert out.stdout.rstrip().endswith("iolab plan archer-fpp-vs-ssf --profile full --queue-wait 20m "
+                                        "--longest-allocation 24h"), out.stdout
 
 
 def test_bare_iolab_prints_the_help():

@@ -95,6 +95,67 @@ def test_the_plan_counts_every_job_the_run_submits_with_the_reference_jobs_named
 
 
 
+SCALED = """\
+id: scaled
+description: IOR on 1, 2 and 4 nodes
+benchmark: ior
+repetitions: 2
+job: {time_limit: 10m}
+scale: {tasks_per_node: 1}
+fixed: {api: POSIX, transfer_size: 1MiB, block_size: 4MiB}
+matrix: {scale.nodes: [1, 2, 4]}
+"""
+
+
+def test_the_plan_prices_both_modes(tmp_path, capsys):
+    """Job mode: 6 jobs, each queued and charged its own nodes. Allocation mode: the largest node
+    count (4) held for the six 10-minute limits and the allowance between steps, the nodes the
+    1- and 2-node jobs leave idle said, and what to ask salloc/sbatch for."""
+    path = tmp_path / "scaled.yaml"
+    path.write_text(SCALED)
+    cases = expand(load_experiment(path))
+    assert sorted(c.nodes for c in cases) == [1, 2, 4]
+    modes = cost.by_mode(cases, {c.case_id: 2 for c in cases})
+    length = 6 * (600 + cost.BETWEEN_STEPS_S)
+    assert (modes.jobs, modes.nodes, modes.seconds) == (6, 4, length)
+    assert modes.job_node_hours == pytest.approx((1 + 2 + 4) * 2 * 600 / 3600)
+    assert modes.allocation_node_hours == pytest.approx(4 * length / 3600)
+    assert modes.idle_node_hours == pytest.approx((3 + 2 + 0) * 2 * 600 / 3600)
+    assert main(["plan", str(path), "--queue-wait", "20m", "--longest-allocation", "30m"]) == 0
+    out = capsys.readouterr().out
+    assert "  job mode: 6 jobs, each its own queue wait; 2.33 node-hours at the time limits\n" in out
+    assert ("  allocation mode: 3 queue waits; 4 nodes held for 1:01:00 (the jobs' time limits, and "
+            f"{cost.BETWEEN_STEPS_S} s each between steps): 4.07 node-hours at the time limits\n") in out
+    assert "    1.67 of them (41%) idle: the 4 nodes are held while jobs on fewer run\n" in out
+    assert ("    longer than the longest allocation allowed (0:30:00): 3 allocations of --nodes 4 "
+            "--time 0:30:00") in out
+    assert "  waiting in the queue at 20 min a wait: job mode 2 h 00 min, allocation mode 1 h 00 min\n" in out
+    assert main(["plan", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "    ask for --nodes 4 --time 1:01:00\n" in out and "waiting in the queue" not in out
+    assert main(["plan", str(path), "--queue-wait", "soon"]) == 2
+    assert "--queue-wait soon: 'soon' is not a time limit" in capsys.readouterr().err
+
+
+def test_the_allocation_s_length_from_earlier_runs():
+    """An earlier duration replaces a case's limit in the allocation's estimated length; the
+    others stay at their limits."""
+    exp = experiment("archer-fpp-vs-ssf")
+    cases = expand(exp)
+    jobs = jobs_per_case(exp, cases)
+    first = cases[0].case_id
+    modes = cost.by_mode(cases, jobs, {first: 36.0})
+    at_limits = sum((300 + cost.BETWEEN_STEPS_S) * jobs[c.case_id] for c in cases)
+    assert modes.estimated_seconds == at_limits - jobs[first] * (300 - 36)
+    assert cost.by_mode(cases, jobs).estimated_seconds is None
+
+
+@pytest.mark.parametrize("seconds, text", [(1, "0:01:00"), (3600, "1:00:00"), (3661, "1:02:00"),
+                                           (86400, "1-00:00:00"), (90061, "1-01:02:00")])
+def test_slurm_time_rounds_up_to_a_minute(seconds, text):
+    assert cost.slurm_time(seconds) == text
+
+
 def test_suggested_repetitions_count_the_drift_reference_jobs(tmp_path, capsys, monkeypatch):
     """`iolab plan --suggest-reps` of an experiment with a drift reference: a run with the
     suggested repetitions submits the reference's jobs too (their number follows the run's jobs),
@@ -171,3 +232,16 @@ def test_kaust_full_advice_is_about_its_own_part(capsys):
     err = capsys.readouterr().err
     assert "saves 883.25" not in err and "storage: 2 values" not in err, err
     assert "lustre.stripe_count" in err and "leaves" in err, err
+
+
+def test_campaigns_md_shows_what_plan_prints_of_both_modes(capsys):
+    """docs/campaigns.md's example of both modes is the plan's own output."""
+    text = (REPO / "docs" / "campaigns.md").read_text()
+    command = "iolab plan archer-fpp-vs-ssf --profile full --queue-wait 20m --longest-allocation 24h"
+    block = text.split(command + "\n", 1)[1].split("```", 1)[0]
+    shown = [line[len("#   "):] for line in block.splitlines()]
+    assert len(shown) == 6
+    assert main(command.split()[1:]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    start = printed.index(shown[0])
+    assert printed[start:start + len(shown)] == shown

@@ -135,3 +135,85 @@ def suggested_reps(suggestions, cases, planned: int) -> dict[str, int]:
         if s.suggested is not None and s.case_id in need:
             need[s.case_id] = max(need[s.case_id] or 0, s.suggested)
     return {cid: planned if n is None else n for cid, n in need.items()}
+
+
+# iolab's own work between two steps of an allocation (the next case's directory, striping,
+# witnesses, ReFrame's stages): an allowance added to the allocation's length per job.
+BETWEEN_STEPS_S = 10
+
+
+def slurm_time(seconds: float) -> str:
+    """A time limit as sbatch and salloc take it: 2:05:00, 1-02:00:00 (rounded up to a minute)."""
+    minutes = -(-int(seconds) // 60)
+    days, rest = divmod(minutes, 24 * 60)
+    hours = f"{rest // 60:02d}" if days else f"{rest // 60}"
+    return f"{days}-{hours}:{rest % 60:02d}:00" if days else f"{hours}:{rest % 60:02d}:00"
+
+
+def _span(seconds: float) -> str:
+    hours, minutes = divmod(round(seconds / 60), 60)
+    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min"
+
+
+@dataclass(frozen=True)
+class Modes:
+    """What a plan costs in each mode. Job mode: one Slurm job per case and repetition, each
+    queued on its own and charged its own nodes. Allocation mode: one allocation holding the
+    largest node count for its whole length, each job an srun step inside it."""
+    jobs: int
+    job_node_hours: float        # at the time limits, every job its own nodes
+    nodes: int                   # the largest node count of any job: what the allocation holds
+    seconds: float               # the allocation's length: limits summed, with the allowance
+    idle_node_hours: float       # nodes held but not used by the step that runs
+    estimated_seconds: float | None = None      # the length from earlier runs' durations
+
+    @property
+    def allocation_node_hours(self) -> float:
+        return self.nodes * self.seconds / 3600
+
+    def lines(self, queue_wait: float | None = None, longest: float | None = None) -> list[str]:
+        """The comparison `iolab plan` prints; `queue_wait`: seconds a job waits in the queue,
+        `longest`: the longest allocation the partition allows (both in seconds, optional)."""
+        allocations = -(-int(self.seconds) // int(longest)) if longest else 1
+        ask = slurm_time(min(self.seconds, longest) if longest else self.seconds)
+        waits = "one queue wait" if allocations == 1 else f"{allocations} queue waits"
+        s = "s" if self.nodes > 1 else ""
+        out = ["modes (docs/campaigns.md):",
+               f"  job mode: {self.jobs} jobs, each its own queue wait; {self.job_node_hours:.2f} "
+               "node-hours at the time limits",
+               f"  allocation mode: {waits}; {self.nodes} node{s} held for {slurm_time(self.seconds)} "
+               f"(the jobs' time limits, and {BETWEEN_STEPS_S} s each between steps): "
+               f"{self.allocation_node_hours:.2f} node-hours at the time limits"]
+        if self.idle_node_hours > 0.005:
+            share = 100 * self.idle_node_hours / self.allocation_node_hours
+            out.append(f"    {self.idle_node_hours:.2f} of them ({share:.0f}%) idle: the {self.nodes} "
+                       "nodes are held while jobs on fewer run")
+        if allocations > 1:
+            out.append(f"    longer than the longest allocation allowed ({slurm_time(longest)}): "
+                       f"{allocations} allocations of --nodes {self.nodes} --time {ask}, "
+                       "`iolab resume` in each after the first")
+        else:
+            out.append(f"    ask for --nodes {self.nodes} --time {ask}")
+        if self.estimated_seconds is not None:
+            out.append(f"    from earlier runs' durations: {self.nodes} node{s} for "
+                       f"{slurm_time(self.estimated_seconds)}, "
+                       f"{self.nodes * self.estimated_seconds / 3600:.3f} node-hours")
+        if queue_wait:
+            out.append(f"  waiting in the queue at {_span(queue_wait)} a wait: job mode "
+                       f"{_span(self.jobs * queue_wait)}, allocation mode {_span(allocations * queue_wait)}")
+        return out
+
+
+def by_mode(cases, jobs: dict[str, int], earlier: dict[str, float] | None = None) -> Modes:
+    """Both modes' costs for running each case `jobs[case id]` times (see Modes)."""
+    held = max((c.nodes for c in cases), default=0)
+    limit = {c.case_id: _hours(c) * 3600 for c in cases}
+
+    def length(took) -> float:
+        return sum((took[c.case_id] + BETWEEN_STEPS_S) * jobs[c.case_id] for c in cases)
+
+    idle = sum((held - c.nodes) * limit[c.case_id] * jobs[c.case_id] for c in cases) / 3600
+    estimated = length({cid: (earlier or {}).get(cid, s) for cid, s in limit.items()}) if earlier else None
+    return Modes(sum(jobs[c.case_id] for c in cases),
+                 sum(c.nodes * limit[c.case_id] * jobs[c.case_id] for c in cases) / 3600,
+                 held, length(limit), idle, estimated)

@@ -65,11 +65,13 @@ def overview(exp, cases, keys, profile_note: str = "") -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def plan_cost(exp, cases, runs) -> cost.Cost:
+def plan_cost(exp, cases, runs) -> tuple[cost.Cost, cost.Modes]:
     """Node-hours, core-hours and peak scratch at the time limits of every job the run submits,
-    with an estimate from the earlier runs `runs` where there are any."""
-    return cost.plan_cost(cases, jobs_per_case(exp, cases),
-                          cost.durations(runs, cases) if runs else None)
+    with an estimate from the earlier runs `runs` where there are any; and what the same jobs
+    cost in each mode (a job each, or steps of one allocation)."""
+    jobs = jobs_per_case(exp, cases)
+    earlier = cost.durations(runs, cases) if runs else None
+    return cost.plan_cost(cases, jobs, earlier), cost.by_mode(cases, jobs, earlier)
 
 
 def check_budget(exp, cases, keys, spent: cost.Cost, budget: float | None) -> None:

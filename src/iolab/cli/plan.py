@@ -14,6 +14,7 @@ EXAMPLES = [
     "iolab plan quickstart",
     "iolab plan kaust-stripe-count --profile full --budget 50",
     "iolab plan quickstart --suggest-reps --target-ci 5",
+    "iolab plan archer-fpp-vs-ssf --profile full --queue-wait 20m --longest-allocation 24h",
 ]
 
 
@@ -30,6 +31,12 @@ def add_parser(sub) -> None:
     s.add_argument("--budget", type=float, metavar="NODE_HOURS",
                    help="refuse a plan whose node-hours (at the time limits) exceed this, and say "
                         "what to trim")
+    s.add_argument("--queue-wait", metavar="DURATION",
+                   help="how long a job waits in the queue on the target system (e.g. 20m): the plan "
+                        "says how long each mode waits")
+    s.add_argument("--longest-allocation", metavar="DURATION",
+                   help="the longest time limit the partition allows (e.g. 24h): the plan says how "
+                        "many allocations the campaign needs")
     s.set_defaults(func=run)
 
 
@@ -47,6 +54,18 @@ def _default_profile(given: str | None):
     return choose
 
 
+def _durations(args) -> tuple[int | None, int | None]:
+    from ..units import parse_time_limit
+
+    out = []
+    for flag, value in (("--queue-wait", args.queue_wait), ("--longest-allocation", args.longest_allocation)):
+        try:
+            out.append(None if value is None else parse_time_limit(value))
+        except ValueError as exc:
+            raise IolabError(f"{flag} {value}: {exc}") from None
+    return out[0], out[1]
+
+
 def run(args) -> int:
     from ..analysis import planning
     from ..experiment.load import load_experiment
@@ -58,6 +77,7 @@ def run(args) -> int:
         raise IolabError(f"--target-ci {args.target_ci:g}: give a percentage above 0, at most 100")
     if args.budget is not None and not 0 < args.budget < math.inf:
         raise IolabError(f"--budget {args.budget:g}: give a positive number of node-hours")
+    waits = _durations(args)          # refused before the experiment is read
     exp = load_experiment(experiment_path(args.experiment), choose_profile=_default_profile(args.profile))
     cases = expand(exp)
     # Keys that vary anywhere in the experiment (storage between parts, say), in one order
@@ -70,8 +90,8 @@ def run(args) -> int:
         runs = list_runs(results_root(project_dir()), exp.id)
     except IolabError:
         runs = []
-    spent = planning.plan_cost(exp, cases, runs)
-    for line in spent.lines(len(cases)):
+    spent, modes = planning.plan_cost(exp, cases, runs)
+    for line in spent.lines(len(cases)) + modes.lines(*waits):
         print(line)
     planning.check_budget(exp, cases, keys, spent, args.budget)
     if args.suggest_reps:
