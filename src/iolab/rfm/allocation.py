@@ -118,7 +118,10 @@ def reserve(environ=None) -> int:
 
 
 def minutes(seconds: float) -> str:
-    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+    seconds = round(seconds)
+    if seconds < 90:
+        return f"{seconds} s"
+    return f"{seconds // 60} min {seconds % 60} s" if seconds < 600 else f"{seconds // 60} min"
 
 
 def refusal(jobid: str, left: int, limit: float, keep: int, exp_id: str, run_id: str,
