@@ -9,7 +9,7 @@ from .common import ID_HELP, add_set_aside, error, project_dir
 
 VERB = "resume"
 EXAMPLES = ["iolab resume quickstart RUN --failed-only", "iolab resume quickstart --missing-only --dry-run",
-            "salloc -N 4 --exclusive -t 30 iolab resume quickstart RUN --in-allocation"]
+            "iolab resume quickstart RUN --in-allocation"]
 
 
 def add_parser(sub) -> None:
