@@ -2,7 +2,7 @@
 # replace every value marked SITE, and run:
 #   reframe -C reframe/config/<site>.py -c reframe/ -R -r -n <experiment>
 # Site facts belong here (in the partition's extras['iolab']), never in experiments or tests.
-from iolab.rfm.systems import general, logging, stage_dirs, storage
+from iolab.rfm.systems import general, in_allocation, logging, stage_dirs, storage
 
 site_configuration = {
     'systems': [{
@@ -11,7 +11,9 @@ site_configuration = {
         'hostnames': [r'login\d+\.mycluster'],        # SITE: regex of the login nodes
         'modules_system': 'lmod',                     # SITE: lmod | tmod4 | nomod ...
         **stage_dirs('mycluster'),
-        'partitions': [{
+        # IOLAB_IN_ALLOCATION=1 (scripts/run --in-allocation, iolab submit): the cases run as
+        # srun steps of the allocation ReFrame runs in (docs/campaigns.md, "Allocation mode")
+        'partitions': [in_allocation({
             'name': 'compute',
             'descr': 'CPU nodes',
             'scheduler': 'slurm',                     # polls sacct; use 'squeue' without accounting
@@ -41,7 +43,7 @@ site_configuration = {
                     'strict': True,
                 },
             },
-        }],
+        })],
     }],
     'environments': [{
         'name': 'site-mpi',

@@ -10,11 +10,11 @@ import sys
 from .. import __version__
 from ..errors import IolabError
 from . import (compare, darshan, import_, list_, parse, plan, publish, render, reproduce, resume,
-               runs, search, search_report, status, table, trend, validate, verify)
+               runs, search, search_report, status, submit, table, trend, validate, verify)
 from .common import Formatter, Parser, error
 
 VERBS = (validate, list_, plan, render, table, compare, trend, parse, import_, darshan, runs, verify,
-         reproduce, status, resume, search, search_report, publish)
+         reproduce, status, resume, submit, search, search_report, publish)
 
 DESCRIPTION = """\
 Parallel I/O experiments made reproducible: check and plan an experiment YAML, run it with

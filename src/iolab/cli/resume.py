@@ -8,7 +8,8 @@ from ..errors import IolabError
 from .common import ID_HELP, add_set_aside, error, project_dir
 
 VERB = "resume"
-EXAMPLES = ["iolab resume quickstart RUN --failed-only", "iolab resume quickstart --missing-only --dry-run"]
+EXAMPLES = ["iolab resume quickstart RUN --failed-only", "iolab resume quickstart --missing-only --dry-run",
+            "iolab resume quickstart RUN --in-allocation"]
 
 
 def add_parser(sub) -> None:
@@ -23,6 +24,9 @@ def add_parser(sub) -> None:
                         "manifest lists what changed")
     s.add_argument("--config", metavar="PATH", help="ReFrame configuration (default: the one the run used)")
     s.add_argument("--dry-run", action="store_true", help="print what would run and stop")
+    s.add_argument("--in-allocation", action="store_true",
+                   help="inside salloc/sbatch: each job an srun step of this allocation "
+                        "(IOLAB_IN_ALLOCATION=1; docs/campaigns.md, \"Allocation mode\")")
     s.add_argument("--cancel-stale", action="store_true",
                    help="cancel the jobs a killed session left queued or running on the system "
                         "(default: wait for them to end; IOLAB_MEASURE_WAIT=0 refuses instead)")
@@ -39,6 +43,7 @@ def run(args) -> int:
     from ..results.runfiles import results_root
     from ..results.run import Run
     from ..rfm.continuation import Continuation
+    from ..rfm.allocation import ENV as ALLOCATION_ENV
     from ..rfm.leftovers import CANCEL_ENV
 
     root = project_dir()
@@ -69,9 +74,11 @@ def run(args) -> int:
     for line in added + [f"allowed change: {c}" for c in changed]:
         print(f"  {line}")
     # jobs a killed session left running are waited for (or cancelled) before the first job
+    changes = {CANCEL_ENV: "1"} if args.cancel_stale else {}
+    if args.in_allocation:
+        changes[ALLOCATION_ENV] = "1"
     status, new = campaign.run_reframe(root, cont, config, None if args.config else system,
-                                       args.reframe_args, args.dry_run,
-                                       env_changes={CANCEL_ENV: "1"} if args.cancel_stale else None)
+                                       args.reframe_args, args.dry_run, env_changes=changes)
     if args.dry_run:
         return 0
     if new is None:

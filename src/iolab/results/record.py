@@ -193,6 +193,16 @@ class Provenance:
         return _dict(self.extra.get("stack"))
 
     @property
+    def mode(self) -> str:
+        """job: the case was a Slurm job (or local process) of its own; allocation: a step of
+        the allocation `allocation` names. Records before allocation mode were jobs."""
+        return self.extra.get("mode") or "job"
+
+    @property
+    def allocation(self) -> str | None:
+        return self.extra.get("allocation")
+
+    @property
     def nodelist(self) -> list[str]:
         nodes = self.extra.get("nodelist")
         return list(nodes) if isinstance(nodes, list) else []

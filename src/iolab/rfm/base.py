@@ -22,8 +22,9 @@ from reframe.core.logging import getlogger
 from .. import benchmarks
 from . import site
 from ..experiment.matrix import describe
-from . import continuation, internals, measuring, observe, plan, recording, session, witness
+from . import allocation, continuation, internals, measuring, observe, plan, recording, session, witness
 from ..results.record import NOT_RUN_STRICT, overlap_flags
+from .leftovers import QUEUED_BY_SLURM
 
 
 def strict(partition) -> bool:
@@ -143,6 +144,10 @@ class IolabTest(rfm.RunOnlyRegressionTest, special=True):
             _not_runnable(self, "; ".join(p.unrunnable), part)
 
     def run(self):
+        # inside an allocation: a step that would outlive it is not started (allocation.py)
+        run = recording.for_experiment(self._iolab_exp)
+        allocation.check_clock(self.current_partition, self.time_limit, self._iolab_exp.id,
+                               run.run_id, len(run.planned) - len(run.recorded))
         return _submit(self, super().run)
 
     def run_complete(self):
@@ -222,8 +227,12 @@ def _outcome(test):
     stage = Path(test.stagedir)
     out = observe.outcome(stage, test._iolab_case, benchmarks.get(test._iolab_case.benchmark),
                           test._iolab_plan, test._iolab_exp.verify)
-    seen = witness.of_job(test.current_partition.scheduler.registered_name, test.job.jobid,
-                          recording.nodelist(stage, test.job), recording.timing(stage, None))
+    part = test.current_partition
+    # a step of an allocation: the allocation is the Slurm job that others are set against
+    alloc = allocation.of(part)
+    seen = witness.of_job(QUEUED_BY_SLURM[0] if alloc else part.scheduler.registered_name,
+                          alloc or test.job.jobid, recording.nodelist(stage, test.job),
+                          recording.timing(stage, None))
     if seen is not None:
         out.observed[witness.OVERLAP] = seen
         out.flags = out.flags + overlap_flags(seen)

@@ -18,10 +18,12 @@ _NOW = '"${EPOCHREALTIME:-$(date +%s.%N)}"'
 
 
 def lines(case_dir: str, spec, stage: Path, layer_pre: list[str], layer_post: list[str], *,
-          remove_data: bool) -> tuple[list[str], list[str]]:
+          remove_data: bool, nodes: tuple[list[str], str] | None = None) -> tuple[list[str], list[str]]:
     """(prerun, postrun): make and check the case directory, the layers' lines (its layout),
     note the binary, the nodes and the benchmark's start; then its exit status first, its end,
-    the layers' read-back, and the data's removal (unless reads of it come later)."""
+    the layers' read-back, and the data's removal (unless reads of it come later).
+    nodes: (lines that find them, their shell word) where the job's nodes are not Slurm's
+    $SLURM_JOB_NODELIST (a step of an allocation: allocation.step)."""
     d = shell.path_word(case_dir, "case directory")
     exe = shell.word(spec.executable)
     times = shell.word(str(stage / TIMES_FILE))
@@ -44,9 +46,12 @@ def lines(case_dir: str, spec, stage: Path, layer_pre: list[str], layer_post: li
         *layer_pre,
         # which binary ran, and its checksum: versions are not always printed
         f"{{ command -v {exe} && sha256sum \"$(command -v {exe})\"; }} > {BINARY_FILE}",
-        # the nodes the scheduler gave the job, as the job sees them (Slurm)
-        f"printf '%s\\n' \"${{SLURM_JOB_NODELIST:-}}\" > {NODES_FILE}",
     ]
+    if nodes is None:
+        # the nodes the scheduler gave the job, as the job sees them (Slurm)
+        pre.append(f"printf '%s\\n' \"${{SLURM_JOB_NODELIST:-}}\" > {NODES_FILE}")
+    else:
+        pre += [*nodes[0], f"printf '%s\\n' {nodes[1]} > {NODES_FILE}"]
     # $? of the benchmark must be read first, before any other command runs.
     post = [f"echo $? > {EXIT_FILE}"]
     if spec.workdir:

@@ -49,7 +49,7 @@ UNKNOWN = Policy()
 
 def policy(runtime: str, launcher: str) -> Policy:
     """The policy of a ReFrame launcher name for an MPI runtime (mpiio.Flavour.runtime)."""
-    if launcher == "srun":
+    if launcher in ("srun", "srunalloc"):     # srunalloc: a step of an allocation (allocation.py)
         return SRUN
     if launcher in MPIRUN_NAMES:
         return OPENMPI_MPIRUN if runtime == "openmpi" else HYDRA if runtime == "mpich" else UNKNOWN

@@ -18,7 +18,7 @@ from ..experiment.site import SiteConfig
 from ..layers.base import Contribution, PlanContext
 from ..layers.registry import registry
 from ..software import Stack, spack_packages
-from . import jobscript, jobshape, launch
+from . import allocation, jobscript, jobshape, launch
 
 
 @dataclass(frozen=True)
@@ -116,11 +116,15 @@ def plan(case, exp, *, repetition: int, run_id: str, stage: Path, partition: Par
     # Around it: each layer's lines, environment and launcher options, in the layers' order.
     ctx = replace(ctx, stack=stack)
     around = {layer.name: layer.wrap(case, ctx, spec, asked[layer.name].start) for layer in registry()}
+    # a step of an allocation: on the allocation's first nodes, named in the record
+    step = (allocation.step(case.num_tasks // case.tasks_per_node)
+            if spec.mpi and partition.launcher == allocation.LAUNCHER else None)
     out.prerun, out.postrun = jobscript.lines(
         ctx.case_dir, spec, stage, [line for part in around.values() for line in part.prerun],
         [line for part in around.values() for line in part.postrun],
-        remove_data=not keep_data and not consumed)
+        remove_data=not keep_data and not consumed, nodes=step[:2] if step else None)
     if spec.mpi:
+        out.launcher_options += step[2] if step else []
         out.launcher_options += list(site.launcher_options)
         cores = site.cores_per_node
         if cores and case.tasks_per_node > cores:

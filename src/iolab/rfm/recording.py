@@ -26,7 +26,7 @@ from ..results.runfiles import new_run_id, results_root
 from ..results.rundir import RunDir
 from ..software import lock_specs, spack_packages
 from ..layers.registry import registry
-from . import continuation, internals, jobscript, observe
+from . import allocation, continuation, internals, jobscript, observe
 
 
 class _Run:
@@ -172,6 +172,8 @@ def record(test, *, status: str, error: str | None, parsed, stage: Path | None,
             "reframe": reframe.VERSION,
             "environ": test.current_environ.name if test.current_environ else None,
             "jobid": str(job.jobid) if job is not None and job.jobid is not None else None,
+            # job: a Slurm job (or a local process) of its own; allocation: a step of one
+            **allocation.provenance(partition),
             "nodelist": nodelist(stage, job),
             "binary": {"name": spec.executable if spec else None, **binary,
                        "version": parsed.version if parsed else None},

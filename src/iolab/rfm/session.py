@@ -52,6 +52,8 @@ def _reason(exc: BaseException | None) -> str | None:
         return None
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted by SIGINT"
+    if getattr(exc, "iolab_reason", None):      # e.g. the allocation's clock (allocation.py)
+        return exc.iolab_reason
     text = str(exc)
     if isinstance(exc, ForceExitError) and "signal" in text:
         # Only ReFrame's text names the signal: 'received signal 15' (newer 4.x) or 'received

@@ -14,6 +14,7 @@ import time
 
 from ..project import project_root
 from ..stack import SPACK_ENV_NOTE
+from . import allocation
 
 # ReFrame's own output (stage dirs, logs, reports); iolab's results go to results/.
 OUTPUT = os.environ.get("IOLAB_RFM_OUTPUT", str(project_root() / "reframe" / "output"))
@@ -205,8 +206,9 @@ def local_system(name: str, mpi_flavour: str, descr: str) -> dict:
 def slurm_partition(name: str, launcher: str, descr: str, env_vars: list, launcher_options: list,
                     cores_per_node: int, mpi_flavour: str, profile: str | list = "local") -> dict:
     """A partition of a local Slurm (scripts/slurm-local, scripts/cluster-local); profile: the
-    experiments' profile it runs, or profiles in order of preference."""
-    return {
+    experiments' profile it runs, or profiles in order of preference. IOLAB_IN_ALLOCATION=1: the
+    same partition run as steps of the allocation this runs in (allocation.py)."""
+    return allocation.partition({
         "name": name,
         "descr": descr,
         "scheduler": "slurm",
@@ -232,7 +234,13 @@ def slurm_partition(name: str, launcher: str, descr: str, env_vars: list, launch
                 "darshan": darshan_from_env(),
             },
         },
-    }
+    }, config_error)
+
+
+def in_allocation(partition: dict) -> dict:
+    """A hand-written Slurm partition (reframe/config/example-cluster.py), run as steps of the
+    allocation this runs in when IOLAB_IN_ALLOCATION=1 asks for it; else unchanged."""
+    return allocation.partition(partition, config_error)
 
 
 def slurm_system(name: str, descr: str, partition: dict) -> dict:
