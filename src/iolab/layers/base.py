@@ -152,6 +152,9 @@ class Layer(ColumnSource):
     observed_roles: dict[str, str] = {}
 
     schema_files: tuple[tuple[str, str], ...] = ()   # (package, file): its schema fragments
+    # a top-level section of the experiment YAML and of a system's extras['iolab'] it owns (its
+    # schema comes with the file's own); the typed value is kept by layer name (`sections`)
+    section: str | None = None
 
     def schema(self) -> dict:
         """Its part of the experiment schema: the parameters it owns ("properties",
@@ -162,6 +165,10 @@ class Layer(ColumnSource):
             for key in out:
                 out[key].update(fragment.get(key, {}))
         return out
+
+    def section_value(self, data: dict):
+        """The typed value of its section, from what was written (validated; {}: absent)."""
+        return None
 
     def owns(self, key: str) -> bool:
         return key in self.keys or key.startswith(self.prefixes)

@@ -89,6 +89,13 @@ def derived_columns() -> dict[str, DerivedColumn]:
     return {name: col for layer in registry() for name, col in layer.derived_columns().items()}
 
 
+def sections(data: dict, *, absent_too: bool) -> dict:
+    """Each layer's typed section of an experiment or a system's extras (`data`), by layer name;
+    absent_too: a layer whose section is not written gets the value of an empty one."""
+    return {layer.name: layer.section_value(data.get(layer.section) or {}) for layer in registry()
+            if layer.section and (absent_too or layer.section in data)}
+
+
 def observed_part(observed, role: str):
     """The part of a record's `observed` that the layer playing `role` wrote (None where no layer
     plays it, or the record has none): the rest of iolab reads a layer's part by its role."""

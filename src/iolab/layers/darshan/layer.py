@@ -4,15 +4,25 @@ saw and a second witness of the layout."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..base import Contribution, JobView, Layer
 from . import preload
 
 OBSERVED = "darshan"
 
 
+@dataclass(frozen=True)
+class Darshan:
+    """The `darshan:` section of an experiment or of a system's extras['iolab']."""
+
+    enabled: bool = False
+    dxt: bool = False
+
+
 def conf_of(case, ctx):
     """The experiment's `darshan:` section, else the system's."""
-    return ctx.exp.darshan or ctx.site.darshan
+    return ctx.exp.sections.get(OBSERVED) or ctx.site.sections[OBSERVED]
 
 
 class DarshanLayer(Layer):
@@ -22,8 +32,12 @@ class DarshanLayer(Layer):
     observed_roles = {"findings": OBSERVED}
     title = "Darshan"
     schema_files = ((__package__, "darshan.json"),)
+    section = "darshan"
     raw_files = (preload.LOG,)
     compress = (preload.LOG,)
+
+    def section_value(self, data: dict) -> Darshan:
+        return Darshan(**data)
 
     def request(self, case, ctx) -> Contribution:
         # Darshan's runtime comes from the stack like a benchmark (its modules, its Spack package)
