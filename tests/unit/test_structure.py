@@ -422,7 +422,7 @@ NOT_YET = {
     "iolab.results.digest": "the digest file's key for the findings fold (results/ is being split)",
     "iolab.results.files": "the size limit of a stored Darshan log",
     "iolab.rfm.session": "the storage layer's preflight, imported by path",
-    "iolab.rfm.systems": "the site's storage targets and IOLAB_DARSHAN",
+    "iolab.rfm.systems": "the site's storage targets",
     "iolab.software": "finding libdarshan.so in the stack: to move into layers/darshan",
     "iolab.stack.build": "the Darshan packages the stack builds and checks",
 }

@@ -170,6 +170,10 @@ class Layer(ColumnSource):
         """The typed value of its section, from what was written (validated; {}: absent)."""
         return None
 
+    def section_from_env(self) -> dict:
+        """Its section of a shipped system's extras['iolab'], as the environment sets it."""
+        return {}
+
     def owns(self, key: str) -> bool:
         return key in self.keys or key.startswith(self.prefixes)
 

@@ -96,6 +96,11 @@ def sections(data: dict, *, absent_too: bool) -> dict:
             if layer.section and (absent_too or layer.section in data)}
 
 
+def sections_from_env() -> dict:
+    """The layers' sections of a shipped system's extras['iolab'], as the environment sets them."""
+    return {layer.section: layer.section_from_env() for layer in registry() if layer.section}
+
+
 def observed_part(observed, role: str):
     """The part of a record's `observed` that the layer playing `role` wrote (None where no layer
     plays it, or the record has none): the rest of iolab reads a layer's part by its role."""

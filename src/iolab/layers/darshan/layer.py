@@ -4,6 +4,7 @@ saw and a second witness of the layout."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from ..base import Contribution, JobView, Layer
@@ -38,6 +39,11 @@ class DarshanLayer(Layer):
 
     def section_value(self, data: dict) -> Darshan:
         return Darshan(**data)
+
+    def section_from_env(self) -> dict:
+        """Darshan for every case by default: IOLAB_DARSHAN=1 (IOLAB_DARSHAN_DXT=1 adds DXT)."""
+        return {"enabled": os.environ.get("IOLAB_DARSHAN") == "1",
+                "dxt": os.environ.get("IOLAB_DARSHAN_DXT") == "1"}
 
     def request(self, case, ctx) -> Contribution:
         # Darshan's runtime comes from the stack like a benchmark (its modules, its Spack package)
