@@ -423,8 +423,6 @@ NOT_YET = {
     "iolab.results.files": "the size limit of a stored Darshan log",
     "iolab.rfm.session": "the storage layer's preflight, imported by path",
     "iolab.rfm.systems": "the site's storage targets",
-    "iolab.software": "finding libdarshan.so in the stack: to move into layers/darshan",
-    "iolab.stack.build": "the Darshan packages the stack builds and checks",
 }
 
 

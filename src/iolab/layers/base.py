@@ -88,6 +88,29 @@ class DerivedColumn:
     file_systems: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class RuntimeLibrary:
+    """A library a layer preloads into the benchmark. It is no benchmark, but the stack supplies
+    it like one (software.Stack.preload finds it); the words here are how each provider names it."""
+
+    module: str                         # its name in a modules provider's `modules`
+    package: str                        # its Spack package
+    file: str                           # the shared library ("libdarshan.so")
+    links: tuple[str, ...] = ()         # libraries its recipe links (their modules load first)
+    config_key: str = ""                # extras['iolab']['stack'] key naming it where none can tell
+    env_var: str = ""                   # the variable naming it, on a PATH stack
+    config_tool: tuple[str, ...] = ()   # a command whose -L words name its directory
+    module_roots: tuple[str, ...] = ()  # variables its module sets to its prefix, in order
+
+
+@dataclass(frozen=True)
+class StackPackages:
+    """What the built Spack stack holds for a layer (stack/build.py)."""
+
+    view_files: tuple[str, ...] = ()    # a reused environment's view must still have them
+    no_checksum: tuple[str, ...] = ()   # bundled archives that are not the ones their recipes name
+
+
 class ColumnSource:
     """Table columns a user may ask for by name (`iolab table --darshan small_write_pct`): a
     layer's, or the job's (results/placement.py). One option per source, `--<name>`, whose help,
@@ -152,6 +175,8 @@ class Layer(ColumnSource):
     observed_roles: dict[str, str] = {}
 
     schema_files: tuple[tuple[str, str], ...] = ()   # (package, file): its schema fragments
+    runtime_library: RuntimeLibrary | None = None
+    stack_packages: StackPackages = StackPackages()
     # a top-level section of the experiment YAML and of a system's extras['iolab'] it owns (its
     # schema comes with the file's own); the typed value is kept by layer name (`sections`)
     section: str | None = None
@@ -173,6 +198,10 @@ class Layer(ColumnSource):
     def section_from_env(self) -> dict:
         """Its section of a shipped system's extras['iolab'], as the environment sets it."""
         return {}
+
+    def runtime_version(self, observed: dict, stack_versions: dict) -> str | None:
+        """The version of its runtime library a record's job ran with (None: it did not run)."""
+        return None
 
     def owns(self, key: str) -> bool:
         return key in self.keys or key.startswith(self.prefixes)

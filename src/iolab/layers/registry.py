@@ -10,7 +10,7 @@ import importlib
 import pkgutil
 from functools import cache
 
-from .base import DerivedColumn, Layer
+from .base import DerivedColumn, Layer, RuntimeLibrary
 
 
 @cache
@@ -99,6 +99,16 @@ def sections(data: dict, *, absent_too: bool) -> dict:
 def sections_from_env() -> dict:
     """The layers' sections of a shipped system's extras['iolab'], as the environment sets them."""
     return {layer.section: layer.section_from_env() for layer in registry() if layer.section}
+
+
+def runtime_libraries() -> tuple[RuntimeLibrary, ...]:
+    """The libraries the layers preload, which the stack supplies like benchmarks."""
+    return tuple(layer.runtime_library for layer in registry() if layer.runtime_library)
+
+
+def stack_packages(kind: str) -> tuple[str, ...]:
+    """The layers' needs of the built stack, of one kind ("view_files", "no_checksum")."""
+    return tuple(name for layer in registry() for name in getattr(layer.stack_packages, kind))
 
 
 def observed_part(observed, role: str):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..base import Contribution, JobView, Layer
+from ..base import Contribution, JobView, Layer, StackPackages
 from . import preload
 
 OBSERVED = "darshan"
@@ -34,6 +34,11 @@ class DarshanLayer(Layer):
     title = "Darshan"
     schema_files = ((__package__, "darshan.json"),)
     section = "darshan"
+    runtime_library = preload.RUNTIME
+    # Darshan's archive in a bundle is a git archive of its tag, not the release tarball its
+    # recipe's sha256 names: these two alone install without the checksum
+    stack_packages = StackPackages(view_files=("lib/libdarshan.so", "bin/darshan-parser"),
+                                   no_checksum=("darshan-runtime", "darshan-util"))
     raw_files = (preload.LOG,)
     compress = (preload.LOG,)
 
@@ -44,6 +49,13 @@ class DarshanLayer(Layer):
         """Darshan for every case by default: IOLAB_DARSHAN=1 (IOLAB_DARSHAN_DXT=1 adds DXT)."""
         return {"enabled": os.environ.get("IOLAB_DARSHAN") == "1",
                 "dxt": os.environ.get("IOLAB_DARSHAN_DXT") == "1"}
+
+    def runtime_version(self, observed: dict, stack_versions: dict) -> str | None:
+        dar = observed.get(OBSERVED)
+        if not dar:
+            return None
+        return (dar.get("summary") or {}).get("darshan_version") or stack_versions.get(
+            self.runtime_library.package)
 
     def request(self, case, ctx) -> Contribution:
         # Darshan's runtime comes from the stack like a benchmark (its modules, its Spack package)
