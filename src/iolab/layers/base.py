@@ -111,6 +111,18 @@ class StackPackages:
     no_checksum: tuple[str, ...] = ()   # bundled archives that are not the ones their recipes name
 
 
+@dataclass(frozen=True)
+class VerbServices:
+    """What the CLI lends a verb a layer offers (Layer.verbs): layers/ sit below results/ and
+    cli/, so the verb asks through these for a run and for the options every verb shares."""
+
+    add_include_imported: Callable      # (parser): its --include-imported option
+    is_experiment_id: Callable          # (text) -> whether it is one
+    runs_named: Callable                # (run id) -> the experiments that have a run of that id
+    load_run: Callable                  # (experiment id, run id or None, include_imported) -> Run
+    names_case: Callable                # (case id given by hand, recorded) -> whether it names it
+
+
 class ColumnSource:
     """Table columns a user may ask for by name (`iolab table --darshan small_write_pct`): a
     layer's, or the job's (results/placement.py). One option per source, `--<name>`, whose help,
@@ -173,6 +185,8 @@ class Layer(ColumnSource):
     # roles a part of `observed` it writes plays for readers that must not name it:
     # "findings" (a part with `status`, `reason` and `findings` [{rule, text}])
     observed_roles: dict[str, str] = {}
+    # the key a run's digest keeps the fold of its "findings" part under (results/digest.py)
+    findings_fold: str | None = None
 
     schema_files: tuple[tuple[str, str], ...] = ()   # (package, file): its schema fragments
     runtime_library: RuntimeLibrary | None = None
@@ -198,6 +212,12 @@ class Layer(ColumnSource):
     def section_from_env(self) -> dict:
         """Its section of a shipped system's extras['iolab'], as the environment sets it."""
         return {}
+
+    def verbs(self) -> tuple:
+        """The `iolab` verbs it offers: modules like cli/'s (VERB, EXAMPLES, AFTER: the verb
+        `iolab --help` lists it after), whose add_parser(sub, services) and run(args, services)
+        take a VerbServices."""
+        return ()
 
     def runtime_version(self, observed: dict, stack_versions: dict) -> str | None:
         """The version of its runtime library a record's job ran with (None: it did not run)."""

@@ -111,6 +111,13 @@ def stack_packages(kind: str) -> tuple[str, ...]:
     return tuple(name for layer in registry() for name in getattr(layer.stack_packages, kind))
 
 
+def findings_folds() -> tuple[tuple[str, str], ...]:
+    """(the digest's key for the fold, the part of `observed` folded) of each layer whose part
+    plays the "findings" role, in the layers' order."""
+    return tuple((layer.findings_fold, layer.observed_roles["findings"]) for layer in registry()
+                 if layer.findings_fold and "findings" in layer.observed_roles)
+
+
 def observed_part(observed, role: str):
     """The part of a record's `observed` that the layer playing `role` wrote (None where no layer
     plays it, or the record has none): the rest of iolab reads a layer's part by its role."""

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 
 from ..base import Contribution, JobView, Layer, StackPackages
 from . import preload
-
-OBSERVED = "darshan"
+from .preload import OBSERVED
 
 
 @dataclass(frozen=True)
@@ -31,6 +30,7 @@ class DarshanLayer(Layer):
     order = 90                          # it reads back what the layers before it applied
     observed_keys = (OBSERVED,)
     observed_roles = {"findings": OBSERVED}
+    findings_fold = OBSERVED
     title = "Darshan"
     schema_files = ((__package__, "darshan.json"),)
     section = "darshan"
@@ -49,6 +49,11 @@ class DarshanLayer(Layer):
         """Darshan for every case by default: IOLAB_DARSHAN=1 (IOLAB_DARSHAN_DXT=1 adds DXT)."""
         return {"enabled": os.environ.get("IOLAB_DARSHAN") == "1",
                 "dxt": os.environ.get("IOLAB_DARSHAN_DXT") == "1"}
+
+    def verbs(self) -> tuple:
+        from . import verb
+
+        return (verb,)
 
     def runtime_version(self, observed: dict, stack_versions: dict) -> str | None:
         dar = observed.get(OBSERVED)

@@ -12,6 +12,7 @@ from ...errors import IolabError
 from ..base import RuntimeLibrary
 
 LOG = "darshan.log"
+OBSERVED = "darshan"                 # its part of a record's `observed`
 # Darshan 3.4.x's default log hints (romio_no_indep_rw=true;cb_nodes=4) intermittently corrupt
 # logs under Open MPI's ompio (darshan issues #1000, #1064; fixed upstream by cb_nodes=1).
 LOGHINTS = "cb_nodes=1"
