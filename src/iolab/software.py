@@ -1,4 +1,4 @@
-"""Where the benchmark binaries (and Darshan's runtime) come from, per system partition.
+"""Where the benchmark binaries (and the layers' runtime libraries) come from, per system partition.
 
 A partition's extras['iolab']['stack'] chooses the provider:
   {'provider': 'spack'}                          build spack.yaml once per partition and
@@ -24,26 +24,33 @@ from . import shell
 from .errors import IolabError
 
 PROVIDERS = ("path", "prefix", "modules", "spack")
-# Darshan's runtime is no benchmark, but the stack supplies it like one: its Spack package, and
-# the libraries its recipe links (darshan-runtime +hdf5 +parallel-netcdf).
-DARSHAN_PACKAGE = "darshan-runtime"
-DARSHAN_LINKS = ("hdf5", "parallel-netcdf")
+
+
+def _runtimes():
+    """The libraries the layers preload (layers.base.RuntimeLibrary): no benchmarks, but the
+    stack supplies them like ones."""
+    from .layers.registry import runtime_libraries
+
+    return runtime_libraries()
 
 
 def spack_packages() -> dict[str, str]:
-    """Spack package of each benchmark (from its descriptor), and of Darshan's runtime."""
+    """Spack package of each benchmark (from its descriptor), and of each layer's runtime."""
     from . import benchmarks
 
     return {**{name: b.spack_package for name, b in benchmarks.registry().items()},
-            "darshan": DARSHAN_PACKAGE}
+            **{lib.module: lib.package for lib in _runtimes()}}
 
 
 def _links(name: str) -> tuple[str, ...]:
-    """The libraries a benchmark's recipe links: the modules provider loads their modules too,
-    where the site lists them, before the benchmark's own."""
+    """The libraries a benchmark's (or a runtime's) recipe links: the modules provider loads
+    their modules too, where the site lists them, before the benchmark's own."""
     from . import benchmarks
 
-    return DARSHAN_LINKS if name == "darshan" else benchmarks.get(name).links
+    for lib in _runtimes():
+        if lib.module == name:
+            return lib.links
+    return benchmarks.get(name).links
 
 
 @dataclass
@@ -51,7 +58,8 @@ class Stack:
     provider: str = "path"
     prefix: str | None = None
     modules: dict[str, list[str]] = field(default_factory=dict)
-    darshan_lib: str | None = None      # explicit path of libdarshan.so, if the config gives one
+    # explicit paths of the layers' runtime libraries, by config key (RuntimeLibrary.config_key)
+    libraries: dict[str, str] = field(default_factory=dict)
     spack_config: str | None = None     # the site's Spack config (reframe/config/spack/<name>.yaml)
     install_opts: list[str] = field(default_factory=list)   # more `spack install` options
     spack_env: str | None = None        # the environment the fixture built (set by the case)
@@ -102,47 +110,32 @@ class Stack:
             return None if self.modules.get(benchmark) else shutil.which(executable) is not None
         return None
 
-    def libdarshan(self) -> str | None:
-        """libdarshan.so to preload, or None when this stack has no Darshan runtime."""
-        preload = self.darshan_preload()
-        return preload[0] if preload else None
-
-    def darshan_preload(self) -> tuple[str, str] | None:
-        """(libdarshan.so as shown in records, the same as one shell word for the job), or None
-        when this stack has no Darshan runtime. Spack and modules name it by an expansion that
-        only the job can make."""
-        if self.darshan_lib:
-            return self.darshan_lib, shell.word(self.darshan_lib, "darshan_lib")
+    def preload(self, lib) -> tuple[str, str] | None:
+        """(the runtime library `lib` (a layers.base.RuntimeLibrary) as shown in records, the same
+        as one shell word for the job), or None when this stack does not have it. Spack and
+        modules name it by an expansion that only the job can make."""
+        if self.libraries.get(lib.config_key):
+            named = self.libraries[lib.config_key]
+            return named, shell.word(named, lib.config_key)
         if self.provider == "prefix":
-            path = os.path.join(self.prefix, "lib", "libdarshan.so")
+            path = os.path.join(self.prefix, "lib", lib.file)
             return (path, shell.word(path, "stack prefix")) if os.path.exists(path) else None
         if self.provider == "path":
-            # DARSHAN_LIB (the library itself), LD_LIBRARY_PATH, darshan-config's -L dirs, then
-            # beside each PATH entry (PREFIX/bin -> PREFIX/lib: a Spack view or a prefix whose
-            # benchmarks are on PATH), then the system's directories
-            named = os.environ.get("DARSHAN_LIB", "")
-            if named:
-                if os.path.isfile(named):
-                    return named, shell.word(named, "DARSHAN_LIB")
-                raise IolabError(f"DARSHAN_LIB={named}: no such file", key="DARSHAN_LIB",
-                                 hint="name libdarshan.so itself, or unset it")
-            beside = [os.path.join(os.path.dirname(d.rstrip("/")), "lib")
-                      for d in os.environ.get("PATH", "").split(":") if d]
-            system = ["/usr/lib", "/usr/local/lib"]
-            for d in (os.environ.get("LD_LIBRARY_PATH", "").split(":") + _darshan_config_libdir()
-                      + beside + system):
-                path = os.path.join(d, "libdarshan.so") if d else ""
-                if path and os.path.exists(path):
-                    return path, shell.word(path, "libdarshan.so found")
+            found = _on_path(lib)
+            if found:
+                return found
         if self.view is not None:
-            path = os.path.join(self.view, "lib", "libdarshan.so")
+            path = os.path.join(self.view, "lib", lib.file)
             return (path, shell.word(path, "Spack environment")) if os.path.exists(path) else None
         if self.provider == "spack":
             env = f" -e {shell.word(self.spack_env, 'Spack environment')}" if self.spack_env else ""
-            expr = f"$(spack{env} location -i darshan-runtime)/lib/libdarshan.so"
+            expr = f"$(spack{env} location -i {lib.package})/lib/{lib.file}"
             return expr, f'"{expr}"'
-        if self.provider == "modules" and self.modules.get("darshan"):
-            expr = "${DARSHAN_RUNTIME_ROOT:-${DARSHAN_ROOT}}/lib/libdarshan.so"
+        if self.provider == "modules" and self.modules.get(lib.module) and lib.module_roots:
+            root = "${" + lib.module_roots[-1] + "}"
+            for name in reversed(lib.module_roots[:-1]):
+                root = "${" + name + ":-" + root + "}"
+            expr = f"{root}/lib/{lib.file}"
             return expr, f'"{expr}"'
         return None
 
@@ -166,16 +159,37 @@ class Stack:
         return out
 
 
-def _darshan_config_libdir() -> list[str]:
-    """The -L directories `darshan-config --dyn-ld-flags` names (darshan-runtime's own answer:
-    3.4 has no --libdir), of a darshan-config on PATH."""
-    exe = shutil.which("darshan-config")
+def _on_path(lib) -> tuple[str, str] | None:
+    """A runtime library on a PATH stack: its variable (the library itself), LD_LIBRARY_PATH,
+    its config tool's -L dirs, then beside each PATH entry (PREFIX/bin -> PREFIX/lib: a Spack
+    view or a prefix whose benchmarks are on PATH), then the system's directories."""
+    named = os.environ.get(lib.env_var, "") if lib.env_var else ""
+    if named:
+        if os.path.isfile(named):
+            return named, shell.word(named, lib.env_var)
+        raise IolabError(f"{lib.env_var}={named}: no such file", key=lib.env_var,
+                         hint=f"name {lib.file} itself, or unset it")
+    beside = [os.path.join(os.path.dirname(d.rstrip("/")), "lib")
+              for d in os.environ.get("PATH", "").split(":") if d]
+    system = ["/usr/lib", "/usr/local/lib"]
+    for d in (os.environ.get("LD_LIBRARY_PATH", "").split(":") + _config_tool_libdir(lib.config_tool)
+              + beside + system):
+        path = os.path.join(d, lib.file) if d else ""
+        if path and os.path.exists(path):
+            return path, shell.word(path, f"{lib.file} found")
+    return None
+
+
+def _config_tool_libdir(argv: tuple[str, ...]) -> list[str]:
+    """The -L directories a runtime's config tool on PATH names (`darshan-config --dyn-ld-flags`:
+    darshan-runtime's own answer, as 3.4 has no --libdir)."""
+    exe = shutil.which(argv[0]) if argv else None
     if exe is None:
         return []
     import subprocess
 
     try:
-        out = subprocess.run([exe, "--dyn-ld-flags"], capture_output=True, text=True, timeout=10)
+        out = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return []
     if out.returncode != 0:
@@ -196,7 +210,8 @@ def from_extras(extras: dict) -> Stack:
                              key="extras.iolab.stack.prefix")
         prefix = os.path.expandvars(prefix)
     modules = conf.pop("modules", {}) or {}
-    darshan_lib = conf.pop("darshan_lib", None)
+    named = {lib.config_key: conf.pop(lib.config_key, None) for lib in _runtimes() if lib.config_key}
+    libraries = {key: path for key, path in named.items() if path is not None}
     spack_config = conf.pop("spack_config", None)
     install_opts = conf.pop("install_opts", []) or []
     built_env = conf.pop("env", None)
@@ -219,7 +234,7 @@ def from_extras(extras: dict) -> Stack:
                          key="extras.iolab.stack")
     if not isinstance(install_opts, list) or not all(isinstance(o, str) for o in install_opts):
         raise IolabError("'install_opts' must be a list of strings", key="extras.iolab.stack.install_opts")
-    return Stack(provider, prefix, {k: list(v) for k, v in modules.items()}, darshan_lib,
+    return Stack(provider, prefix, {k: list(v) for k, v in modules.items()}, libraries,
                  spack_config, list(install_opts), built_env=built_env)
 
 
@@ -262,7 +277,7 @@ def summarize(records) -> list[str]:
             seen.add(head)
             lines.append(head)
     benchmarks: dict[str, tuple] = {}
-    darshan = set()
+    runtimes: set[tuple[str, str]] = set()
     for rec in records:
         binary, stack = rec.provenance.binary, rec.provenance.stack
         name = rec.benchmark
@@ -273,16 +288,26 @@ def summarize(records) -> list[str]:
             benchmarks.setdefault(f"{name} {binary.get('name') or ''}".strip(), (
                 binary.get("path"), version, stack.get("supplied_by"), binary.get("sha256"),
                 spack_hash if stack.get("supplied_by") == "spack" else None))
-        dar = rec.observed.get("darshan", {}).get("summary") or {}
-        ver = dar.get("darshan_version") or (stack.get("versions") or {}).get("darshan-runtime")
-        if ver and rec.observed.get("darshan"):
-            dhash = (stack.get("hashes") or {}).get(DARSHAN_PACKAGE)
-            darshan.add(f"{ver}, Spack hash {dhash}" if dhash else ver)
+        runtimes |= _runtime_versions(rec.observed, stack)
     for label, (path, version, supplied_by, sha, spack_hash) in sorted(benchmarks.items()):
         lines.append(f"  {label}: {version or 'version not printed'}, {path or 'path unknown'}"
                      f"{f' ({supplied_by})' if supplied_by else ''}"
                      f"{f', sha256 {sha[:16]}' if sha else ''}"
                      f"{f', Spack hash {spack_hash}' if spack_hash else ''}")
-    for ver in sorted(darshan):
-        lines.append(f"  darshan-runtime: {ver}")
+    for package, ver in sorted(runtimes):
+        lines.append(f"  {package}: {ver}")
     return lines
+
+
+def _runtime_versions(observed: dict, stack: dict) -> set[tuple[str, str]]:
+    """(package, version with its Spack hash) of each layer's runtime library the job ran with."""
+    from .layers.registry import registry
+
+    out = set()
+    for layer in registry():
+        lib = layer.runtime_library
+        ver = lib and layer.runtime_version(observed, stack.get("versions") or {})
+        if ver:
+            dhash = (stack.get("hashes") or {}).get(lib.package)
+            out.add((lib.package, f"{ver}, Spack hash {dhash}" if dhash else ver))
+    return out

@@ -13,7 +13,8 @@ from iolab.experiment import site
 from iolab.rfm import site as rfm_site
 from iolab.analysis.published.compare import same_machine_studies
 from iolab.errors import IolabError
-from iolab.experiment.load import Darshan
+from iolab.layers.darshan.layer import Darshan
+from iolab.layers.registry import registry
 from iolab.results.record import Manifest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,7 +49,7 @@ def test_every_key_is_read_into_its_typed_field():
     assert conf.mpi_flavour == "cray-mpich" and conf.launcher_options == ("--mpi=pmix",)
     assert (conf.stack.provider, conf.stack.spack_config, conf.stack.install_opts) == (
         "spack", "debian12", ["--no-checksum"])
-    assert conf.darshan == Darshan(enabled=True, dxt=True)
+    assert conf.sections["darshan"] == Darshan(enabled=True, dxt=True)
     assert conf.same_machine_as == ("archer-fpp-ssf",)
     assert conf.raw == EVERY_KEY, "the manifest records the keys as written"
     assert [conf.root(t) for t in ("scratch", "burst_buffer", "node_local")] == [
@@ -62,7 +63,7 @@ def test_an_absent_key_has_the_default_the_code_had():
     assert conf == site.load({}) == site.SiteConfig()
     assert (conf.scratch, conf.burst_buffer, conf.node_local) == ("/tmp/iolab-scratch", None, "/tmp")
     assert conf.mpi_flavour == "openmpi-ompio" and conf.stack.provider == "path"
-    assert conf.profile == () and conf.cores_per_node is None and not conf.darshan.enabled
+    assert conf.profile == () and conf.cores_per_node is None and not conf.sections["darshan"].enabled
     assert site.load({"profile": "local"}).profile == ("local",) and not conf.strict
     assert site.load({"cores_per_node": None}).cores_per_node is None   # os.cpu_count() may say so
 
@@ -70,7 +71,10 @@ def test_an_absent_key_has_the_default_the_code_had():
 def test_the_schema_documents_exactly_the_typed_fields():
     schema = site.schema()
     assert schema["additionalProperties"] is False
-    fields = [f.name for f in dataclasses.fields(site.SiteConfig) if f.name != "raw"]
+    # the layers' sections are one field, each its own key
+    sections = [layer.section for layer in registry() if layer.section]
+    fields = [name for f in dataclasses.fields(site.SiteConfig) if f.name != "raw"
+              for name in (sections if f.name == "sections" else [f.name])]
     assert list(schema["properties"]) == fields == list(EVERY_KEY)
     todo = [("", schema)]
     while todo:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from iolab.layers.darshan.preload import RUNTIME
 from iolab.errors import IolabError
 from iolab.results.record import Record
 from iolab.software import from_extras, summarize
@@ -25,7 +26,7 @@ def test_modules_load_the_recipes_libraries_the_benchmark_and_darshan_when_on():
     assert stack.modules_for("fio", ["darshan"]) == [
         "cray-hdf5-parallel", "cray-parallel-netcdf", "darshan-runtime/3.4.7"]
     # with the darshan module loaded, its root variable names the library
-    assert stack.darshan_preload()[0] == "${DARSHAN_RUNTIME_ROOT:-${DARSHAN_ROOT}}/lib/libdarshan.so"
+    assert stack.preload(RUNTIME)[0] == "${DARSHAN_RUNTIME_ROOT:-${DARSHAN_ROOT}}/lib/libdarshan.so"
     assert from_extras({"stack": {"provider": "prefix", "prefix": "/opt/io"}}).modules_for("ior") == []
 
 
@@ -34,7 +35,7 @@ def test_spack_darshan_comes_from_the_fixtures_environment():
                                    "install_opts": ["--no-checksum"]}})
     assert stack.spack_config == "debian12" and stack.install_opts == ["--no-checksum"]
     stack.spack_env = "/stage/build iolab/spackenv"
-    shown, word = stack.darshan_preload()
+    shown, word = stack.preload(RUNTIME)
     assert shown == "$(spack -e '/stage/build iolab/spackenv' location -i darshan-runtime)/lib/libdarshan.so"
     assert word == f'"{shown}"'
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from iolab.layers.darshan.preload import RUNTIME
 from iolab.errors import IolabError
 from iolab.software import from_extras, lock_specs, summarize
 from iolab.stack import build
@@ -54,7 +55,7 @@ def test_a_built_environment_puts_its_view_first_and_is_named_in_records(tmp_pat
     assert stack.env() == {"PATH": f"{view}/bin" + ':"$PATH"'}      # no LD_LIBRARY_PATH: RPATH
     assert stack.available("ior") is True
     assert stack.available("no-such-benchmark-here") is False
-    assert stack.darshan_preload()[0] == f"{view}/lib/libdarshan.so"
+    assert stack.preload(RUNTIME)[0] == f"{view}/lib/libdarshan.so"
     assert stack.supplied_by(f"{view}/bin/ior") == "spack"
     assert stack.supplied_by("/usr/bin/fio") == "path"             # an external, from the system
     assert stack.describe(f"{view}/bin/ior") == {"provider": "spack", "supplied_by": "spack",
@@ -202,15 +203,15 @@ def test_darshan_is_found_as_a_user_would_look_for_it(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{lone}:/usr/bin:/bin")
     monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
     monkeypatch.delenv("DARSHAN_LIB", raising=False)
-    found = Stack().darshan_preload()
+    found = Stack().preload(RUNTIME)
     assert found is not None and Path(found[0]).resolve() == (view / "lib" / "libdarshan.so").resolve()
     (lone / "darshan-config").unlink()
     shutil.copytree(view / "lib", tmp_path / "lib", symlinks=True,
                     ignore=lambda d, names: [n for n in names if not n.startswith("libdarshan.so")])
     (lone / "ior").symlink_to(view / "bin" / "ior")         # a prefix of one's own: lib/ beside bin/
-    assert Stack().darshan_preload()[0] == str(tmp_path / "lib" / "libdarshan.so")
+    assert Stack().preload(RUNTIME)[0] == str(tmp_path / "lib" / "libdarshan.so")
     monkeypatch.setenv("DARSHAN_LIB", str(view / "lib" / "libdarshan.so.0"))
-    assert Stack().darshan_preload()[0] == str(view / "lib" / "libdarshan.so.0")
+    assert Stack().preload(RUNTIME)[0] == str(view / "lib" / "libdarshan.so.0")
     monkeypatch.setenv("DARSHAN_LIB", str(tmp_path / "nothing.so"))
     with pytest.raises(IolabError, match="DARSHAN_LIB=.*: no such file"):
-        Stack().darshan_preload()
+        Stack().preload(RUNTIME)

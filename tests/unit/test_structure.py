@@ -196,7 +196,7 @@ def test_the_test_class_check_finds_what_it_forbids():
 PRESENTATION = ("iolab.analysis.report", "iolab.analysis.columns", "iolab.present.plots",
                 "iolab.present.plotspec", "iolab.present.progress", "iolab.analysis.compare",
                 "iolab.present.publish", "iolab.results.importer", "iolab.analysis.published.studies",
-                "iolab.analysis.published.compare", "iolab.present.darshan",
+                "iolab.analysis.published.compare", "iolab.layers.darshan.views",
                 "iolab.analysis.io500", "iolab.analysis.cost", "iolab.software", "iolab.present.search")
 YAML_READERS = {"yaml", "iolab.experiment.yamlpos"}
 
@@ -269,7 +269,7 @@ WITNESSES = {
     ("storage", "iolab.layers.darshan.columns"),
     # Darshan's view of the aggregators the MPI-IO layer asked for, and its own log's hints
     ("mpiio", "iolab.layers.darshan.aggregators"), ("mpiio", "iolab.layers.darshan.findings"),
-    ("mpiio", "iolab.present.darshan_logs"), ("mpiio", "iolab.layers.darshan.preload"),
+    ("mpiio", "iolab.layers.darshan.views"), ("mpiio", "iolab.layers.darshan.preload"),
 }
 # Modules that act on every layer and must know none by name.
 LAYER_LOOPS = ("iolab.rfm.plan", "iolab.rfm.observe", "iolab.rfm.jobscript", "iolab.rfm.recording",
@@ -406,26 +406,16 @@ NOT_A_LAYER = {
     "iolab.benchmarks.mdtest": "IOR's option modules (mdtest shares IOR's backends)",
 }
 NOT_YET = {
-    "iolab.cli.darshan": "the `iolab darshan` verb (a layer's verb: to be offered by the layer)",
-    "iolab.cli.app": "lists the darshan verb's module with the others",
     "iolab.cli.compare": "its --help examples: a comparison by lustre.stripe_count",
     "iolab.cli.import_": "its --help examples: an imported table's lustre.stripe_count column",
     "iolab.cli.table": "its --help examples: --storage cephfs columns",
-    "iolab.experiment.load": "the top-level `darshan:` section, the older require_lustre spelling, "
-                             "and the storage layer's file systems asked by import",
-    "iolab.experiment.model": "the top-level `darshan:` section's type (Experiment.darshan)",
-    "iolab.experiment.site": "a system's `darshan:` section and its MPI flavour (layers.mpiio)",
+    "iolab.experiment.load": "the older require_lustre spelling, and the storage layer's file "
+                             "systems asked by import",
+    "iolab.experiment.site": "a system's MPI flavour (layers.mpiio)",
     "iolab.experiment.matrix": "a node-local case cannot read another job's data: the storage key",
-    "iolab.present.darshan": "the `iolab darshan` verb's page: to move into layers/darshan",
-    "iolab.present.darshan_logs": "Darshan logs of any job, outside a run: to move with it",
     "iolab.present.plotspec": "the plot rules' help text names the aggregator parameters",
-    "iolab.present.publish": "a page's Darshan section reads the digest's findings fold by name",
-    "iolab.results.digest": "the digest file's key for the findings fold (results/ is being split)",
-    "iolab.results.files": "the size limit of a stored Darshan log",
     "iolab.rfm.session": "the storage layer's preflight, imported by path",
-    "iolab.rfm.systems": "the site's storage targets and IOLAB_DARSHAN",
-    "iolab.software": "finding libdarshan.so in the stack: to move into layers/darshan",
-    "iolab.stack.build": "the Darshan packages the stack builds and checks",
+    "iolab.rfm.systems": "the site's storage targets",
 }
 
 
@@ -563,8 +553,8 @@ parts:
 
 def test_a_layer_is_one_package(tmp_path, monkeypatch):
     """A toy layer, written as one new package on the layers' path, is found by the registry,
-    its parameters are validated in an experiment through its schema fragment, and its table
-    columns are offered, with no other file edited."""
+    its parameters are validated in an experiment through its schema fragment, its table
+    columns and its verb are offered, with no other file edited."""
     import iolab.layers
     from iolab.analysis.columns import column_sources
     from iolab.errors import IolabError
@@ -582,8 +572,15 @@ def test_a_layer_is_one_package(tmp_path, monkeypatch):
         "class ToyLayer(Layer):\n"
         "    name = 'toy'\n    order = 60\n    prefixes = ('toy.',)\n    title = 'Toy'\n"
         "    schema_files = ((__package__, 'toy.json'),)\n\n"
-        "    def column_help(self):\n        return {'width_seen': 'the width the toy saw'}\n\n\n"
+        "    def column_help(self):\n        return {'width_seen': 'the width the toy saw'}\n\n"
+        "    def verbs(self):\n        from . import verb\n\n        return (verb,)\n\n\n"
         "LAYER = ToyLayer()\n")
+    (package / "verb.py").write_text(
+        "VERB = 'toy'\nAFTER = 'runs'\nEXAMPLES = ['iolab toy quickstart']\n\n\n"
+        "def add_parser(sub, services):\n    s = sub.add_parser(VERB, help='the toy')\n"
+        "    s.add_argument('id')\n    services.add_include_imported(s)\n"
+        "    s.set_defaults(func=lambda args: run(args, services))\n\n\n"
+        "def run(args, services):\n    return 7 if services.is_experiment_id(args.id) else 3\n")
     monkeypatch.setattr(iolab.layers, "__path__", [*iolab.layers.__path__, str(tmp_path)])
     _forget_what_the_layers_said()
     try:
@@ -596,6 +593,19 @@ def test_a_layer_is_one_package(tmp_path, monkeypatch):
             load_text(TOY_EXPERIMENT.replace("[1, 3]", "[0]"), tmp_path / "toy.yaml")
         toy = [src for src in column_sources() if src.name == "toy"]
         assert toy and toy[0].parse_columns("width_seen") == ["width_seen"]
+        # its verb is listed after the one it names, and runs with what the CLI lends it
+        import argparse
+
+        from iolab.cli import import_, runs, verify
+        from iolab.cli.layer_verbs import with_layer_verbs
+
+        verbs = with_layer_verbs((import_, runs, verify))
+        assert [v.VERB for v in verbs] == ["import", "darshan", "runs", "toy", "verify"]
+        sub = argparse.ArgumentParser().add_subparsers(dest="command")
+        for verb in verbs:
+            verb.add_parser(sub)
+        args = sub.choices["toy"].parse_args(["quickstart", "--include-imported"])
+        assert args.include_imported and args.func(args) == 7
     finally:
         monkeypatch.undo()
         _forget_what_the_layers_said()

@@ -14,8 +14,9 @@ from pathlib import Path
 from . import reportspec
 from . import schema as schemas
 from ..errors import IolabError
+from ..layers import registry
 from .yamlpos import Located, brief, decode, dotted, load_yaml
-from .model import Darshan, DriftReference, Experiment, Job, Part, Search, Verify, default_initial
+from .model import DriftReference, Experiment, Job, Part, Search, Verify, default_initial
 from .params import canonical, get_at, param, values_of
 from .problems import Found, structure_problems, suggest
 
@@ -159,7 +160,7 @@ def _build(doc: Located, path: Path, text: str, profile: str | None, shown: str,
         keep_data=prof.get("keep_data", data.get("keep_data", False)),
         tags=list(data.get("tags", [])), parts=parts, raw=data,
         require_file_system=required_fs, notes=notes, verify=Verify(**data.get("verify", {})),
-        darshan=Darshan(**data["darshan"]) if "darshan" in data else None,
+        sections=registry.sections(data, absent_too=False),
         report=reportspec.from_doc(data.get("report") or {}), search=search, allow=allow,
         order=data.get("order", "blocks"),
     )

@@ -27,12 +27,6 @@ class Job:
 
 
 @dataclass(frozen=True)
-class Darshan:
-    enabled: bool = False
-    dxt: bool = False
-
-
-@dataclass(frozen=True)
 class Verify:
     layout: str = "fail"    # a Lustre layout that differs from the request fails the case
     hints: str = "warn"     # effective MPI-IO hints that differ are flagged (or fail the case)
@@ -108,7 +102,9 @@ class Experiment:
     require_file_system: str | None = None  # a storage module's name: cases elsewhere are refused
     notes: tuple[str, ...] = ()         # what validate says of the file that is not an error
     verify: Verify = field(default_factory=Verify)
-    darshan: Darshan | None = None      # None: the system config decides
+    # the layers' top-level sections (layers.base.Layer.section), typed by each, by layer name;
+    # one not written is absent (the system config decides)
+    sections: dict[str, Any] = field(default_factory=dict)
     report: reportspec.Report = field(default_factory=reportspec.Report)
     search: Search | None = None
     allow: tuple[str, ...] = ()         # guarded benchmark options extra_args may pass

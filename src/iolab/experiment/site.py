@@ -20,7 +20,7 @@ from importlib import resources
 
 from ..layers.mpiio import hints as mpiio
 from ..errors import IolabError, IolabErrors
-from .model import Darshan
+from ..layers import registry
 from .problems import control_character
 from .schema import _Validator
 from ..software import Stack, from_extras
@@ -54,7 +54,8 @@ class SiteConfig:
     mpi_flavour: str = "openmpi-ompio"
     launcher_options: tuple[str, ...] = ()
     stack: Stack = field(default_factory=Stack)
-    darshan: Darshan = field(default_factory=Darshan)
+    # the layers' sections (layers.base.Layer.section), typed by each, by layer name
+    sections: dict = field(default_factory=lambda: registry.sections({}, absent_too=True))
     same_machine_as: tuple[str, ...] = ()
     strict: bool = False                     # a case that cannot run fails the run, not skipped
     raw: dict = field(default_factory=dict, compare=False)   # as written: the manifest records it
@@ -84,7 +85,7 @@ def _typed(data: dict) -> SiteConfig:
         profile=(profile,) if isinstance(profile, str) else tuple(profile),
         launcher_options=tuple(data.get("launcher_options", ())),
         stack=from_extras(data),
-        darshan=Darshan(**(data.get("darshan") or {})),
+        sections=registry.sections(data, absent_too=True),
         same_machine_as=tuple(data.get("same_machine_as", ())),
         raw=data)
 

@@ -88,6 +88,41 @@ class DerivedColumn:
     file_systems: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class RuntimeLibrary:
+    """A library a layer preloads into the benchmark. It is no benchmark, but the stack supplies
+    it like one (software.Stack.preload finds it); the words here are how each provider names it."""
+
+    module: str                         # its name in a modules provider's `modules`
+    package: str                        # its Spack package
+    file: str                           # the shared library ("libdarshan.so")
+    links: tuple[str, ...] = ()         # libraries its recipe links (their modules load first)
+    config_key: str = ""                # extras['iolab']['stack'] key naming it where none can tell
+    env_var: str = ""                   # the variable naming it, on a PATH stack
+    config_tool: tuple[str, ...] = ()   # a command whose -L words name its directory
+    module_roots: tuple[str, ...] = ()  # variables its module sets to its prefix, in order
+
+
+@dataclass(frozen=True)
+class StackPackages:
+    """What the built Spack stack holds for a layer (stack/build.py)."""
+
+    view_files: tuple[str, ...] = ()    # a reused environment's view must still have them
+    no_checksum: tuple[str, ...] = ()   # bundled archives that are not the ones their recipes name
+
+
+@dataclass(frozen=True)
+class VerbServices:
+    """What the CLI lends a verb a layer offers (Layer.verbs): layers/ sit below results/ and
+    cli/, so the verb asks through these for a run and for the options every verb shares."""
+
+    add_include_imported: Callable      # (parser): its --include-imported option
+    is_experiment_id: Callable          # (text) -> whether it is one
+    runs_named: Callable                # (run id) -> the experiments that have a run of that id
+    load_run: Callable                  # (experiment id, run id or None, include_imported) -> Run
+    names_case: Callable                # (case id given by hand, recorded) -> whether it names it
+
+
 class ColumnSource:
     """Table columns a user may ask for by name (`iolab table --darshan small_write_pct`): a
     layer's, or the job's (results/placement.py). One option per source, `--<name>`, whose help,
@@ -150,8 +185,15 @@ class Layer(ColumnSource):
     # roles a part of `observed` it writes plays for readers that must not name it:
     # "findings" (a part with `status`, `reason` and `findings` [{rule, text}])
     observed_roles: dict[str, str] = {}
+    # the key a run's digest keeps the fold of its "findings" part under (results/digest.py)
+    findings_fold: str | None = None
 
     schema_files: tuple[tuple[str, str], ...] = ()   # (package, file): its schema fragments
+    runtime_library: RuntimeLibrary | None = None
+    stack_packages: StackPackages = StackPackages()
+    # a top-level section of the experiment YAML and of a system's extras['iolab'] it owns (its
+    # schema comes with the file's own); the typed value is kept by layer name (`sections`)
+    section: str | None = None
 
     def schema(self) -> dict:
         """Its part of the experiment schema: the parameters it owns ("properties",
@@ -162,6 +204,24 @@ class Layer(ColumnSource):
             for key in out:
                 out[key].update(fragment.get(key, {}))
         return out
+
+    def section_value(self, data: dict):
+        """The typed value of its section, from what was written (validated; {}: absent)."""
+        return None
+
+    def section_from_env(self) -> dict:
+        """Its section of a shipped system's extras['iolab'], as the environment sets it."""
+        return {}
+
+    def verbs(self) -> tuple:
+        """The `iolab` verbs it offers: modules like cli/'s (VERB, EXAMPLES, AFTER: the verb
+        `iolab --help` lists it after), whose add_parser(sub, services) and run(args, services)
+        take a VerbServices."""
+        return ()
+
+    def runtime_version(self, observed: dict, stack_versions: dict) -> str | None:
+        """The version of its runtime library a record's job ran with (None: it did not run)."""
+        return None
 
     def owns(self, key: str) -> bool:
         return key in self.keys or key.startswith(self.prefixes)

@@ -10,7 +10,7 @@ import importlib
 import pkgutil
 from functools import cache
 
-from .base import DerivedColumn, Layer
+from .base import DerivedColumn, Layer, RuntimeLibrary
 
 
 @cache
@@ -87,6 +87,35 @@ def file_system_of(key: str) -> str | None:
 def derived_columns() -> dict[str, DerivedColumn]:
     """Columns a report may add (`report: {derived: [...]}`) that a layer computes."""
     return {name: col for layer in registry() for name, col in layer.derived_columns().items()}
+
+
+def sections(data: dict, *, absent_too: bool) -> dict:
+    """Each layer's typed section of an experiment or a system's extras (`data`), by layer name;
+    absent_too: a layer whose section is not written gets the value of an empty one."""
+    return {layer.name: layer.section_value(data.get(layer.section) or {}) for layer in registry()
+            if layer.section and (absent_too or layer.section in data)}
+
+
+def sections_from_env() -> dict:
+    """The layers' sections of a shipped system's extras['iolab'], as the environment sets them."""
+    return {layer.section: layer.section_from_env() for layer in registry() if layer.section}
+
+
+def runtime_libraries() -> tuple[RuntimeLibrary, ...]:
+    """The libraries the layers preload, which the stack supplies like benchmarks."""
+    return tuple(layer.runtime_library for layer in registry() if layer.runtime_library)
+
+
+def stack_packages(kind: str) -> tuple[str, ...]:
+    """The layers' needs of the built stack, of one kind ("view_files", "no_checksum")."""
+    return tuple(name for layer in registry() for name in getattr(layer.stack_packages, kind))
+
+
+def findings_folds() -> tuple[tuple[str, str], ...]:
+    """(the digest's key for the fold, the part of `observed` folded) of each layer whose part
+    plays the "findings" role, in the layers' order."""
+    return tuple((layer.findings_fold, layer.observed_roles["findings"]) for layer in registry()
+                 if layer.findings_fold and "findings" in layer.observed_roles)
 
 
 def observed_part(observed, role: str):

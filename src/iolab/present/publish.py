@@ -41,6 +41,7 @@ from ..analysis.compare import Side
 from ..errors import IolabError
 from ..experiment.matrix import show_value
 from ..analysis.published.study import load_study
+from ..layers.registry import findings_folds
 from ..render import render_template
 from ..experiment.reportspec import StudyLink
 from ..results.run import Run
@@ -164,13 +165,15 @@ def flags_by_case(facts) -> list[dict]:
             for job, flags in facts.flags.items() if flags]
 
 
-def darshan_by_case(facts) -> list[dict]:
-    """observed.darshan of each case: findings (with their repetitions) and logs without any."""
-    return [{"part": job[0], "case_id": job[1], "setting": _setting(facts, job),
-             "findings": [{"rule": r or "", "text": t, "reps": _reps(v)}
-                          for (r, t), v in findings.items()],
-             "other": [{"text": t, "reps": _reps(v)} for t, v in other.items()]}
-            for job, (findings, other) in facts.darshan.items()]
+def findings_by_case(facts) -> dict[str, list[dict]]:
+    """Each findings fold of the digest (a layer's, by its key), per case: findings (with their
+    repetitions) and outcomes without any. A page has a section per fold (its template's)."""
+    return {fold: [{"part": job[0], "case_id": job[1], "setting": _setting(facts, job),
+                    "findings": [{"rule": r or "", "text": t, "reps": _reps(v)}
+                                 for (r, t), v in findings.items()],
+                    "other": [{"text": t, "reps": _reps(v)} for t, v in other.items()]}
+                   for job, (findings, other) in by_job.items()]
+            for fold, by_job in facts.findings.items()}
 
 
 # ----------------------------------------------------------------------------------- published
@@ -233,7 +236,7 @@ class RunReport:
     plots: list[dict]
     plot_notes: list[str]
     flags: list[dict]
-    darshan: list[dict]
+    findings: dict[str, list[dict]]     # by fold (findings_by_case)
     published: PublishedSection | None
     settings: reportspec.Report
     run_notes: list[str] = field(default_factory=list)   # imported, incomplete, unreadable lines
@@ -302,7 +305,7 @@ def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str
     return RunReport(provenance(run), [html_table(t) for t in tables],
                      render(tables, "md", run, drifts), render(tables, "csv"),
                      [_plot_entry(p, staging) for p in made], notes, flags_by_case(run.digest),
-                     darshan_by_case(run.digest), published, settings, run.notes() + drifts, run,
+                     findings_by_case(run.digest), published, settings, run.notes() + drifts, run,
                      search_section(run, staging, prefix))
 
 
@@ -345,7 +348,9 @@ def build_context(experiment_id: str, reports: list[RunReport]) -> dict:
         "study_link": link,
         "iolab_version": __version__,
         "multiple": len(reports) > 1,
-        "has_darshan": any(r.darshan for r in reports),
+        # per findings fold: whether any run has one
+        "has_findings": {fold: any(r.findings.get(fold) for r in reports)
+                         for fold, _key in findings_folds()},
         "has_search": any(r.search for r in reports),
     }
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .. import stats
-from ..layers.registry import observed_part, owner
+from ..layers.registry import findings_folds, owner
 from .record import STATUSES, Record
 from ..units import KEY, shown
 
@@ -99,11 +99,12 @@ class Digest:
     experiment: str                 # the first record's
     varied: set[str]                # every record's varied keys
     # for a page, in record order: the first ReFrame version a record names; each flagged case's
-    # flags (text -> the repetitions it concerns); each case's Darshan view: findings
-    # ((rule, text) -> repetitions) and the other outcomes (text -> repetitions)
+    # flags (text -> the repetitions it concerns); per findings fold (a layer's, by the key it
+    # names: Layer.findings_fold), each case's findings ((rule, text) -> repetitions) and the
+    # other outcomes (text -> repetitions)
     reframe: str | None = None
     flags: dict[tuple, dict[str, list]] = field(default_factory=dict)
-    darshan: dict[tuple, tuple[dict, dict]] = field(default_factory=dict)
+    findings: dict[str, dict[tuple, tuple[dict, dict]]] = field(default_factory=dict)
 
     @property
     def records(self) -> int:
@@ -134,7 +135,8 @@ def fold(records: Iterable[Record]) -> Digest:
     versions: dict[tuple, set] = {}
     hints: dict[str, list[str]] = {}        # part -> its varied keys with a value in effect
     first = None
-    page = Digest({}, {}, {}, 0, "", set())     # the page's facts, gathered as records come
+    page = Digest({}, {}, {}, 0, "", set(),     # the page's facts, gathered as records come
+                  findings={fold: {} for fold, _key in findings_folds()})
     for rec in records:
         if first is None:
             first = rec
@@ -198,7 +200,7 @@ def fold(records: Iterable[Record]) -> Digest:
                     setattr(case, name, same.setdefault((name,), []))
     reps = {k: same.setdefault(("reps",) + tuple(v), tuple(v)) for k, v in reps_of.items()}
     return Digest(parts, counts, reps, raw_errors, first.experiment if first else "", varied,
-                  page.reframe, page.flags, page.darshan)
+                  page.reframe, page.flags, page.findings)
 
 
 def _fold_page(page: Digest, part: PartFacts, rec: Record) -> None:
@@ -221,19 +223,24 @@ def _fold_page(page: Digest, part: PartFacts, rec: Record) -> None:
     job = (rec.part, rec.case_id)
     for flag in rec.notes():
         page.flags.setdefault(job, {}).setdefault(str(flag), []).append(rec.repetition)
-    dar = observed_part(rec.observed, "findings")
-    if isinstance(dar, dict):
-        findings, other = page.darshan.setdefault(job, ({}, {}))
-        for f in dar.get("findings") or []:
+    for fold, key in findings_folds():
+        _fold_findings(page.findings[fold], job, rec.observed.get(key), rec.repetition)
+
+
+def _fold_findings(fold: dict, job: tuple, part, repetition: int) -> None:
+    """A record's part that plays the findings role (status, reason, findings [{rule, text}])."""
+    if isinstance(part, dict):
+        findings, other = fold.setdefault(job, ({}, {}))
+        for f in part.get("findings") or []:
             key = ((shown(f.get("rule"), KEY), shown(f.get("text"), KEY)) if isinstance(f, dict)
                    else (None, str(f)))
-            findings.setdefault(key, []).append(rec.repetition)
-        status = dar.get("status", "unknown")
+            findings.setdefault(key, []).append(repetition)
+        status = part.get("status", "unknown")
         if status != "ok":
-            why = f"{status}: {dar.get('reason') or 'no reason recorded'}"
-            other.setdefault(why, []).append(rec.repetition)
-        elif not dar.get("findings"):
-            other.setdefault("ok: no findings", []).append(rec.repetition)
+            why = f"{status}: {part.get('reason') or 'no reason recorded'}"
+            other.setdefault(why, []).append(repetition)
+        elif not part.get("findings"):
+            other.setdefault("ok: no findings", []).append(repetition)
 
 
 def _fold_reference(case: CaseFacts, rec: Record) -> None:
@@ -302,9 +309,11 @@ def to_json(d: Digest) -> dict:
             "reframe": d.reframe,
             "flags": [[*job, [[text, reps] for text, reps in flags.items()]]
                       for job, flags in d.flags.items()],
-            "darshan": [[*job, [[rule, text, reps] for (rule, text), reps in findings.items()],
-                         [[text, reps] for text, reps in other.items()]]
-                        for job, (findings, other) in d.darshan.items()],
+            # each findings fold under its layer's key
+            **{fold: [[*job, [[rule, text, reps] for (rule, text), reps in findings.items()],
+                      [[text, reps] for text, reps in other.items()]]
+                      for job, (findings, other) in d.findings.get(fold, {}).items()]
+               for fold, _key in findings_folds()},
             # (part, case) pairs with a record but no CaseFacts cannot exist: reps_of is per case
             "summarized": all(c.summaries is not None for p in d.parts.values()
                               for c in p.cases.values())}
@@ -370,11 +379,12 @@ def from_json(data: dict) -> Digest:
     reframe = data["reframe"]
     if reframe is not None and type(reframe) is not str:
         raise ValueError("reframe: not a version")
-    flags, darshan = _flags_from(data["flags"]), _darshan_from(data["darshan"])
-    if any(job[0] not in parts for job in (*flags, *darshan)):
+    flags = _flags_from(data["flags"])
+    findings = {fold: _findings_from(data[fold]) for fold, _key in findings_folds()}
+    if any(job[0] not in parts for job in (*flags, *(j for f in findings.values() for j in f))):
         raise ValueError("a flagged case of a part the digest does not have")
     return Digest(parts, dict(data["counts"]), reps_of, int(data["raw_errors"]),
-                  str(data["experiment"]), set(data["varied"]), reframe, flags, darshan)
+                  str(data["experiment"]), set(data["varied"]), reframe, flags, findings)
 
 
 def _reference_json(c: CaseFacts, reps_of) -> dict:
@@ -430,7 +440,7 @@ def _flags_from(rows) -> dict:
     return out
 
 
-def _darshan_from(rows) -> dict:
+def _findings_from(rows) -> dict:
     out = {}
     for part, case_id, findings, other in rows:
         out[_job(part, case_id)] = (
@@ -442,7 +452,7 @@ def _darshan_from(rows) -> dict:
 
 def _text_or_none(value):
     if value is not None and type(value) is not str:
-        raise ValueError("a Darshan finding: not text")
+        raise ValueError("a finding: not text")
     return value
 
 

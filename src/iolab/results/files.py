@@ -21,7 +21,6 @@ from .runfiles import inside
 MAX_RECORDS_BYTES = 4 << 30       # records.jsonl: a campaign's is hundreds of MiB
 MAX_MANIFEST_BYTES = 256 << 20    # manifest.json: a campaign's plan makes it megabytes
 MAX_IMPORT_BYTES = 1 << 30        # one benchmark output given to `iolab import`
-MAX_DARSHAN_LOG_BYTES = 4 << 30   # a case's stored Darshan log (DXT traces make them large)
 
 
 def write_all(fd: int, data: bytes) -> None:

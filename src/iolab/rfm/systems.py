@@ -12,6 +12,7 @@ import re
 import sys
 import time
 
+from ..layers.registry import sections_from_env
 from ..project import project_root
 from ..stack import SPACK_ENV_NOTE
 from . import allocation
@@ -144,12 +145,6 @@ def stack_from_env() -> dict:
     return {"provider": "path"}
 
 
-def darshan_from_env() -> dict:
-    """Darshan for every case by default: IOLAB_DARSHAN=1 (IOLAB_DARSHAN_DXT=1 adds DXT)."""
-    return {"enabled": os.environ.get("IOLAB_DARSHAN") == "1",
-            "dxt": os.environ.get("IOLAB_DARSHAN_DXT") == "1"}
-
-
 def system_profile(choices: list, exp_profiles: list[str]) -> str | None:
     """The profile the system's partitions name (each a name, or names in order of preference,
     e.g. ['cluster', 'local']): the first that the experiment has. Partitions that disagree
@@ -191,7 +186,8 @@ def local_system(name: str, mpi_flavour: str, descr: str) -> dict:
                         "profile": LOCAL_PROFILE,
                         "mpi_flavour": mpi_flavour,
                         "stack": stack_from_env(),
-                        "darshan": darshan_from_env(),
+                        # each layer's section (Darshan's: IOLAB_DARSHAN)
+                        **sections_from_env(),
                     },
                 },
             }],
@@ -231,7 +227,8 @@ def slurm_partition(name: str, launcher: str, descr: str, env_vars: list, launch
                 # A campaign on a cluster fails on a case it could not run, never skips it.
                 "strict": True,
                 "stack": stack_from_env(),
-                "darshan": darshan_from_env(),
+                # each layer's section (Darshan's: IOLAB_DARSHAN)
+                **sections_from_env(),
             },
         },
     }, config_error)

@@ -36,13 +36,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import IolabError
+from ..layers.registry import stack_packages
 from ..project import project_root
 from . import SPACK_ENV_NOTE
 from . import bundle as bundles
 
-# Darshan's archive in a bundle is a git archive of its tag, not the release tarball its recipe's
-# sha256 names: these two alone install without the checksum.
-NO_CHECKSUM = ("darshan-runtime", "darshan-util")
+# The packages whose bundled archive is not the one their recipe's sha256 names (a layer says
+# which: a git archive of a tag in place of a release tarball): these alone install without it.
+NO_CHECKSUM = stack_packages("no_checksum")
 CLINGO_VERSION = "5.8.3"
 INSTALLED = ".iolab-installed"
 POINTER = SPACK_ENV_NOTE
@@ -76,7 +77,7 @@ def env_view(env_dir: Path) -> Path:
 
 # What a reused environment must still have: each of these resolves into the install tree.
 VIEW_FILES = ("bin/ior", "bin/mdtest", "bin/h5bench_write", "bin/h5bench_read", "bin/btio",
-              "lib/libdarshan.so", "bin/darshan-parser")
+              *stack_packages("view_files"))
 
 
 def broken_view(env_dir: Path) -> list[str]:
@@ -360,7 +361,7 @@ def setup(bundle_dir: Path, *, root: Path | None = None, home: Path | None = Non
         step = time.monotonic()
         log.say(f"== installing (Spack's output: {log.path})")
         try:
-            # Darshan's archive alone is not the one its recipe's sha256 names
+            # those archives alone are not the ones their recipes' sha256 name
             spack.run("-e", str(env_dir), "install", "--fail-fast", "--no-checksum", *j, *NO_CHECKSUM,
                       watch=progress)
             spack.run("-e", str(env_dir), "install", "--fail-fast", *j, watch=progress)

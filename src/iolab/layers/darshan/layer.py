@@ -4,15 +4,25 @@ saw and a second witness of the layout."""
 
 from __future__ import annotations
 
-from ..base import Contribution, JobView, Layer
-from . import preload
+import os
+from dataclasses import dataclass
 
-OBSERVED = "darshan"
+from ..base import Contribution, JobView, Layer, StackPackages
+from . import preload
+from .preload import OBSERVED
+
+
+@dataclass(frozen=True)
+class Darshan:
+    """The `darshan:` section of an experiment or of a system's extras['iolab']."""
+
+    enabled: bool = False
+    dxt: bool = False
 
 
 def conf_of(case, ctx):
     """The experiment's `darshan:` section, else the system's."""
-    return ctx.exp.darshan or ctx.site.darshan
+    return ctx.exp.sections.get(OBSERVED) or ctx.site.sections[OBSERVED]
 
 
 class DarshanLayer(Layer):
@@ -20,10 +30,37 @@ class DarshanLayer(Layer):
     order = 90                          # it reads back what the layers before it applied
     observed_keys = (OBSERVED,)
     observed_roles = {"findings": OBSERVED}
+    findings_fold = OBSERVED
     title = "Darshan"
     schema_files = ((__package__, "darshan.json"),)
+    section = "darshan"
+    runtime_library = preload.RUNTIME
+    # Darshan's archive in a bundle is a git archive of its tag, not the release tarball its
+    # recipe's sha256 names: these two alone install without the checksum
+    stack_packages = StackPackages(view_files=("lib/libdarshan.so", "bin/darshan-parser"),
+                                   no_checksum=("darshan-runtime", "darshan-util"))
     raw_files = (preload.LOG,)
     compress = (preload.LOG,)
+
+    def section_value(self, data: dict) -> Darshan:
+        return Darshan(**data)
+
+    def section_from_env(self) -> dict:
+        """Darshan for every case by default: IOLAB_DARSHAN=1 (IOLAB_DARSHAN_DXT=1 adds DXT)."""
+        return {"enabled": os.environ.get("IOLAB_DARSHAN") == "1",
+                "dxt": os.environ.get("IOLAB_DARSHAN_DXT") == "1"}
+
+    def verbs(self) -> tuple:
+        from . import verb
+
+        return (verb,)
+
+    def runtime_version(self, observed: dict, stack_versions: dict) -> str | None:
+        dar = observed.get(OBSERVED)
+        if not dar:
+            return None
+        return (dar.get("summary") or {}).get("darshan_version") or stack_versions.get(
+            self.runtime_library.package)
 
     def request(self, case, ctx) -> Contribution:
         # Darshan's runtime comes from the stack like a benchmark (its modules, its Spack package)

@@ -9,8 +9,10 @@ from pathlib import Path
 
 from ..storage import lustre
 from ...errors import IolabError
+from ..base import RuntimeLibrary
 
 LOG = "darshan.log"
+OBSERVED = "darshan"                 # its part of a record's `observed`
 # Darshan 3.4.x's default log hints (romio_no_indep_rw=true;cb_nodes=4) intermittently corrupt
 # logs under Open MPI's ompio (darshan issues #1000, #1064; fixed upstream by cb_nodes=1).
 LOGHINTS = "cb_nodes=1"
@@ -28,11 +30,19 @@ class Preload:
     prefix: str | None = None                   # for the command, where the launcher cannot
 
 
+# Darshan's runtime as the stack supplies it, with the libraries its recipe links
+# (darshan-runtime +hdf5 +parallel-netcdf)
+RUNTIME = RuntimeLibrary(module="darshan", package="darshan-runtime", file="libdarshan.so",
+                         links=("hdf5", "parallel-netcdf"), config_key="darshan_lib",
+                         env_var="DARSHAN_LIB", config_tool=("darshan-config", "--dyn-ld-flags"),
+                         module_roots=("DARSHAN_RUNTIME_ROOT", "DARSHAN_ROOT"))
+
+
 def preload(conf, stack, spec, stage: Path, policy) -> Preload | None:
     """How the case runs under Darshan (None: the experiment and the system do not ask)."""
     if not conf.enabled:
         return None
-    found = stack.darshan_preload()
+    found = stack.preload(RUNTIME)
     if found is None:
         return Preload({"status": "not available",
                         "reason": f"no darshan-runtime in the {stack.provider} stack "
