@@ -39,7 +39,7 @@ def run(args) -> int:
     from ..present import darshan
     from ..results.runfiles import is_experiment_id
     from ..results.runfiles import results_root
-    from ..results.run import Run
+    from ..results.run import load_run, run_dir
 
     out_dir = Path(args.html) if args.html else None
     status = 0
@@ -54,7 +54,7 @@ def run(args) -> int:
         # read makes the exit status 1.
         shown, status = darshan.of_logs(args.targets, out_dir, lambda line: print(line, file=sys.stderr))
     else:
-        run = Run.load(Run.find(results_root(project_dir()), target, args.run, args.include_imported))
+        run = load_run(run_dir(results_root(project_dir()), target, args.run, args.include_imported))
         shown = darshan.of_run(run, args.case, out_dir)
     if args.json:
         print(json.dumps(shown, indent=2, default=str))

@@ -42,8 +42,9 @@ def stored_log(run, record) -> Path | None:
     """The Darshan log stored with a record of a run (results.run.Run), if any: a regular file
     inside the run (a FIFO or a device in its place is refused, never read)."""
     from ..results.files import MAX_DARSHAN_LOG_BYTES
+    from ..results.run import raw_file
 
-    return run.raw_file(record, LOG_NAMES, MAX_DARSHAN_LOG_BYTES)
+    return raw_file(run, record, LOG_NAMES, MAX_DARSHAN_LOG_BYTES)
 
 
 def readable_copy(log: Path, workdir: Path) -> Path:
