@@ -14,7 +14,7 @@ from iolab.rfm.shims import render_shim
 from iolab.analysis.report import build_tables, render
 from iolab.results.record import Observed, Provenance, Record
 from iolab.results.rundir import RunDir
-from iolab.results.run import Run
+from iolab.results.run import load_run
 from tests.golden.golden import check_golden
 
 HERE = Path(__file__).parent
@@ -79,7 +79,7 @@ def test_tables(experiment, tmp_path):
     run_id = "20261121T000000Z-abcdef"
     run = _run(tmp_path, experiment, run_id, _records(experiment, run_id))
     # rows in the matrix's order, which the run's records were written in here too
-    tables = build_tables(Run.load(run.path).records, order=matrix_order(experiment))
+    tables = build_tables(load_run(run.path).records, order=matrix_order(experiment))
     check_golden("golden_study_table.md", render(tables, "md"))
     check_golden("golden_study_table.csv", render(tables, "csv"))
 
@@ -121,7 +121,7 @@ def _run(tmp_path, experiment, run_id, records, **manifest):
 def test_table_with_statistics(experiment, tmp_path):
     run_id = "20261121T000000Z-5e7e75"
     run = _run(tmp_path, experiment, run_id, _stats_records(experiment, run_id))
-    tables = build_tables(Run.load(run.path).records, ["write_bw", "write_total_time"],
+    tables = build_tables(load_run(run.path).records, ["write_bw", "write_total_time"],
                           order=matrix_order(experiment))
     check_golden("golden_study_stats_table.md", render(tables, "md"))
     check_golden("golden_study_stats_table.csv", render(tables, "csv"))

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from iolab.results.combine import restricted
 from iolab.analysis.compare import Side
 from iolab.analysis.published.compare import compare_published
 from iolab.analysis.published.study import load_study
@@ -108,7 +109,7 @@ def expected_verdict(site: Path) -> str:
     """The shape verdict, computed directly: the 4-process cases against the guide's rows at 24."""
     run = site.parent / "results" / "archer-fpp-vs-ssf" / RUN_ID
     whole = Side.load(run, "run")
-    side = Side("run", whole.run.with_records(
+    side = Side("run", restricted(whole.run,
         [r for r in whole.records if r.params["scale.tasks_per_node"] == 4]))
     pc = compare_published(side, load_study("archer-fpp-ssf", REPO), where=["scale.num_tasks=24"],
                            ignore=["scale.num_tasks", "scale.tasks_per_node", "block_size"])

@@ -15,7 +15,7 @@ import pytest
 from iolab.cli import main
 from iolab.results import cache, recordcache
 from iolab.results.record import Record
-from iolab.results.run import Run
+from iolab.results.run import load_run
 from iolab.results.decoding import decode_records
 from iolab.results.files import read_records_bytes
 from iolab.results.runfiles import RECORDS
@@ -91,10 +91,10 @@ def test_an_edited_entry_that_reaches_a_table_is_rebuilt_never_shown(warm, capsy
 def test_edited_pickled_records_are_decoded_again(warm, records_cache):
     path, _truth = warm
     want = decode_records(path / RECORDS, read_records_bytes(path / RECORDS), Record.from_json)[0]
-    assert Run.load(path).records == want      # decoded once: the pickled records are cached
+    assert load_run(path).records == want      # decoded once: the pickled records are cached
     (entry,) = records_cache.glob("records-*.pickle")
     poison(entry)
-    assert Run.load(path).records == want
+    assert load_run(path).records == want
 
 
 def test_a_sealed_entry_reads_back_and_a_trailing_byte_is_a_miss(tmp_path):

@@ -11,7 +11,10 @@ import pytest
 from iolab.campaigns import campaign
 from iolab.errors import IolabError
 from iolab.results.chain import chain_paths
-from iolab.results.run import Run
+from iolab.results import notes as run_notes
+from iolab.results import state as run_state
+from iolab.results.combine import load_chain, pool_runs
+from iolab.results.run import run_of
 from tests.golden.publish_data import REPO, experiment, make_run, records
 
 A, B, C = "20261121T000000Z-aaaaaa", "20261121T010000Z-bbbbbb", "20261121T020000Z-cccccc"
@@ -30,8 +33,8 @@ def test_jobs_to_resume_and_the_chain_as_one_result_set(tmp_path):
              replace(recs[2], status="aborted", metrics=[], error="interrupted by SIGTERM")]
     # recs[3]: planned, never recorded
     make_run(results, exp, A, first, planned=_plan(recs), finished={"complete": False})
-    chain = Run.load_chain(results / exp.id / A)
-    assert chain.chain == [] and chain.state == "incomplete"
+    chain = load_chain(results / exp.id / A)
+    assert chain.sources is None and run_state.of(chain).state == "incomplete"
     assert campaign.jobs_to_resume(chain) == [r.job for r in recs[1:]]
     assert campaign.jobs_to_resume(chain, failed_only=True) == [recs[1].job, recs[2].job]
     assert campaign.jobs_to_resume(chain, missing_only=True) == [recs[3].job]
@@ -43,12 +46,12 @@ def test_jobs_to_resume_and_the_chain_as_one_result_set(tmp_path):
              parent=A)
     paths = chain_paths(results / exp.id / A)
     assert [p.name for p in paths] == [A, B] and chain_paths(results / exp.id / B) == paths
-    chain = Run.load_chain(results / exp.id / B)
-    assert [r.run_id for r in chain.chain] == [A, B] and chain.superseded == 1
+    chain = load_chain(results / exp.id / B)
+    assert [r.run_id for r in chain.sources.runs] == [A, B] and chain.sources.superseded == 1
     assert [(r.run_id, r.status) for r in chain.records if r.case_id == recs[1].case_id] == [(B, "ok")]
     assert [r.status for r in chain.records if r.case_id == recs[2].case_id] == ["aborted", "failed"]
-    assert chain.missing == [recs[3].job] and chain.state == "incomplete"
-    assert any("as one result set" in n and "1 failed or aborted" in n for n in chain.notes())
+    assert chain.reading.missing == [recs[3].job] and run_state.of(chain).state == "incomplete"
+    assert any("as one result set" in n and "1 failed or aborted" in n for n in run_notes.of(chain))
     assert campaign.jobs_to_resume(chain) == [recs[2].job, recs[3].job]
 
 
@@ -56,13 +59,13 @@ def test_nothing_to_resume_without_a_plan(tmp_path):
     exp = experiment("archer-fpp-vs-ssf")
     make_run(tmp_path / "results", exp, A, records(exp, A, reps=1)[:2])
     with pytest.raises(IolabError, match="no plan in its manifest"):
-        campaign.jobs_to_resume(Run.load_chain(tmp_path / "results" / exp.id / A))
+        campaign.jobs_to_resume(load_chain(tmp_path / "results" / exp.id / A))
 
 
 def test_a_read_takes_its_write_along(tmp_path):
     exp = experiment("lustre-adio-io-size")
     recs = records(exp, A, reps=1)
-    run = Run.of(recs, {"experiment_yaml": exp.text, "experiment": exp.id, "profile": "local"})
+    run = run_of(recs, {"experiment_yaml": exp.text, "experiment": exp.id, "profile": "local"})
     reads = [r for r in recs if r.params.get("kernel") == "read" or r.params.get("write") is False]
     assert reads, "the experiment has read cases"
     jobs, why = campaign.with_producers(run, [reads[0].job])
@@ -79,7 +82,7 @@ def test_changes_name_the_yaml_difference(tmp_path, monkeypatch):
     (project / "experiments").mkdir(parents=True)
     path = make_run(tmp_path / "results", exp, A, records(exp, A, reps=1)[:1])
     (project / "experiments" / f"{exp.id}.yaml").write_text(exp.text)
-    run = Run.load_chain(path)
+    run = load_chain(path)
     assert campaign.changes(run, project) == []
     changed = exp.text.replace("repetitions: 3", "repetitions: 5")
     (project / "experiments" / f"{exp.id}.yaml").write_text(changed)
@@ -100,14 +103,14 @@ def test_repetitions_pool_across_runs_where_provenance_agrees(tmp_path, monkeypa
         **r.provenance.binary, "version": "4.0.1", "sha256": "ef" * 32}})) if r.case_id == odd else r
         for r in other]
     make_run(results, exp, B, other)
-    pooled = Run.pooled([results / exp.id / A, results / exp.id / B])
+    pooled = pool_runs([results / exp.id / A, results / exp.id / B])
     by_case = {}
     for rec in pooled.records:
         by_case.setdefault(rec.case_id, []).append(rec)
     assert all(len(v) == 4 for k, v in by_case.items() if k != odd) and len(by_case[odd]) == 2
     assert any(f.startswith(f"run {B} not pooled: binary sha256") and "binary version 4.0.0 vs 4.0.1" in f
                for f in by_case[odd][0].flags)
-    assert "repetitions pooled from runs" in pooled.notes()[0]
+    assert "repetitions pooled from runs" in run_notes.of(pooled)[0]
 
     monkeypatch.setenv("IOLAB_RESULTS", str(results))
     assert main(["table", exp.id, "--runs", A, B, "--format", "json"]) == 0
@@ -144,9 +147,9 @@ def test_a_long_chain_is_named_by_its_first_and_last_runs(tmp_path):
     for i, run_id in enumerate(ids):
         make_run(results, exp, run_id, [replace(recs[i], run_id=run_id)], planned=_plan([recs[i]]),
                  finished={"complete": True}, parent=ids[i - 1] if i else None)
-    chain = Run.load_chain(results / exp.id / ids[-1])
-    assert len(chain.chain) == 6 and len(chain.records) == 6
-    note = next(n for n in chain.notes() if "as one result set" in n)
+    chain = load_chain(results / exp.id / ids[-1])
+    assert len(chain.sources.runs) == 6 and len(chain.records) == 6
+    note = next(n for n in run_notes.of(chain) if "as one result set" in n)
     assert note.startswith(f"runs {ids[0]} + {ids[1]} + 3 more + {ids[-1]} as one result set")
 
 

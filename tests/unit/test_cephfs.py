@@ -509,10 +509,10 @@ NEVER_RAN = DATA / "runs"
 
 
 def _never_ran_run():
-    from iolab.results.run import Run
+    from iolab.results.run import load_run
 
     (path,) = (NEVER_RAN / "cephfs-nosuchpool").iterdir()
-    return Run.load(path)
+    return load_run(path)
 
 
 def test_a_case_that_never_ran_has_no_striping_footnote(monkeypatch, capsys):

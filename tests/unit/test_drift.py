@@ -17,7 +17,7 @@ from iolab.analysis import drift
 from iolab.analysis.compare import Side, compare_runs
 from iolab.cli import main
 from iolab.results.record import Record
-from iolab.results.run import Run
+from iolab.results.run import load_run
 
 RUNS = Path(__file__).parent.parent / "data" / "runs"
 QUICKSTART = RUNS / "9d00b02" / "quickstart" / "20261123T182624Z-113f60"
@@ -91,7 +91,7 @@ def test_runs_table_and_compare_flag_the_damaged_run(tmp_path, monkeypatch, caps
     (bad,) = [ln for ln in lines if "bbbbbb" in ln]
     # the real run's ior part is flagged by the block test: its 2 cases' first repetitions were
     # 7.6% faster than their second (p = 0.006 on 1 and 1 df), a real effect of the matrix order
-    (ior,) = [d for d in drift.of_run(Run.load(tmp_path / "results" / "quickstart" /
+    (ior,) = [d for d in drift.of_run(load_run(tmp_path / "results" / "quickstart" /
                                              "20261123T182624Z-aaaaaa")) if d.part == "ior"
               and d.test == "block test"]
     assert ior.drifts and ior.worst == 0 and ior.percent > 0
@@ -104,7 +104,7 @@ def test_runs_table_and_compare_flag_the_damaged_run(tmp_path, monkeypatch, caps
 
 
 def _verdicts(a: Path, b: Path) -> dict[str, str]:
-    c = compare_runs(Side("A", Run.load(a)), Side("B", Run.load(b)), ["write_bw"])
+    c = compare_runs(Side("A", load_run(a)), Side("B", load_run(b)), ["write_bw"])
     (table,) = [t for t in c.tables if t.part == "fio"]
     return {p.case_a: p.verdict(table.better) for p in table.pairs}
 
@@ -119,12 +119,12 @@ def test_compare_does_not_declare_a_difference_smaller_than_the_drift(tmp_path):
     # the same two runs, both drifting by up to 40% per second: the 10% is not declared
     a_drifting = _copy(tmp_path, "20261123T182624Z-a-drifting", _damaged(recs))
     drifting = _copy(tmp_path, "20261123T182624Z-drifting", _damaged(recs, scale=0.9))
-    d = drift.floor(drift.of_run(Run.load(drifting)), "fio")
+    d = drift.floor(drift.of_run(load_run(drifting)), "fio")
     assert d.drifts and d.size > 0.1
     got = _verdicts(a_drifting, drifting)
     assert not [v for v in got.values() if v in ("faster", "slower")], got
     # the declared 10% of the steady pair, against that drift (up to d.size): within it
-    c = compare_runs(Side("A", Run.load(a)), Side("B", Run.load(steady)), ["write_bw"])
+    c = compare_runs(Side("A", load_run(a)), Side("B", load_run(steady)), ["write_bw"])
     (table,) = [t for t in c.tables if t.part == "fio"]
     slower = [p for p in table.pairs if p.verdict(table.better) == "slower"]
     for p in slower:

@@ -27,7 +27,7 @@ from iolab.experiment.order import Order
 from iolab.results import integrity, recordcache
 from iolab.results.digest import fold
 from iolab.results.record import Record
-from iolab.results.run import Run
+from iolab.results.run import load_run
 from tests.corpus.conftest import rechain
 
 GRID = Path(__file__).parent.parent / "data" / "grids" / "xfer-local"
@@ -145,7 +145,7 @@ def test_runs_table_page_and_compare_flag_the_slow_middle(tmp_path, monkeypatch,
     monkeypatch.setenv("IOLAB_RESULTS", str(results))
     clean = _run(results, "20261123T211105Z-aaaaaa", _interleaved(_records()))
     slow = _run(results, "20261123T211105Z-bbbbbb", _slow_middle(_interleaved(_records())))
-    (blocks,) = [d for d in drift.of_run(Run.load(slow)) if d.test == "block test"]
+    (blocks,) = [d for d in drift.of_run(load_run(slow)) if d.test == "block test"]
     window = blocks.window()
     # iolab table of a run with its digest: no record decoded, the drift still noted
     monkeypatch.setattr(Record, "from_json", _no_decoding)
@@ -199,7 +199,7 @@ def test_runs_table_page_and_compare_flag_the_slow_middle(tmp_path, monkeypatch,
 
 def _raw_verdicts(a: Path, b: Path) -> Counter:
     """compare's verdicts of each case without the drift floor (Welch and the ratio's CI)."""
-    c = compare_runs(Side("A", Run.load(a)), Side("B", Run.load(b)), ["write_bw"])
+    c = compare_runs(Side("A", load_run(a)), Side("B", load_run(b)), ["write_bw"])
     (table,) = c.tables
     return Counter(verdict(p.welch, p.b.mean - p.a.mean, table.better, p.ratio_ci) for p in table.pairs)
 

@@ -15,7 +15,8 @@ from iolab.errors import IolabError
 from iolab.results.lock import LOCK
 from iolab.results.rundir import RunDir
 from iolab.results.runfiles import MANIFEST, RECORDS
-from iolab.results.run import Run
+from iolab.results import state as run_state
+from iolab.results.run import load_run
 from tests.unit.test_results import RUN, big_records, fill, iolab, no_wait, small_disk  # noqa: F401
 
 EXP = "archer-fpp-vs-ssf"
@@ -56,8 +57,8 @@ def test_a_run_ending_on_a_full_disk_is_finished_and_its_fallback_listed(
     assert manifest["finished"]["unsaved"] == [str(fallback)]
     assert not (run.path / LOCK).exists()
 
-    state = Run.load(run.path)
-    assert state.state == "incomplete" and state.unsaved == [str(fallback)]
+    state = load_run(run.path)
+    assert run_state.of(state).state == "incomplete" and state.reading.unsaved == [str(fallback)]
     out = iolab("runs", EXP, results_root=small_disk / "results")
     (line,) = [line for line in out.stdout.splitlines() if line.startswith(RUN)]
     assert "incomplete" in line and f"unmerged: {fallback}" in line, out.stdout + out.stderr
@@ -67,10 +68,12 @@ def test_a_run_ending_on_a_full_disk_is_finished_and_its_fallback_listed(
     # the README's merge, once there is space: the run is whole, and says so
     filler.unlink()
     subprocess.run(f"cat {fallback} >> {run.path / RECORDS} && rm {fallback}", shell=True, check=True)
-    state = Run.load(run.path)
-    assert state.state == "complete" and state.unsaved == [] and state.record_count == len(recs)
+    state = load_run(run.path)
+    assert run_state.of(state).state == "complete" and state.reading.unsaved == []
+    assert state.reading.total == len(recs)
     out = iolab("runs", EXP, results_root=small_disk / "results")
-    assert f"{state.counts_text()}  complete" in out.stdout and "unmerged" not in out.stdout, out.stdout
+    assert f"{run_state.of(state).counts_text()}  complete" in out.stdout, out.stdout
+    assert "unmerged" not in out.stdout, out.stdout
 
 
 def test_without_the_reserve_the_end_could_not_be_recorded(small_disk, tmp_path, monkeypatch,  # noqa: F811
@@ -79,13 +82,14 @@ def test_without_the_reserve_the_end_could_not_be_recorded(small_disk, tmp_path,
     run, _recs, fallback, _filler = full_run(small_disk, tmp_path, monkeypatch, hold=False)
     with pytest.raises(IolabError, match="could not record the end of the run: No space left"):
         run.finish({"complete": False, "reason": "records not in records.jsonl"})
-    state = Run.load(run.path)
-    assert state.state == "unfinished" and state.unsaved == [str(fallback)]   # still listed
+    state = load_run(run.path)
+    assert run_state.of(state).state == "unfinished"
+    assert state.reading.unsaved == [str(fallback)]   # still listed
 
 
 def test_an_interrupted_run_is_not_complete_once_merged(tmp_path):
     """complete_once_merged is False when more than the fallback kept the run from completing."""
     run = RunDir.create(tmp_path / "results", EXP, RUN, {"experiment": EXP, "planned": []})
     run.finish({"complete": False, "reason": "interrupted by SIGINT", "complete_once_merged": False})
-    assert Run.load(run.path).state == "incomplete"
+    assert run_state.of(load_run(run.path)).state == "incomplete"
     assert not os.path.lexists(run.path / LOCK)

@@ -16,7 +16,7 @@ from iolab.errors import IolabError
 from iolab.results.decoding import decode_records
 from iolab.results.rundir import RunDir
 from iolab.results.runfiles import RECORDS
-from iolab.results.run import Run
+from iolab.results.run import load_run
 from tests.golden.publish_data import experiment, records as _records
 
 RUN = "20261121T000000Z-dddddd"
@@ -107,7 +107,7 @@ def test_records_of_a_fallback_file_verify_once_moved_back(exp, tmp_path, monkey
     assert [json.loads(x)["chain"][0] for x in fallback.read_text().splitlines()] == [2, 3]
     _got, v = verdict(run.path)
     assert v.problems == [] and v.count == 1           # unfinished: its end cannot be checked yet
-    assert Run.load(run.path).unsaved == [fallback.name]
+    assert load_run(run.path).reading.unsaved == [fallback.name]
 
     subprocess.run(f"cat {fallback} >> {run.path / RECORDS} && rm {fallback}", shell=True, check=True)
     got, v = verdict(run.path)

@@ -10,7 +10,7 @@ import pytest
 from iolab.analysis import io500
 from iolab.parsers import Metric
 from iolab.results.record import Record
-from iolab.results.run import Run
+from iolab.results.run import run_of
 
 BW = {"ior-easy": {"write_bw": 2048.0, "read_bw": 4096.0}, "ior-hard": {"write_bw": 512.0, "read_bw": 1024.0}}
 MD = {"mdtest-easy": {"file_create_rate": 10000.0, "file_stat_rate": 100000.0, "file_remove_rate": 20000.0},
@@ -76,9 +76,9 @@ def test_render_labels_the_score_as_not_official():
 
 def test_applies_to_experiments_tagged_io500():
     def run(text):
-        return Run.of([], {"experiment": "x", "experiment_yaml": text})
+        return run_of([], {"experiment": "x", "experiment_yaml": text})
     base = "id: x\ndescription: d\nbenchmark: ior\n"
     assert io500.applies(run(base + "tags: [io500, ior]\n"))
     assert not io500.applies(run(base + "tags: [ior]\n"))
     assert not io500.applies(run("id: [\n"))
-    assert not io500.applies(Run.of([], {}))
+    assert not io500.applies(run_of([], {}))

@@ -16,7 +16,8 @@ from iolab.analysis import report
 from iolab.analysis.report import build_tables, render, tables_from
 from iolab.results import recordcache
 from iolab.results.record import Record
-from iolab.results.run import Run
+from iolab.results import asrun
+from iolab.results.run import kept_at, load_run, run_of
 from iolab.results.decoding import decode_records
 from iolab.results.files import read_records_bytes
 from iolab.results.runfiles import RECORDS
@@ -35,14 +36,14 @@ def run_path(tmp_path, monkeypatch, records_cache):
 def from_records(path, style="md", metrics=None):
     """The tables as written from the records themselves, nothing cached."""
     recs = decode_records(path / RECORDS, read_records_bytes(path / RECORDS), Record.from_json)[0]
-    run = Run.load(path)
-    return render(build_tables(recs, metrics, run.report), style, run)
+    run = load_run(path)
+    return render(build_tables(recs, metrics, asrun.of(run).report), style, run)
 
 
 def warm(path, style="md", metrics=None):
-    run = Run.load(path)
-    assert run.kept_at() is not None, "the run's digest is not cached: nothing kept"
-    return render(tables_from(run.digest, metrics, run.report, run.kept_at()), style, run)
+    run = load_run(path)
+    assert kept_at(run) is not None, "the run's digest is not cached: nothing kept"
+    return render(tables_from(run.digest, metrics, asrun.of(run).report, kept_at(run)), style, run)
 
 
 def rows_entries(where):
@@ -54,7 +55,7 @@ def _not_again(*_args):
 
 
 def test_kept_text_is_the_same_and_not_written_again(run_path, records_cache, monkeypatch):
-    Run.load(run_path)                      # decodes: the digest's entry is written
+    load_run(run_path)                      # decodes: the digest's entry is written
     want_md, want_csv = from_records(run_path, "md"), from_records(run_path, "csv")
     assert (warm(run_path, "md"), warm(run_path, "csv")) == (want_md, want_csv)
     assert len(rows_entries(records_cache)) == 2        # one per style (the run has one part)
@@ -63,8 +64,8 @@ def test_kept_text_is_the_same_and_not_written_again(run_path, records_cache, mo
 
 
 def test_other_columns_are_kept_apart(run_path, records_cache, monkeypatch):
-    Run.load(run_path)
-    metrics = sorted({m.name for r in Run.load(run_path).records for m in r.metrics})
+    load_run(run_path)
+    metrics = sorted({m.name for r in load_run(run_path).records for m in r.metrics})
     assert len(metrics) >= 2
     one = [metrics[-1]]
     want_all, want_one = from_records(run_path), from_records(run_path, metrics=one)
@@ -76,7 +77,7 @@ def test_other_columns_are_kept_apart(run_path, records_cache, monkeypatch):
 
 @pytest.mark.parametrize("damage", ["truncated", "another shape", "not a table's"])
 def test_a_damaged_entry_is_a_miss_and_written_again(run_path, records_cache, damage):
-    Run.load(run_path)
+    load_run(run_path)
     want = from_records(run_path)
     assert warm(run_path) == want
     (entry,) = rows_entries(records_cache)
@@ -93,19 +94,19 @@ def test_a_damaged_entry_is_a_miss_and_written_again(run_path, records_cache, da
 
 
 def test_changed_records_are_never_shown_as_kept(run_path, records_cache):
-    Run.load(run_path)
+    load_run(run_path)
     before = warm(run_path)
     assert warm(run_path) == before
     path = run_path / RECORDS
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:-1]))        # the last record gone: its case has one less
-    run = Run.load(run_path)
-    after = render(tables_from(run.digest, None, run.report, run.kept_at()), "md", run)
+    run = load_run(run_path)
+    after = render(tables_from(run.digest, None, asrun.of(run).report, kept_at(run)), "md", run)
     assert after != before and after == from_records(run_path)
     assert warm(run_path) == after
 
 
 def test_runs_folded_in_memory_keep_nothing(run_path, records_cache):
-    run = Run.load(run_path)
-    assert Run.of(run.records, run.manifest, run.path).kept_at() is None
-    assert Run.load(run_path).kept_at() is not None
+    run = load_run(run_path)
+    assert kept_at(run_of(run.records, run.manifest, run.path)) is None
+    assert kept_at(load_run(run_path)) is not None

@@ -15,7 +15,7 @@ import pytest
 
 from iolab.errors import IolabError
 from iolab.results import cache, manifests, recordcache
-from iolab.results.run import Run
+from iolab.results.run import load_run
 from tests.golden.publish_data import experiment, make_run, records
 
 RUN = "20261121T000000Z-eeeeee"
@@ -57,14 +57,15 @@ def reads_of_the_plan(monkeypatch):
 
 def test_a_warm_run_reads_its_plan_only_when_asked(run_path, records_cache, reads_of_the_plan):
     plan = json.loads((run_path / "manifest.json").read_text())["planned"]
-    cold = Run.load(run_path)
+    cold = load_run(run_path)
     assert cold.manifest.planned == plan
     _fresh_process()
-    Run.load(run_path)          # from the digest: the jobs without a record found and kept
+    load_run(run_path)          # from the digest: the jobs without a record found and kept
     _fresh_process()
     reads_of_the_plan.clear()
-    warm = Run.load(run_path)
-    assert warm._records is None and (warm.planned, warm.missing) == (cold.planned, cold.missing)
+    warm = load_run(run_path)
+    assert warm._records is None and (warm.reading.planned, warm.reading.missing) == \
+        (cold.reading.planned, cold.reading.missing)
     assert "planned" not in manifests.read_manifest_shared(run_path, whole=False)
     assert reads_of_the_plan == []              # neither read nor parsed: not needed
     assert warm.manifest.planned == plan        # there when asked for
@@ -81,17 +82,17 @@ def test_records_decoded_later_are_checked_against_the_plan(run_path, records_ca
     for e in records_cache.glob("*.pickle"):
         e.unlink()
     _fresh_process()
-    run = Run.load(run_path)
+    run = load_run(run_path)
     assert reads_of_the_plan                    # the head read first, the plan for the checks
-    problems = [p.reason for p in run.verdict.problems]
+    problems = [p.reason for p in run.reading.verdict.problems]
     assert any("not in the run's plan" in why and dropped["case_id"] in why for why in problems), problems
 
 
 def test_a_manifest_changed_before_its_plan_is_read_is_an_error(run_path, records_cache):
     for _ in range(2):
-        Run.load(run_path)
+        load_run(run_path)
         _fresh_process()
-    warm = Run.load(run_path)
+    warm = load_run(run_path)
     manifest = json.loads((run_path / "manifest.json").read_text())
     manifest["planned"] = manifest["planned"][:1]
     (run_path / "manifest.json").write_text(json.dumps(manifest))
@@ -99,7 +100,7 @@ def test_a_manifest_changed_before_its_plan_is_read_is_an_error(run_path, record
         with pytest.raises(IolabError, match="changed while it was read"):
             _ = warm.manifest.planned
     _fresh_process()
-    assert Run.load(run_path).manifest.planned == manifest["planned"]
+    assert load_run(run_path).manifest.planned == manifest["planned"]
 
 
 @pytest.mark.parametrize("value", [({"experiment": "x"},), ("not a dict", True), ({}, "yes")])

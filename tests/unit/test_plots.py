@@ -15,7 +15,8 @@ import pytest
 from iolab.experiment.load import load_experiment
 from iolab.present.plots import make_plots
 from iolab.present.plotspec import AGGREGATOR_KEYS, NUM_TASKS, choose, find_axes, log2_axis
-from iolab.results.run import Run
+from iolab.results import asrun
+from iolab.results.run import load_run
 from tests.golden.publish_data import experiment, make_run, records
 
 RUN_ID = "20261121T000000Z-0b1e75"
@@ -23,7 +24,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def run_of(tmp_path, exp, **kw):
-    return Run.load(make_run(tmp_path / "results", exp, RUN_ID, records(exp, RUN_ID, **kw)))
+    return load_run(make_run(tmp_path / "results", exp, RUN_ID, records(exp, RUN_ID, **kw)))
 
 
 def specs_of(run):
@@ -97,7 +98,7 @@ def test_one_categorical_parameter_gives_bars(tmp_path):
 def test_three_axes_give_bars_against_the_axis_with_most_values(tmp_path):
     """CSC: io_method x stripe count x a zip of five hints (one axis, read from the YAML as run)."""
     run = run_of(tmp_path, experiment("csc-btio-hints"))
-    groups = run.zip_groups("main")
+    groups = asrun.of(run).zip_groups("main")
     assert groups and "mpiio.cb_config_list" in groups[0]
     specs, _ = specs_of(run)
     spec = specs[0]
@@ -227,7 +228,7 @@ def test_failed_cases_and_single_repetitions(tmp_path):
     recs = records(exp, RUN_ID, reps=1)
     recs[0] = dataclasses.replace(recs[0], status="failed", metrics=[], error="ior exited with status 1")
     path = make_run(tmp_path / "results", exp, RUN_ID, recs)
-    plots, _ = make_plots(Run.load(path), tmp_path / "plots")
+    plots, _ = make_plots(load_run(path), tmp_path / "plots")
     assert plots and "no error bar: fewer than 2 repetitions (n too small)" in plots[0].notes
 
 
@@ -322,9 +323,9 @@ def test_a_campaign_without_mpiio_axes_is_plotted_from_its_digest(tmp_path, monk
     shutil.copytree(src, run_path)
     monkeypatch.setattr(recordcache, "CACHE_MIN_BYTES", 0)
     recordcache.write_run_digest(run_path)
-    want, _ = make_plots(Run.load(run_path), tmp_path / "decoded")
+    want, _ = make_plots(load_run(run_path), tmp_path / "decoded")
     assert want
-    run = Run.load(run_path)
+    run = load_run(run_path)
     assert run._records is None                     # read from its digest
 
     def decoded(*_a, **_k):

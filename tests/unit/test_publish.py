@@ -30,7 +30,8 @@ from iolab.analysis.published.compare import SHAPE_RULE
 from iolab.present.publish import MARKER, publish
 from iolab.analysis.report import build_tables, render
 from iolab.experiment.reportspec import StudyLink
-from iolab.results.run import Run
+from iolab.results import asrun
+from iolab.results.run import load_run
 from tests.golden.publish_data import (DARSHAN_FINDINGS, REPO, STRIPING_FLAG, experiment, make_run,
                                        published_links, records)
 
@@ -74,8 +75,8 @@ def test_folder_files_and_tables_as_iolab_table_prints_them(results, tmp_path):
                      "plots/main-line-write_bw-by-scale-num_tasks.png",
                      "plots/main-line-write_bw-by-scale-num_tasks.svg"]
     assert done.plots == 2 and done.runs == [RUN_A]
-    loaded = Run.load(run)
-    tables = build_tables(loaded.records, order=loaded.matrix_order)     # as iolab table does
+    loaded = load_run(run)
+    tables = build_tables(loaded.records, order=asrun.of(loaded).matrix_order)     # as iolab table does
     assert (out / "tables.md").read_text() == render(tables, "md")
     assert (out / "tables.csv").read_text() == render(tables, "csv")
     marker = json.loads((out / MARKER).read_text())

@@ -17,7 +17,9 @@ from iolab.results.record import Record
 from iolab.results.decoding import decode_records
 from iolab.results.files import read_records_bytes
 from iolab.results.runfiles import RECORDS
-from iolab.results.run import Run
+from iolab.results import asrun
+from iolab.results import state as run_state
+from iolab.results.run import load_run
 from tests.golden.publish_data import experiment, make_run, records
 
 RUN = "20261121T000000Z-cccccc"
@@ -49,7 +51,7 @@ def test_a_second_read_comes_from_the_cache_and_equals_the_file(run_path, record
     second, _ = recordcache.load(run_path)
     assert second == first and entry.stat().st_mtime_ns == mtime            # read, not rewritten
     # what the tables are made of: the same through Run.load
-    assert Run.load(run_path).records == first
+    assert load_run(run_path).records == first
 
 
 def test_a_changed_file_is_decoded_again_and_replaces_the_entry(run_path, records_cache):
@@ -116,14 +118,15 @@ def test_an_entry_of_another_user_or_a_symlink_is_not_read(run_path, records_cac
 def test_a_warm_run_is_read_from_its_digest_and_its_tables_equal_the_records(run_path, records_cache):
     from iolab.analysis.report import build_tables, render, tables_from
 
-    cold = Run.load(run_path)               # decodes, writes the records' entry and the digest's
+    cold = load_run(run_path)               # decodes, writes the records' entry and the digest's
     assert cold._records is not None
     assert len(list(records_cache.glob("digest-*.pickle"))) == 1
-    warm = Run.load(run_path)
+    warm = load_run(run_path)
     assert warm._records is None            # a table needs no record: none decoded
-    assert (warm.counts, warm.planned, warm.missing) == (cold.counts, cold.planned, cold.missing)
-    want = render(build_tables(decoded(run_path), None, cold.report), "md", cold)
-    assert render(tables_from(warm.digest, None, warm.report), "md", warm) == want
+    assert [(r.counts, r.planned, r.missing) for r in (warm.reading, cold.reading)] == \
+        [(cold.reading.counts, cold.reading.planned, cold.reading.missing)] * 2
+    want = render(build_tables(decoded(run_path), None, asrun.of(cold).report), "md", cold)
+    assert render(tables_from(warm.digest, None, asrun.of(warm).report), "md", warm) == want
     assert warm._records is None
     assert warm.records == decoded(run_path)        # and the records are there when asked for
 
@@ -131,8 +134,8 @@ def test_a_warm_run_is_read_from_its_digest_and_its_tables_equal_the_records(run
 def test_records_of_a_digest_whose_file_changed_since_are_refused(run_path, records_cache):
     from iolab.errors import IolabError
 
-    Run.load(run_path)
-    warm = Run.load(run_path)
+    load_run(run_path)
+    warm = load_run(run_path)
     for e in entries(records_cache):        # their entry gone, and the file appended to
         e.unlink()
     with open(run_path / RECORDS, "a") as f:
@@ -209,20 +212,21 @@ def test_a_large_manifest_and_its_missing_jobs_are_kept_and_follow_changes(run_p
     manifest["planned"] = [{"part": r.part, "case_id": r.case_id, "repetition": r.repetition}
                            for r in decoded(run_path)]
     (run_path / "manifest.json").write_text(json.dumps(manifest))
-    Run.load(run_path)
-    warm = Run.load(run_path)
-    assert warm._records is None and warm.missing == []
+    load_run(run_path)
+    warm = load_run(run_path)
+    assert warm._records is None and warm.reading.missing == []
     assert len(list(records_cache.glob("manifest-head-*.pickle"))) == 1
     assert len(list(records_cache.glob("plan-*.pickle"))) == 1
     # a job added to the plan (same records): read from the new bytes, never the old entries
     # (the records' checks depend on the manifest too: decoded once more, then warm again)
     manifest["planned"].append({"part": "main", "case_id": "ffffffffffffffff", "repetition": 1})
     (run_path / "manifest.json").write_text(json.dumps(manifest))
-    Run.load(run_path)
-    again = Run.load(run_path)
+    load_run(run_path)
+    again = load_run(run_path)
     assert again._records is None
-    assert again.missing == [("main", "ffffffffffffffff", 1)] and again.planned == warm.planned + 1
-    assert not again.complete
+    assert again.reading.missing == [("main", "ffffffffffffffff", 1)]
+    assert again.reading.planned == warm.reading.planned + 1
+    assert not run_state.of(again).complete
 
 
 def test_a_digests_page_facts_read_back_equal_and_damaged_ones_are_refused():

@@ -23,7 +23,9 @@ from iolab.results.decoding import decode_records
 from iolab.results.files import read_records_bytes
 from iolab.results.rundir import RunDir
 from iolab.results.runfiles import RECORDS
-from iolab.results.run import Run
+from iolab.results import notes as run_notes
+from iolab.results import state as run_state
+from iolab.results.run import load_run
 from tests.golden.publish_data import REPO, experiment, make_run, records as _records
 
 RUN = "20261121T000000Z-aaaaaa"
@@ -140,8 +142,9 @@ def test_full_disk_no_torn_line_and_nothing_lost(small_disk, tmp_path, monkeypat
     assert table.returncode == 0, table.stderr
     assert f"run {RUN}" in table.stdout
     runs = iolab("runs", exp.id, results_root=root)
-    assert runs.returncode == 0 and f"{Run.load(run.path).counts_text()}  complete" in runs.stdout
-    assert Run.load(run.path).counts["ok"] == written
+    assert runs.returncode == 0 and (f"{run_state.of(load_run(run.path)).counts_text()}  complete"
+                                   in runs.stdout)
+    assert load_run(run.path).reading.counts["ok"] == written
 
     # Once there is space, the command in the message merges them back.
     filler.unlink()
@@ -167,9 +170,9 @@ def test_fallback_in_the_run_directory_when_only_records_jsonl_fails(tmp_path, n
     assert saved == json.loads(json.dumps(rec))
     (run.path / RECORDS).rmdir()
     (run.path / RECORDS).write_text("")
-    state = Run.load(run.path)
-    assert state.unsaved == [fallback.name]
-    assert any(fallback.name in n for n in state.notes())
+    state = load_run(run.path)
+    assert state.reading.unsaved == [fallback.name]
+    assert any(fallback.name in n for n in run_notes.of(state))
 
 
 # ---------------------------------------------------------------------------- damaged records
@@ -299,15 +302,15 @@ def four_runs(tmp_path):
 
 def test_run_states(four_runs):
     root, ids = four_runs
-    states = [Run.load(root / "archer-fpp-vs-ssf" / i) for i in ids]
-    assert [s.state for s in states] == ["complete", "incomplete", "unfinished", "complete"]
-    assert [s.describe() for s in states] == [
+    states = [load_run(root / "archer-fpp-vs-ssf" / i) for i in ids]
+    assert [run_state.of(s).state for s in states] == ["complete", "incomplete", "unfinished", "complete"]
+    assert [run_state.of(s).describe() for s in states] == [
         "complete",
         "incomplete: 1 of 4 jobs have no record, 1 aborted (interrupted by SIGTERM)",
         "unfinished (killed or still running): 2 of 3 jobs have no record",
         "complete as recorded"]
-    assert states[1].counts == {"ok": 2, "failed": 0, "skipped": 0, "aborted": 1}
-    assert [s.notes() for s in (states[0], states[3])] == [[], []]
+    assert states[1].reading.counts == {"ok": 2, "failed": 0, "skipped": 0, "aborted": 1}
+    assert [run_notes.of(s) for s in (states[0], states[3])] == [[], []]
 
 
 def test_runs_lists_states(four_runs):
@@ -337,15 +340,15 @@ def test_table_says_when_a_run_is_incomplete(four_runs, which):
     csv = iolab("table", "archer-fpp-vs-ssf", "--run", run, "--format", "csv", results_root=root)
     js = iolab("table", "archer-fpp-vs-ssf", "--run", run, "--format", "json", results_root=root)
     assert md.returncode == csv.returncode == js.returncode == 0
-    state = Run.load(root / "archer-fpp-vs-ssf" / run)
+    state = load_run(root / "archer-fpp-vs-ssf" / run)
     rows = json.loads(js.stdout)
-    assert {r["run"]["state"] for r in rows} == {state.state}
+    assert {r["run"]["state"] for r in rows} == {run_state.of(state).state}
     assert csv.stdout.startswith("part,case_id,")                # CSV stays a plain table
     if which in (0, 3):
         assert md.stdout.startswith("### archer-fpp-vs-ssf")     # no note for complete runs
         assert csv.stderr == ""
     else:
-        note = f"run {state.describe()}; {state.counts_text()}"
+        note = f"run {run_state.of(state).describe()}; {run_state.of(state).counts_text()}"
         assert md.stdout.startswith(f"**Note:** {note}\n\n### ")
         assert csv.stderr == f"iolab: note: {note}\n"
         assert rows[0]["run"]["notes"] == [note]

@@ -13,7 +13,10 @@ from iolab.results import integrity
 from iolab.layers.mpiio.layer import hint_value
 from iolab.results.record import Manifest, Observed, Record, num_tasks
 from iolab.results.rundir import RunDir
-from iolab.results.run import Run
+from iolab.results import asrun
+from iolab.results import notes as run_notes
+from iolab.results import state as run_state
+from iolab.results.run import load_run
 from tests.golden.publish_data import REPO, experiment, make_run, records
 
 RUN = "20261121T000000Z-0b1e75"
@@ -66,11 +69,11 @@ def test_run_state_counts_and_missing_jobs(tmp_path):
     planned = [{"part": r.part, "case_id": r.case_id, "repetition": r.repetition} for r in recs]
     path = make_run(tmp_path / "results", exp, RUN, recs[:-2] + [replace(recs[-2], status="aborted")],
                     planned=planned)
-    run = Run.load(path)
-    assert run.planned == len(recs) and run.missing == [(recs[-1].part, recs[-1].case_id, 1)]
-    assert run.counts["aborted"] == 1 and run.state == "unfinished"
-    assert run.experiment is not None and run.experiment.id == exp.id
-    assert run.binary_versions("main", recs[0].case_id) == {"4.0.0"}
+    run = load_run(path)
+    assert run.reading.planned == len(recs) and run.reading.missing == [(recs[-1].part, recs[-1].case_id, 1)]
+    assert run.reading.counts["aborted"] == 1 and run_state.of(run).state == "unfinished"
+    assert asrun.of(run).experiment is not None and asrun.of(run).experiment.id == exp.id
+    assert run.digest.case("main", recs[0].case_id).versions == {"4.0.0"}
 
 
 def test_a_run_whose_experiment_no_longer_loads_says_so_and_keeps_its_pairing(tmp_path):
@@ -78,12 +81,12 @@ def test_a_run_whose_experiment_no_longer_loads_says_so_and_keeps_its_pairing(tm
     exp = experiment("archer-fpp-vs-ssf")
     path = make_run(tmp_path / "results", exp, RUN, records(exp, RUN, reps=1),
                     experiment_yaml=exp.text + "retired_key: 1\n")
-    run = Run.load(path, REPO)
-    assert run.experiment is None
-    assert any("no longer loads" in n and "retired_key" in n for n in run.notes())
-    assert run.report.study().study == "archer-fpp-ssf"       # today's pairing
-    assert run.zip_groups("main") == []
-    assert Run.load(path).report.study() is None               # no project: no pairing
+    run = load_run(path, REPO)
+    assert asrun.of(run).experiment is None
+    assert any("no longer loads" in n and "retired_key" in n for n in run_notes.of(run))
+    assert asrun.of(run).report.study().study == "archer-fpp-ssf"       # today's pairing
+    assert asrun.of(run).zip_groups("main") == []
+    assert asrun.of(load_run(path)).report.study() is None               # no project: no pairing
 
 
 def test_run_dir_appends_records(tmp_path):

@@ -14,7 +14,8 @@ import pytest
 from iolab.errors import IolabError
 from iolab.results.lock import LOCK, check_not_running, read_lock
 from iolab.results.rundir import RunDir
-from iolab.results.run import Run
+from iolab.results import state as run_state
+from iolab.results.run import load_run
 
 EXP, RUN = "lock-study", "20261121T000000Z-bbbbbb"
 MANIFEST = {"experiment": EXP, "origin": "reframe", "schema": 1,
@@ -74,7 +75,7 @@ def test_a_live_writer_is_refused_by_name(run_dir, sleeper):
     assert str(info.value).startswith(
         f"run {RUN} is still running (pid {sleeper.pid} on host {socket.gethostname()})")
     assert (run_dir.path / LOCK).exists()
-    assert Run.load(run_dir.path).describe().startswith(f"still running (pid {sleeper.pid} on host ")
+    assert _describe(run_dir).startswith(f"still running (pid {sleeper.pid} on host ")
 
 
 @pytest.mark.parametrize("how", ["gone", "zombie", "pid-reused"])
@@ -95,7 +96,7 @@ def test_a_dead_writer_s_lock_is_taken_over(run_dir, how):
         write_lock(run_dir, pid=proc.pid, pid_start="1")
     try:
         assert read_lock(run_dir.path).alive is False
-        assert Run.load(run_dir.path).describe().startswith("unfinished (killed: its writer, pid ")
+        assert _describe(run_dir).startswith("unfinished (killed: its writer, pid ")
         check_not_running([run_dir.path], take_over=False, say=said.append)   # a dry run
         assert (run_dir.path / LOCK).exists() and "it would be taken over" in said[-1]
         check_not_running([run_dir.path], take_over=True, say=said.append)
@@ -117,7 +118,7 @@ def test_a_lock_of_another_host_is_refused_with_how_to_take_it_over(run_dir):
     assert text.startswith(f"run {RUN} is locked by pid 4242 on host login07, which this host")
     assert f"delete {run_dir.path / LOCK}" in text
     assert (run_dir.path / LOCK).exists()
-    assert "this host cannot tell whether it still runs" in Run.load(run_dir.path).describe()
+    assert "this host cannot tell whether it still runs" in _describe(run_dir)
 
 
 @pytest.mark.parametrize("text", ["", "{not json", '{"pid": "12", "host": "h"}', '{"pid": 0, "host": "h"}'])
@@ -140,9 +141,13 @@ def test_a_continuation_holds_the_run_it_continues(run_dir):
             check_not_running([run_dir.path], take_over=True)
         assert str(info.value).startswith(f"run {RUN} is being continued by iolab resume "
                                           f"(pid {lock.pid} on host {socket.gethostname()})")
-        assert "unfinished, being continued by iolab resume (pid" in Run.load(run_dir.path).describe()
+        assert "unfinished, being continued by iolab resume (pid" in _describe(run_dir)
         with pytest.raises(IolabError, match="is being continued by iolab resume"):
             with holding(run_dir.path, "search"):
                 pass
         assert read_lock(run_dir.path).role == "resume"      # the refused one took nothing
     assert read_lock(run_dir.path) is None
+
+
+def _describe(run_dir) -> str:
+    return run_state.of(load_run(run_dir.path)).describe()

@@ -757,9 +757,9 @@ def test_publish_of_a_search_shows_its_answer_and_progress(results, tmp_path, ca
 
 
 def _chain(results, run_id):
-    from iolab.results.run import Run
+    from iolab.results.combine import load_chain
 
-    return Run.load_chain(results / "grid-romio-local" / run_id)
+    return load_chain(results / "grid-romio-local" / run_id)
 
 
 def grid_records(path: Path) -> list[Record]:

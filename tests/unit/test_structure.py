@@ -4,6 +4,7 @@ results only through the result model."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 
@@ -656,3 +657,27 @@ def test_the_run_reader_check_sees_a_direct_read(tmp_path, monkeypatch):
     fake.write_text("def f():\n    from ..results.lookup import find_run\n")
     monkeypatch.setitem(_modules.__globals__, "_modules", lambda: {module: fake})
     assert ("iolab.results.lookup", "find_run") in _imports(module) & RUN_READERS
+
+
+# Run is a small value: what a run is. What is derived from it is a function of it in the module
+# that derives it (state.of, notes.of, asrun.of, run.kept_at, ...). A new name here is a design
+# change, made on purpose: say why beside it.
+RUN_NAMES = {
+    "path": "its directory, results/<experiment>/<run-id>/: where every file of the run is",
+    "manifest": "what was asked for, where and by which code, the plan and how it ended",
+    "records": "every record, in file order (decoded on first use when read from the digest)",
+    "digest": "the records folded by case: what tables and comparisons read",
+    "reading": "what reading the records found: counts, plan gaps, bad lines, checks, cache key",
+    "sources": "the runs a chain or a pool is read from (None: one run)",
+    "project_root": "where the experiment is now, for runs whose own copy no longer loads",
+    "run_id": "its name, as every message and page shows it",
+    "experiment_id": "the experiment it ran, as every message and page shows it",
+}
+
+
+def test_run_has_the_public_names_its_design_says():
+    from iolab.results.run import Run
+
+    public = {n for n in dir(Run) if not n.startswith("_")}
+    public |= {f.name for f in dataclasses.fields(Run) if not f.name.startswith("_")}
+    assert public == set(RUN_NAMES)

@@ -16,7 +16,7 @@ import pytest
 from iolab.analysis.compare import Side
 from iolab.errors import IolabError
 from iolab.analysis.published.study import load_study
-from iolab.results.run import Run
+from iolab.results.run import load_run
 from iolab.analysis.published.studies import compare_study, render_study
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,7 +30,7 @@ EXPERIMENTS = sorted(PUBLISHED_STUDIES)
 def side_of(tmp_path: Path, exp_id: str, profile: str, run_id: str = "20261121T000000Z-aaaaaa") -> Side:
     exp = experiment(exp_id, profile)
     recs = records(exp, run_id, reps=2)
-    return Side("run", Run.load(make_run(tmp_path / "results", exp, run_id, recs)))
+    return Side("run", load_run(make_run(tmp_path / "results", exp, run_id, recs)))
 
 
 def result_of(tmp_path, exp_id, profile, **kw):

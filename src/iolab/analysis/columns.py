@@ -9,7 +9,9 @@ import functools
 
 from ..layers import registry as layers
 from ..parsers import Metric
+from ..results import asrun
 from ..results.record import Record
+from ..results.run import kept_at
 from .report import Table, build_tables, default_metrics, tables_from
 
 def with_layer_columns(records: list[Record], layer, columns: list[str]) -> list[Record]:
@@ -90,23 +92,24 @@ def run_tables(state, metrics: list[str] | None = None, columns: dict[str, str] 
     (column_sources: {"darshan": "small_write_pct", "job": "nodes"}): a number
     column as a metric of its own (mean, interval, n), a text column beside the parameters."""
     asked = {name: text for name, text in (columns or {}).items() if text}
+    made = asrun.of(state)
     if not asked:
-        return tables_from(state.digest, metrics, state.report, state.kept_at(), state.matrix_order)
+        return tables_from(state.digest, metrics, made.report, kept_at(state), made.matrix_order)
     sources = {s.name: s for s in column_sources()}
     parsed = {name: sources[name].parse_columns(text) for name, text in asked.items()}
     numbers = {name: cols for name, cols in parsed.items() if not sources[name].text}
     if numbers:
         records = state.records
         if metrics is None:
-            metrics = list(state.report.metrics or default_metrics(records[0].benchmark))
+            metrics = list(made.report.metrics or default_metrics(records[0].benchmark))
             present = {m.name for r in records for m in r.metrics}
             metrics = [m for m in metrics if m in present]
         for name, cols in numbers.items():
             records = with_layer_columns(records, sources[name], cols)
             metrics = metrics + layer_metric_names(records, sources[name], cols)
-        tables = build_tables(records, metrics, state.report, state.matrix_order)
+        tables = build_tables(records, metrics, made.report, made.matrix_order)
     else:
-        tables = tables_from(state.digest, metrics, state.report, None, state.matrix_order)
+        tables = tables_from(state.digest, metrics, made.report, None, made.matrix_order)
     for name, cols in parsed.items():
         if sources[name].text:
             with_text_columns(tables, state.records, sources[name], cols)

@@ -29,7 +29,8 @@ from ..results.record import Manifest, Record
 from .report import (fmt_mean_ci, metric_label, note_mark, param_label, short_reason,
                      tables_from)
 from ..results.upgrade import current_ids
-from ..results.run import Run
+from ..results import asrun
+from ..results.run import Run, load_run
 
 TIME_UNITS = ("s", "ms", "us", "ns")
 
@@ -104,8 +105,8 @@ class Side:
 
     @classmethod
     def load(cls, path: Path, label: str) -> Side:
-        run = Run.load(path)
-        if not run.record_count:
+        run = load_run(path)
+        if not run.reading.total:
             raise IolabError(f"run {path.name} has no records yet")
         return cls(label, run)
 
@@ -137,10 +138,12 @@ class Side:
         return f"{self.label} = run {self.run_id} (system {self.system or 'unknown'})"
 
     def tables(self, metrics):
-        return tables_from(self.run.digest, metrics, self.run.report, order=self.run.matrix_order)
+        made = asrun.of(self.run)
+        return tables_from(self.run.digest, metrics, made.report, order=made.matrix_order)
 
     def binary_versions(self, part: str, case_id: str) -> frozenset:
-        return self.run.binary_versions(part, case_id)
+        case = self.run.digest.case(part, case_id)
+        return frozenset() if case is None else case.versions
 
     @property
     def drifts(self) -> list[drifts.Drift]:

@@ -36,12 +36,12 @@ def _hours(case) -> float:
 def durations(run_paths, cases) -> dict[str, float]:
     """Mean benchmark time (s) per case id, from the records of earlier runs."""
     from ..results.upgrade import current_ids
-    from ..results.run import Run
+    from ..results.run import load_run
 
     current = current_ids({c.case_id for c in cases})
     seen: dict[str, list[float]] = {}
     for path in run_paths:
-        for rec in Run.load(path).records:
+        for rec in load_run(path).records:
             timing = rec.provenance.get("timing") or {}
             start, end = timing.get("benchmark_start"), timing.get("benchmark_end")
             cid = current(rec.case_id)

@@ -363,9 +363,10 @@ def of_run(run) -> list:
     def compute() -> list:
         return of_digest(run.digest, inter, every=every)
     from ..results import cache
+    from ..results.run import kept_at
 
     # keyed by iolab's code too: the metric tested comes from the benchmarks' descriptors
-    return cache.of_run(run.kept_at(), "drift", [inter, sorted(every.items())], compute, list)
+    return cache.of_run(kept_at(run), "drift", [inter, sorted(every.items())], compute, list)
 
 
 def notes(drifts: list) -> list[str]:

@@ -51,7 +51,10 @@ UNITS = {"BW": ("MiB/s", "GiB/s", 1024.0), "MD": ("ops/s", "kIOPS", 1000.0)}
 
 def applies(run) -> bool:
     """Whether the run's experiment (run.Run: as run) asked for this view (tagged `io500`)."""
-    return run.experiment is not None and TAG in run.experiment.tags
+    from ..results import asrun
+
+    exp = asrun.of(run).experiment
+    return exp is not None and TAG in exp.tags
 
 
 @dataclass

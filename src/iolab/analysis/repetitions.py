@@ -40,7 +40,7 @@ def suggest_reps(run_paths, cases, planned: int, target_pct: float,
     from the values of earlier runs of the same case ids (their repetitions: a drift
     reference's jobs are left out, as tables leave them out of the case's figures)."""
     from ..results.upgrade import current_ids
-    from ..results.run import Run
+    from ..results.run import load_run
 
     target = target_pct / 100
     wanted = {c.case_id: c for c in cases}
@@ -49,7 +49,7 @@ def suggest_reps(run_paths, cases, planned: int, target_pct: float,
     units: dict[str, str] = {}
     runs: dict[tuple[str, str], set] = {}
     for path in run_paths:
-        for rec in Run.load(path).records:
+        for rec in load_run(path).records:
             case = wanted.get(current(rec.case_id) or "")
             # a drift reference's extra jobs are not repetitions (tables keep them out too)
             if case is None or not rec.ok or rec.drift_reference:

@@ -152,7 +152,7 @@ class Table:
     metrics: list[str]
     units: dict[str, str]
     rows: list[Row]
-    # where its text may be kept (Run.kept_at: the run's records and its digest's cache key);
+    # where its text may be kept (run.kept_at: the run's records and its digest's cache key);
     # None: rows not from a run's cached digest (pooled runs, layer columns, records in memory)
     kept: tuple | None = field(default=None, repr=False, compare=False)
     # text columns asked for (with_text_columns): (source.column, header), after the parameters
@@ -197,7 +197,7 @@ def _param(params: dict, key: str, benchmark: str | None = None):
 def build_tables(records: list[Record], metrics: list[str] | None = None,
                  settings: reportspec.Report | None = None, order: dict | None = None) -> list[Table]:
     """One table per part (benchmark), rows in the experiment's matrix order (`order`:
-    Run.matrix_order; see tables_from)."""
+    asrun.of(run).matrix_order; see tables_from)."""
     return tables_from(digest.fold(records), metrics, settings, order=order)
 
 
@@ -205,7 +205,7 @@ def tables_from(facts: digest.Digest, metrics: list[str] | None = None,
                 settings: reportspec.Report | None = None, kept: tuple | None = None,
                 order: dict | None = None) -> list[Table]:
     """build_tables from a run's records already folded by case (Run.digest). `kept`: the run's
-    Run.kept_at(), when `facts` is its digest: the tables' text is then kept in the cache.
+    run.kept_at(run), when `facts` is its digest: the tables' text is then kept in the cache.
     Tables and rows follow `order` (matrix.matrix_order of the experiment as run: its parts, and
     the order its YAML lists the values), never the order the records were written in, which a
     shuffled run changes; values it does not list come after, numbers in numeric order
@@ -529,14 +529,16 @@ def render(tables: list[Table], fmt: str, state=None, extra_notes: list[str] = (
     """Markdown, CSV or JSON. With the run (run.Run): Markdown starts with its
     notes (and `extra_notes`, e.g. its drift) and every JSON row gets a `run` field with them;
     CSV stays plain (callers print the notes)."""
+    from ..results import notes as run_notes
+
     if fmt == "csv":
         return to_csv(tables)
     if fmt == "json":
-        run = state.as_json() if state is not None else None
+        run = run_notes.as_json(state) if state is not None else None
         if run is not None and extra_notes:
             run = {**run, "notes": run["notes"] + list(extra_notes)}
         return to_json(tables, run)
-    notes = run_notes_markdown(state.notes() + list(extra_notes)) if state is not None else ""
+    notes = run_notes_markdown(run_notes.of(state) + list(extra_notes)) if state is not None else ""
     return notes + "\n".join(to_markdown(t) for t in tables)
 
 
@@ -548,6 +550,8 @@ def run_summary(state) -> str:
     """One line on how a run went: how many of its jobs ran, how many were skipped (or, in a
     strict run, failed without running), for which absent benchmarks (and where to read how to
     provide them) or for which other reasons."""
+    from ..results import state as run_state
+
     records = state.records
     skipped = [r for r in records if r.status == "skipped"]
     refused = [r for r in records if r.status == "failed" and str(r.error or "").startswith(NOT_RUN_STRICT)]
@@ -555,12 +559,12 @@ def run_summary(state) -> str:
     ran = [r for r in records if r.status not in ("skipped", "aborted") and id(r) not in refused_ids]
     ok = sum(r.status == "ok" for r in ran)
     # of the jobs the run planned (a killed run has records of some only), else of its records
-    planned = state.planned if isinstance(state.planned, int) else len(records)
+    planned = state.reading.planned if isinstance(state.reading.planned, int) else len(records)
     text = f"{state.experiment_id} run {state.run_id}: {len(ran)} of {max(planned, len(records))} jobs ran"
     if len(ran) != ok:
         text += f" ({ok} ok, {len(ran) - ok} not)"
     if planned > len(records):
-        text += f", {planned - len(records)} never ran ({state.describe()})"
+        text += f", {planned - len(records)} never ran ({run_state.of(state).describe()})"
     aborted = sum(r.status == "aborted" for r in records)
     if aborted:
         text += f", {aborted} aborted"

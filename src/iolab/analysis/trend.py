@@ -115,8 +115,8 @@ def series_of(runs, metric: str | None, systems: str | None, all_systems: bool,
 
     found: dict[tuple, Series] = {}
     for run in runs:
-        system = "all systems" if all_systems else (run.system or "unknown")
-        if systems and run.system != systems:
+        system = "all systems" if all_systems else (run.manifest.system or "unknown")
+        if systems and run.manifest.system != systems:
             continue
         starts = [s for r in run.records if (s := r.started) is not None]
         if not starts:

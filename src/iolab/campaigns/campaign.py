@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import IolabError
-from ..results.run import Run
+from ..results import asrun
+from ..results.combine import restricted
+from ..results.run import Run, chain_of
 from ..rfm.continuation import RESUME_ENV, Continuation
 
 
@@ -28,7 +30,7 @@ def order_of(chain: Run | None) -> dict | None:
     run made before runs recorded their order)."""
     if chain is None:
         return None
-    first = chain.chain[0] if chain.chain else chain
+    first = chain_of(chain)[0]
     order = first.manifest.get("order")
     return order if isinstance(order, dict) else None
 
@@ -102,17 +104,17 @@ def refuse_if_running(chain: Run) -> None:
     runs (run_reframe takes over a dead one's lock)."""
     from ..results.lock import check_not_running
 
-    check_not_running([r.path for r in chain.chain or [chain]], take_over=False)
+    check_not_running([r.path for r in chain_of(chain)], take_over=False)
 
 
 def jobs_to_resume(chain: Run, failed_only: bool = False, missing_only: bool = False) -> list[tuple]:
     """Planned jobs of the chain without an ok record: missing ones (never recorded) and those
     whose last record failed or was aborted (a skipped job is one the system could not run)."""
     refuse_if_running(chain)
-    if chain.planned is None:
+    if chain.reading.planned is None:
         raise IolabError(f"run {chain.run_id} has no plan in its manifest (an imported run, or one "
                          "written before runs listed their jobs): there is nothing to resume from")
-    root = chain.chain[0] if chain.chain else chain
+    root = chain_of(chain)[0]
     planned = [(j.get("part") or "main", str(j.get("case_id")), j.get("repetition"))
                for j in root.manifest.planned if isinstance(j, dict)]
     last: dict[tuple, str] = {}
@@ -137,7 +139,7 @@ def with_producers(chain: Run, jobs: list[tuple]) -> tuple[list[tuple], list[str
     of the same repetition runs again with it."""
     from ..experiment.matrix import expand, producers
 
-    exp = chain.experiment
+    exp = asrun.of(chain).experiment
     if exp is None:
         return jobs, []
     cases = {c.case_id: c for c in expand(exp)}
@@ -161,7 +163,7 @@ def _sha256(path: Path) -> str | None:
 def changes(chain: Run, project_root: Path) -> list[str]:
     """What a continuation would run differently from the chain, in words."""
     out = []
-    first = chain.chain[0] if chain.chain else chain
+    first = chain_of(chain)[0]
     man = first.manifest
     yaml_path = project_root / "experiments" / f"{chain.experiment_id}.yaml"
     try:
@@ -273,7 +275,7 @@ class Reproduction:
         part, case_id = recs[0].part, recs[0].case_id
         # recorded, or planned without a record yet
         has = sorted({r.repetition for r in recs}
-                     | {rep for _p, cid, rep in run.missing if cid == case_id and type(rep) is int})
+                     | {rep for _p, cid, rep in run.reading.missing if cid == case_id and type(rep) is int})
         reps = reps or has
         for rep in reps:
             if rep not in has:
@@ -302,5 +304,5 @@ class Reproduction:
         """The original records of the case against the reproduced run."""
         from ..analysis.compare import Side, compare_runs
 
-        return compare_runs(Side("original", self.run.with_records(self.records)),
+        return compare_runs(Side("original", restricted(self.run, self.records)),
                             Side("reproduced", again))

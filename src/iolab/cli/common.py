@@ -40,7 +40,9 @@ def note(text: str) -> None:
 
 
 def print_run_notes(state, label: str = "") -> None:
-    for text in state.notes():
+    from ..results import notes as run_notes
+
+    for text in run_notes.of(state):
         note(f"{label}{text}")
 
 
@@ -112,9 +114,10 @@ def metrics_arg(text: str | None, *states) -> list[str] | None:
 
 def integrity_text(run) -> str:
     """For `runs` and `status`: what the records' checks set aside (counted as tables count)."""
+    from ..results import notes as run_notes
     from ..results.runfiles import RECORDS
 
-    found = run.problems()
+    found = run_notes.problems(run)
     if not found:
         return ""
     aside = sum(p.set_aside for _r, p in found)

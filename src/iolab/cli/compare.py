@@ -90,10 +90,10 @@ def _compare(args) -> int:
     if len(runs) != 2:
         raise IolabError("compare two runs (ID RUN_A RUN_B), one run by a parameter "
                          "(ID [RUN] --by KEY --baseline VALUE) or a run with a study (ID RUN published:NAME)")
-    from ..results.run import Run
+    from ..results.run import run_dir
     from ..results.runfiles import results_root
 
-    path_a, path_b = (Run.find(results_root(project_dir()), args.experiment, r, args.include_imported)
+    path_a, path_b = (run_dir(results_root(project_dir()), args.experiment, r, args.include_imported)
                       for r in runs)
     if path_a == path_b:
         raise IolabError(f"{runs[0]} and {runs[1]} are the same run, {path_a.name}: compare two runs, "

@@ -16,20 +16,21 @@ def _runs_named(run_id: str) -> list[str]:
 
 
 def _load_run(experiment: str, run_id: str | None, include_imported: bool):
-    from ..results.run import Run
+    from ..results.run import load_run, run_dir
     from ..results.runfiles import results_root
 
-    return Run.load(Run.find(results_root(project_dir()), experiment, run_id, include_imported))
+    return load_run(run_dir(results_root(project_dir()), experiment, run_id, include_imported))
 
 
 def services():
     from ..layers.base import VerbServices
+    from ..results.run import raw_file
     from ..results.runfiles import is_experiment_id
     from ..results.upgrade import names_case
 
     return VerbServices(add_include_imported=add_include_imported,
                         is_experiment_id=is_experiment_id, runs_named=_runs_named,
-                        load_run=_load_run, names_case=names_case)
+                        load_run=_load_run, names_case=names_case, raw_file=raw_file)
 
 
 @dataclass(frozen=True)

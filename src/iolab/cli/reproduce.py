@@ -83,7 +83,8 @@ def run(args) -> int:
     from ..campaigns import campaign
     from ..analysis.compare import render_comparison
     from ..results.runfiles import results_root
-    from ..results.run import Run
+    from ..results import notes as run_notes
+    from ..results.run import load_run, run_dir
 
     root = project_dir()
     res = results_root(root)
@@ -99,8 +100,8 @@ def run(args) -> int:
             raise IolabError("give ID RUN CASE (and --rep N), or --record FILE|- with a record line")
         exp_id, run_id, case_id = args.experiment, args.run, args.case
         reps = [args.rep] if args.rep is not None else None
-    run = Run.load(Run.find(res, exp_id, run_id, True), root)
-    run.vouch()     # the original is what the reproduction is set against: its records must hold
+    run = load_run(run_dir(res, exp_id, run_id, True), root)
+    run_notes.vouch(run)     # the original is what the reproduction is set against: its records must hold
     job = campaign.Reproduction.of(run, case_id, reps, "the record" if args.record else "--rep")
     differ = campaign.reproduce_differences(run, root)
     for line in differ:
@@ -113,5 +114,5 @@ def run(args) -> int:
     if new is None:
         error(f"reframe made no run (exit status {status})")
         return status or 1
-    print(render_comparison(job.compared(Run.load(new, root))))
+    print(render_comparison(job.compared(load_run(new, root))))
     return status

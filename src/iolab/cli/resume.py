@@ -41,22 +41,24 @@ def run(args) -> int:
 
     from ..campaigns import campaign
     from ..results.runfiles import results_root
-    from ..results.run import Run
+    from ..results import notes as run_notes, state as run_state
+    from ..results.combine import load_chain
+    from ..results.run import chain_of, run_dir
     from ..rfm.continuation import Continuation
     from ..rfm.allocation import ENV as ALLOCATION_ENV
     from ..rfm.leftovers import CANCEL_ENV
 
     root = project_dir()
     res = results_root(root)
-    chain = Run.load_chain(Run.find(res, args.experiment, args.run), root)
-    chain.vouch(args.set_aside)
+    chain = load_chain(run_dir(res, args.experiment, args.run), root)
+    run_notes.vouch(chain, args.set_aside)
     if args.failed_only and args.missing_only:
         raise IolabError("give --failed-only or --missing-only, not both")
     jobs = campaign.jobs_to_resume(chain, args.failed_only, args.missing_only)
-    last = chain.chain[-1] if chain.chain else chain
+    last = chain_of(chain)[-1]
     if not jobs:
         print(f"nothing to resume: every planned job of run {chain.run_id} "
-              f"{'and its continuations ' if chain.chain else ''}has an ok record"
+              f"{'and its continuations ' if len(chain_of(chain)) > 1 else ''}has an ok record"
               + (" (or none matches the filter)" if args.failed_only or args.missing_only else ""))
         return 0
     jobs, added = campaign.with_producers(chain, jobs)
@@ -84,7 +86,7 @@ def run(args) -> int:
     if new is None:
         error(f"reframe made no continuation run (exit status {status})")
         return status or 1
-    whole = Run.load_chain(new, root)
-    print(f"continuation run {new.name} of {chain.run_id}: chain {whole.describe()}; "
-          f"{whole.counts_text()}")
+    whole = load_chain(new, root)
+    print(f"continuation run {new.name} of {chain.run_id}: chain {run_state.of(whole).describe()}; "
+          f"{run_state.of(whole).counts_text()}")
     return status

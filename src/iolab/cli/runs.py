@@ -71,43 +71,46 @@ def run(args) -> int:
     from ..results.lookup import list_runs, no_runs_error
     from ..results.runfiles import results_root
     from ..results.chain import ChainIndex, chain_paths
-    from ..results.run import Run
+    from ..results import state as run_state
+    from ..results.combine import load_chain
+    from ..results.run import chain_of, load_run, run_dir
 
     root = results_root(project_dir())
     paths = list_runs(root, args.experiment)
     if not paths:
         raise no_runs_error(root, args.experiment)
     if args.run:
-        paths = [Run.find(root, args.experiment, args.run, include_imported=True)]
+        paths = [run_dir(root, args.experiment, args.run, include_imported=True)]
     status = 0
     index = ChainIndex.of(paths[0].parent)     # every run's parent, read once for all the lines
     for path in paths:
         try:
-            state = Run.load(path)
+            state = load_run(path)
             links = chain_paths(path, index)   # a chain that loops is refused here
-            chain = (Run.load_chain(path) if not state.parent
-                     and any(Run.load(p).parent for p in links[1:2]) else None)
+            stands = run_state.of(state)
+            chain = (load_chain(path) if not stands.parent
+                     and any(run_state.of(load_run(p)).parent for p in links[1:2]) else None)
         except IolabError as exc:      # one bad run (or chain) does not hide the others
             print(f"{path.name}  unreadable: {exc}")
             status = 1
             continue
-        line = (f"{path.name}  {state.origin:8}  {state.system or '-':20}  {state.counts_text()}  "
-                f"{state.describe()}")
+        line = (f"{path.name}  {stands.origin:8}  {state.manifest.system or '-':20}  "
+                f"{stands.counts_text()}  {stands.describe()}")
         original = state.manifest.get("reproduces")
         if isinstance(original, dict):
             line += f"; reproduces {original.get('run')} (never the default 'latest')"
-        if state.parent:
-            line += f"; continues {state.parent}"
+        if stands.parent:
+            line += f"; continues {stands.parent}"
         elif chain is not None:
-            line += (f"; with continuations {', '.join(r.run_id for r in chain.chain[1:])}: "
-                     f"chain {chain.describe()}, {chain.counts_text()}")
-        if state.unreadable:
-            line += f"; {len(state.unreadable)} unreadable line(s) skipped"
+            line += (f"; with continuations {', '.join(r.run_id for r in chain_of(chain)[1:])}: "
+                     f"chain {run_state.of(chain).describe()}, {run_state.of(chain).counts_text()}")
+        if state.reading.unreadable:
+            line += f"; {len(state.reading.unreadable)} unreadable line(s) skipped"
         line += integrity_text(state)
         line += _flags_text(state)
         line += "".join(f"; {d.short()}" for d in drift.of_run(state) if d.drifts)
-        if state.unsaved:
-            line += f"; unmerged: {', '.join(state.unsaved)}"
+        if state.reading.unsaved:
+            line += f"; unmerged: {', '.join(state.reading.unsaved)}"
         order = _order_text(state)
         if order:
             line += f"; {order}"

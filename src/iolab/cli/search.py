@@ -37,7 +37,8 @@ def run(args) -> int:
     from ..campaigns import campaign
     from ..experiment.load import load_experiment
     from ..results.runfiles import results_root
-    from ..results.run import Run
+    from ..results.combine import load_chain
+    from ..results.run import run_dir
     from ..campaigns.search.rounds import run_search, search_chain
     from ..present.search import report_run
 
@@ -61,7 +62,7 @@ def run(args) -> int:
     chain = search_chain(root, exp.id)
     if chain is None:
         return status
-    text, found = report_run(Run.load_chain(Run.find(results_root(root), exp.id, chain.run_id, True),
-                                            root))
+    text, found = report_run(load_chain(run_dir(results_root(root), exp.id, chain.run_id, True),
+                                        root))
     sys.stdout.write(text)
     return status or (0 if found else 1)

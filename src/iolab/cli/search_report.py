@@ -25,12 +25,14 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     """A search's answer: the best setting found with its interval, the runner-up, the model."""
     from ..results.runfiles import results_root
-    from ..results.run import Run
+    from ..results import notes as run_notes
+    from ..results.combine import load_chain
+    from ..results.run import run_dir
     from ..present.search import report_run
 
     root = project_dir()
-    run = Run.load_chain(Run.find(results_root(root), args.experiment, args.run, True), root)
-    run.vouch(args.set_aside)
+    run = load_chain(run_dir(results_root(root), args.experiment, args.run, True), root)
+    run_notes.vouch(run, args.set_aside)
     print_run_notes(run)
     text, found = report_run(run, args.objective)
     sys.stdout.write(text)

@@ -42,23 +42,27 @@ def run(args) -> int:
     import time
 
     from ..results.runfiles import results_root
-    from ..results.run import Run
+    from ..results import state as run_state
+    from ..results.combine import load_chain
+    from ..results.run import run_dir
 
     watch = _seconds("--watch", args.watch) if args.watch is not None else None
     res = results_root(project_dir())
-    path = Run.find(res, args.experiment, args.run, True)
+    path = run_dir(res, args.experiment, args.run, True)
     tty = sys.stdout.isatty()
     while True:
-        run = Run.load_chain(path)
+        run = load_chain(path)
+        stands = run_state.of(run)
+        gone = stands.writer_gone
         # a dead writer's run is said to be so (killed), never 'unfinished ... ETA'
-        state = run.describe() if run.writer_gone else run.state
-        line = (f"{args.experiment} run {run.run_id}: {state}: {run.progress(time.time())}"
+        state = stands.describe() if gone else stands.state
+        line = (f"{args.experiment} run {run.run_id}: {state}: {stands.progress(time.time())}"
                 + integrity_text(run))
-        if not watch or run.state != "unfinished" or run.writer_gone:
+        if not watch or stands.state != "unfinished" or gone:
             print(("\r" if tty and watch else "") + line)
-            if watch and run.writer_gone:      # it will never end: say so, do not wait
-                raise IolabError(f"run {run.run_id} will not finish: {run.describe()}",
+            if watch and gone:      # it will never end: say so, do not wait
+                raise IolabError(f"run {run.run_id} will not finish: {stands.describe()}",
                                  hint=f"`iolab resume {args.experiment} {run.run_id}` continues it")
-            return 0 if run.state != "unfinished" or not watch else 1
+            return 0 if stands.state != "unfinished" or not watch else 1
         print(("\r" + line + "\033[K") if tty else line, end="" if tty else "\n", flush=True)
         time.sleep(watch)

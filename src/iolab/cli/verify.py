@@ -27,17 +27,19 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     """Check a run's records (and its continuations'): the digest chain and every record."""
     from ..results.runfiles import RECORDS, results_root
-    from ..results.run import Run
+    from ..results import notes as run_notes
+    from ..results.combine import load_chain
+    from ..results.run import run_dir
 
-    path = Run.find(results_root(project_dir()), args.experiment, args.run, True)
-    whole = Run.load_chain(path, project_dir())
-    found = whole.problems()
-    for run in whole.runs_read():
-        print(f"{args.experiment} run {run.run_id}: {run.record_count} record(s); "
-              f"{run.verdict.describe()}")
-        for b in run.unreadable:
+    path = run_dir(results_root(project_dir()), args.experiment, args.run, True)
+    whole = load_chain(path, project_dir())
+    found = run_notes.problems(whole)
+    for run in run_notes.runs_read(whole):
+        print(f"{args.experiment} run {run.run_id}: {run.reading.total} record(s); "
+              f"{run.reading.verdict.describe()}")
+        for b in run.reading.unreadable:
             print(f"  {RECORDS}:{b.line}: unreadable, skipped: {b.reason}")
-        for p in run.verdict.problems:
+        for p in run.reading.verdict.problems:
             print(f"  {p.where(RECORDS)}: {p.reason}"
                   + ("" if p.set_aside else " (no record of it is left out)"))
     if found:
@@ -47,6 +49,6 @@ def run(args) -> int:
     if args.write_digest:
         from ..results.recordcache import write_run_digest
 
-        for run in whole.runs_read():
+        for run in run_notes.runs_read(whole):
             print(f"{args.experiment} run {run.run_id}: digest written: {write_run_digest(run.path)}")
     return 0

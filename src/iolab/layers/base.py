@@ -121,6 +121,7 @@ class VerbServices:
     runs_named: Callable                # (run id) -> the experiments that have a run of that id
     load_run: Callable                  # (experiment id, run id or None, include_imported) -> Run
     names_case: Callable                # (case id given by hand, recorded) -> whether it names it
+    raw_file: Callable                  # (run, record, names, limit) -> a file kept with it, or None
 
 
 class ColumnSource:

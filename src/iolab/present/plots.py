@@ -25,6 +25,7 @@ from pathlib import Path
 from .. import stats
 from ..results.digest import shows_effective
 from ..results.record import param_value
+from ..results.run import derived
 from ..analysis.compare import TIME_UNITS
 from ..analysis.report import Table, fmt_measure, metric_label, param_label
 from .plotspec import (RULES, SCALE_KEYS, Axis, Plot, PlotSpec, Point, choose, hashable, log2_axis,
@@ -72,6 +73,14 @@ MAX_CELL_TEXT = 400
 # ------------------------------------------------------------------------------------- specs
 
 
+def records_by_case(run) -> dict[tuple[str, str], list]:
+    """A run's records by (part, case_id), in file order (kept with the run: derived)."""
+    out: dict[tuple[str, str], list] = {}
+    for rec in run.records:
+        out.setdefault((rec.part, rec.case_id), []).append(rec)
+    return out
+
+
 # ---------------------------------------------------------------------------------- drawing
 
 def points(table: Table, metric: str, run, keys=()) -> list[Point]:
@@ -86,7 +95,7 @@ def points(table: Table, metric: str, run, keys=()) -> list[Point]:
         eff: dict[str, list] = {}
         # records are decoded only for the values in effect: a plot of a campaign without
         # MPI-IO axes is drawn from the table (its digest) alone
-        for rec in run.by_case.get((table.part, row.case_id), ()) if hints else ():
+        for rec in derived(run, records_by_case).get((table.part, row.case_id), ()) if hints else ():
             if not rec.ok:
                 continue
             for key in hints:

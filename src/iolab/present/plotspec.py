@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .. import stats
 from ..layers import registry as layers
+from ..results import asrun
 from ..results.record import NUM_TASKS, param_value
 from ..analysis.report import Table, param_label, tables_from
 from ..experiment.reportspec import PlotRequest
@@ -334,13 +335,14 @@ def choose(run, metrics: list[str] | None = None,
 
     Returns (table, spec) pairs and notes on plots that could not be drawn.
     """
-    settings = run.report
+    made = asrun.of(run)
+    settings = made.report
     overrides = settings.plots
     out, notes = [], []
     for table in tables if tables is not None else tables_from(run.digest, metrics, settings,
-                                                                 order=run.matrix_order):
+                                                                 order=made.matrix_order):
         facts = run.digest.parts[table.part]
-        axes = find_axes([r.params for r in table.rows], list(facts.varied), run.zip_groups(table.part))
+        axes = find_axes([r.params for r in table.rows], list(facts.varied), made.zip_groups(table.part))
         present = facts.present
         if overrides:
             for i, item in enumerate(overrides):
@@ -351,7 +353,7 @@ def choose(run, metrics: list[str] | None = None,
                     shown = table
                     if spec.metric not in table.metrics:     # a metric the tables do not show
                         shown = next(t for t in tables_from(run.digest, [spec.metric], settings,
-                                                            order=run.matrix_order)
+                                                            order=made.matrix_order)
                                      if t.part == table.part)
                     out.append((shown, spec))
             continue

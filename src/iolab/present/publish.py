@@ -44,7 +44,9 @@ from ..analysis.published.study import load_study
 from ..layers.registry import findings_folds
 from ..render import render_template
 from ..experiment.reportspec import StudyLink
-from ..results.run import Run
+from ..results import asrun, notes as run_notes, state as run_state
+from ..results.combine import load_chain
+from ..results.run import Run, chain_of, kept_at, run_dir
 from ..analysis.published.studies import compare_study, study_blocks
 from ..analysis.columns import run_tables
 from ..analysis.report import LEGEND, NOISY_MARK, OUTLIER_MARK, render, table_rows, tables_from
@@ -123,10 +125,11 @@ def provenance(run: Run) -> dict:
         "records": facts.records,
         "status": status,
         "parts": parts,
-        "state": run.describe(),
+        "state": run_state.of(run).describe(),
         # each run's records as checked (integrity.py): its final digest, or why none
-        "checked": [{"run_id": r.run_id, "text": r.verdict.describe() if r.verdict else "in memory"}
-                    for r in run.runs_read()],
+        "checked": [{"run_id": r.run_id,
+                     "text": r.reading.verdict.describe() if r.reading.verdict else "in memory"}
+                    for r in run_notes.runs_read(run)],
     }
 
 
@@ -207,7 +210,7 @@ def published_comparison(run: Run, link: StudyLink, project_root: Path) -> Publi
     section.seed = study.citation.get("seed", "")
     if link.why:
         section.adjustments.append(link.why)
-    if not run.record_count:
+    if not run.reading.total:
         section.error = "the run has no records"
         return section
     try:
@@ -272,7 +275,7 @@ def search_section(run: Run, staging: Path, prefix: str = "") -> dict | None:
         search, space, unit = of_run(run)
     except IolabError as exc:
         return {"answer": "", "error": str(exc), "plot": None, "notes": []}
-    rounds = [r.run_id for r in run.chain] or [run.run_id]
+    rounds = [r.run_id for r in chain_of(run)]
     steps = search_progress(search, space, run.records, rounds)
     plot = progress.search_progress_plot(steps, search.objective, unit, search.maximize,
                                       staging / PLOTS_DIR, prefix)
@@ -290,12 +293,13 @@ def search_section(run: Run, staging: Path, prefix: str = "") -> dict | None:
 
 def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str,
                prefix: str = "", set_aside: bool = False, columns: dict[str, str] | None = None) -> RunReport:
-    run = Run.load_chain(path, project_root)
-    run.vouch(set_aside)
-    if not run.record_count:
-        raise IolabError(f"run {path.name} has no readable records", hint=run.describe())
-    settings = run.report
-    tables = tables_from(run.digest, None, settings, run.kept_at(), run.matrix_order)
+    run = load_chain(path, project_root)
+    run_notes.vouch(run, set_aside)
+    if not run.reading.total:
+        raise IolabError(f"run {path.name} has no readable records", hint=run_state.of(run).describe())
+    made_of = asrun.of(run)
+    settings = made_of.report
+    tables = tables_from(run.digest, None, settings, kept_at(run), made_of.matrix_order)
     made, notes = plots.make_plots(run, staging / PLOTS_DIR, prefix=prefix, tables=tables)
     if columns and any(columns.values()):      # asked columns: in the tables, not the plots
         tables = run_tables(run, None, columns)
@@ -305,7 +309,7 @@ def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str
     return RunReport(provenance(run), [html_table(t) for t in tables],
                      render(tables, "md", run, drifts), render(tables, "csv"),
                      [_plot_entry(p, staging) for p in made], notes, flags_by_case(run.digest),
-                     findings_by_case(run.digest), published, settings, run.notes() + drifts, run,
+                     findings_by_case(run.digest), published, settings, run_notes.of(run) + drifts, run,
                      search_section(run, staging, prefix))
 
 
@@ -330,7 +334,8 @@ def _csv_with_runs(reports: list[RunReport]) -> str:
 
 def experiment_info(experiment_id: str, runs: list[Run]) -> dict:
     """The experiment as last run (else as it is now): description, source, tags."""
-    exp = (runs[-1].experiment or runs[-1].experiment_now) if runs else None
+    made = asrun.of(runs[-1]) if runs else None
+    exp = (made.experiment or made.now) if made else None
     shas = sorted({r.manifest.experiment_sha256 for r in runs if r.manifest.experiment_sha256})
     return {"id": experiment_id, "description": " ".join(str(exp.description or "").split()) if exp else "",
             "source": (exp.source or "") if exp else "", "tags": list(exp.tags) if exp else [],
@@ -339,7 +344,7 @@ def experiment_info(experiment_id: str, runs: list[Run]) -> dict:
 
 def build_context(experiment_id: str, reports: list[RunReport]) -> dict:
     runs = [r.run for r in reports if r.run is not None]
-    link = runs[-1].report.study() if runs else None
+    link = asrun.of(runs[-1]).report.study() if runs else None
     return {
         "experiment": experiment_info(experiment_id, runs),
         "runs": reports,
@@ -378,7 +383,7 @@ def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, for
     res = results or results_root(root)
     shown_out = Path(out)
     out = real_out(shown_out, res)
-    paths = list(dict.fromkeys(Run.find(res, experiment_id, r, include_imported) for r in (runs or [None])))
+    paths = list(dict.fromkeys(run_dir(res, experiment_id, r, include_imported) for r in (runs or [None])))
     previous = previous_files(out, force)
     with tempfile.TemporaryDirectory(prefix="iolab-publish-") as tmp:
         staging = Path(tmp)

@@ -5,6 +5,8 @@ rule out, the model's optimum."""
 from __future__ import annotations
 
 from .. import stats
+from ..results import asrun
+from ..results.run import chain_of
 from ..campaigns.search.answer import Answer, Unmeasured, answer, of_run, space_bench
 from ..campaigns.search.observations import NOT_APPLIED, Point
 from ..campaigns.search.space import GRID, PART, Space
@@ -15,8 +17,9 @@ def report_run(run, objective: str | None = None) -> tuple[str, bool]:
     the experiment as run, and whether it found anything. A run without `search:` (a full grid)
     is answered for `objective`."""
     search, space, unit = of_run(run, objective)
-    head = f"{run.experiment.id} run {run.run_id}" + (f" (+{len(run.chain) - 1} continuations)"
-                                                      if len(run.chain) > 1 else "")
+    rounds = len(chain_of(run))
+    head = f"{asrun.of(run).experiment.id} run {run.run_id}" + (f" (+{rounds - 1} continuations)"
+                                                               if rounds > 1 else "")
     found = answer(search, space, run.records)
     return head + "\n" + render_answer(found, space, unit), found.best is not None
 

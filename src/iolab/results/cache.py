@@ -217,7 +217,7 @@ def memo(source: Path, kind: str, key: str, compute, value_type: type):
 
 def of_run(kept: tuple | None, kind: str, inputs, compute, value_type: type):
     """compute() of a value derived from a run's digest alone, kept beside its cached digest:
-    `kept` is Run.kept_at() (the records and their cache key; None: computed, not kept), and
+    `kept` is run.kept_at(run) (the records and their cache key; None: computed, not kept), and
     the entry's key is that and `inputs` (JSON: what else the value depends on)."""
     if kept is None:
         return compute()

@@ -11,7 +11,9 @@ from ..errors import IolabError
 from .chain import ChainIndex, chain_paths
 from .lookup import find_run, list_runs, no_runs_error, reproduces
 from .manifests import read_manifest_shared
-from .run import Run
+from . import notes as run_notes, state as run_state
+from .combine import load_chain, pool_runs
+from .run import Run, load_run
 from .runfiles import results_root
 
 
@@ -20,13 +22,14 @@ def chosen_run(project_root: Path, exp_id: str, run: str | None, include_importe
     """The chosen run's state (manifest, records, completeness); a run without a readable
     record is an error, and so is one whose records fail the checks (integrity.py) unless
     `set_aside`."""
-    state = Run.load_chain(find_run(results_root(project_root), exp_id, run, include_imported),
-                           project_root)
-    state.vouch(set_aside)
-    if not state.record_count:
-        why = f" ({len(state.unreadable)} unreadable line(s) skipped)" if state.unreadable else ""
+    state = load_chain(find_run(results_root(project_root), exp_id, run, include_imported),
+                       project_root)
+    run_notes.vouch(state, set_aside)
+    if not state.reading.total:
+        bad = state.reading.unreadable
+        why = f" ({len(bad)} unreadable line(s) skipped)" if bad else ""
         raise IolabError(f"run {state.run_id} of {exp_id!r} has no readable records{why}",
-                         hint=f"{state.describe()}; see `iolab runs {exp_id}`")
+                         hint=f"{run_state.of(state).describe()}; see `iolab runs {exp_id}`")
     return state
 
 
@@ -38,7 +41,7 @@ def pooled_runs(project_root: Path, exp_id: str, runs: list[str] | None, since: 
     paths = [find_run(res, exp_id, r, include_imported) for r in runs or []]
     if since:       # every run since: of the experiment's, so no reproduction of one case
         every = [p for p in list_runs(res, exp_id) if reproduces(p) is None
-                 and (include_imported or Run.load(p).origin == "measured")]
+                 and (include_imported or run_state.of(load_run(p)).origin == "measured")]
         named = [p for p in every if p.name == since or p.name.startswith(since)]
         if named:
             paths += every[every.index(named[0]):]
@@ -52,9 +55,9 @@ def pooled_runs(project_root: Path, exp_id: str, runs: list[str] | None, since: 
     roots = list(dict.fromkeys(chain_paths(p, index)[0] for p in paths))
     if not roots:
         raise IolabError(f"no run of {exp_id!r} since {since!r}")
-    state = Run.pooled(roots, project_root)
-    state.vouch(set_aside)
-    if not state.record_count:
+    state = pool_runs(roots, project_root)
+    run_notes.vouch(state, set_aside)
+    if not state.reading.total:
         raise IolabError(f"the runs of {exp_id!r} have no readable records")
     return state
 
@@ -78,11 +81,11 @@ def runs_in_time(project_root: Path, exp_id: str, since: str | None, include_imp
     runs = []
     index = ChainIndex.of(paths[0].parent) if paths else None
     for path in dict.fromkeys(chain_paths(p, index)[0] for p in paths):
-        run = Run.load_chain(path, project_root)
-        run.vouch(set_aside)
-        if run.origin == "measured" or include_imported:
+        run = load_chain(path, project_root)
+        run_notes.vouch(run, set_aside)
+        if run_state.of(run).origin == "measured" or include_imported:
             runs.append(run)
-            for text in run.integrity_notes("the trend") if run.problems() else ():
+            for text in run_notes.integrity(run, "the trend") if run_notes.problems(run) else ():
                 note(run, text)
     return runs
 

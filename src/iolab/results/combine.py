@@ -1,6 +1,6 @@
 """Several runs read as one result set: a run with its continuations (a chain: a record re-run
-ok later replaces a failed one), or runs pooled by case where their provenance agrees. `cls` is
-run.Run, passed in (Run.load_chain, Run.pooled): this module does not import it back.
+ok later replaces a failed one), or runs pooled by case where their provenance agrees
+(load_chain, pool_runs), and some of a run's records as a run (restricted).
 """
 
 from __future__ import annotations
@@ -8,8 +8,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from . import asrun
 from .chain import chain_paths
 from .record import Record
+from .run import Run, Sources, load_run, run_of
 
 
 PROVENANCE_KEYS = ("system", "binary sha256", "binary version", "spack.lock")
@@ -21,14 +23,14 @@ def provenance_key(rec: Record) -> tuple:
     return (prov.system, prov.binary_sha256, prov.binary_version, prov.stack.get("spack_lock_sha256"))
 
 
-def load_chain(cls, path, project_root: Path | None = None):
+def load_chain(path, project_root: Path | None = None) -> Run:
     """A run with its continuations (`iolab resume`) as one result set: every record keeps
     its run id and provenance; a failed or aborted record whose job a later run of the chain
     recorded ok is left out (and counted in the notes)."""
     paths = chain_paths(Path(path))
     if len(paths) == 1:
-        return cls.load(paths[0], project_root)
-    runs = [cls.load(p, project_root) for p in paths]
+        return load_run(paths[0], project_root)
+    runs = [load_run(p, project_root) for p in paths]
     ok_at: dict[tuple, int] = {}
     for i, run in enumerate(runs):
         for rec in run.records:
@@ -41,17 +43,17 @@ def load_chain(cls, path, project_root: Path | None = None):
                 superseded += 1
                 continue
             kept.append(rec)
-    out = _of_runs(cls, kept, runs, project_root)
-    out.chain, out.superseded = runs, superseded
-    out.unsaved = [u for r in runs for u in r.unsaved]
+    out = _of_runs(kept, runs, project_root)
+    out.sources = Sources("chain", runs, superseded)
+    out.reading.unsaved = [u for r in runs for u in r.reading.unsaved]
     return out
 
 
-def pooled(cls, paths, project_root: Path | None = None):
+def pool_runs(paths, project_root: Path | None = None) -> Run:
     """Repetitions of the same case ids from several runs (each with its continuations), as
     one result set: a case's records of a run whose provenance differs from the first run's
     that has the case (system, binary, Spack lock) are not pooled, and its row says so."""
-    runs = [load_chain(cls, p, project_root) for p in paths]
+    runs = [load_chain(p, project_root) for p in paths]
     ref: dict[tuple, tuple] = {}
     kept: list[Record] = []
     notes: dict[tuple, list[str]] = {}
@@ -68,15 +70,21 @@ def pooled(cls, paths, project_root: Path | None = None):
                 notes[key].append(note)
     kept = [dataclasses.replace(r, flags=list(r.flags) + notes[(r.part, r.case_id)])
             if (r.part, r.case_id) in notes else r for r in kept]
-    out = _of_runs(cls, kept, runs, project_root)
-    out.pool = runs
+    out = _of_runs(kept, runs, project_root)
+    out.sources = Sources("pool", runs)
     return out
 
 
-def _of_runs(cls, records: list[Record], runs: list, project_root: Path | None):
+def _of_runs(records: list[Record], runs: list[Run], project_root: Path | None) -> Run:
     """Records of several runs as one, under the first run's manifest and experiment."""
-    out = cls.of(records, runs[0].manifest, runs[0].path, project_root)
-    out.unreadable = [b for r in runs for b in r.unreadable]
-    if "_loaded" in runs[0].__dict__:
-        out.__dict__["_loaded"] = runs[0].__dict__["_loaded"]
+    out = run_of(records, runs[0].manifest, runs[0].path, project_root)
+    out.reading.unreadable = [b for r in runs for b in r.reading.unreadable]
+    asrun.share(runs[0], out)
+    return out
+
+
+def restricted(run: Run, records: list[Record]) -> Run:
+    """The same run restricted to some of its records (a part, picked cases)."""
+    out = run_of(records, run.manifest, run.path, run.project_root)
+    asrun.share(run, out)
     return out

@@ -1,98 +1,115 @@
 """What the tables, pages and reports of a run say about it besides its values: where its records
 come from, what was left out and why; and `vouch`, which refuses records that fail the checks
-(integrity.py) unless they are set aside.
+(integrity.py) unless they are set aside. Functions of a run (run.py).
 """
 
 from __future__ import annotations
 
 from ..errors import IolabError
+from . import asrun, state
+from .run import Run
 from .runfiles import RECORDS
 
 
-class RunNotes:
+def of(run: Run) -> list[str]:
     """What a table says about the run it shows (pooled, chained, imported, incomplete, lines
-    unreadable or set aside, unverified), and the refusal of records that fail the checks: part
-    of Run (run.py)."""
+    unreadable or set aside, unverified): lines for tables and reports; none for a complete
+    measured run read in full."""
+    out = []
+    sources, reading = run.sources, run.reading
+    if sources and sources.kind == "pool":
+        out.append(f"repetitions pooled from runs {', '.join(r.run_id for r in sources.runs)} "
+                   "where the provenance agrees (system, binary, Spack lock)")
+    if sources and sources.kind == "chain":
+        ids = [r.run_id for r in sources.runs]
+        if len(ids) > 4:        # a search's rounds: the first, the last and how many between
+            ids = [ids[0], ids[1], f"{len(ids) - 3} more", ids[-1]]
+        out.append(f"runs {' + '.join(ids)} as one result set"
+                   + (" (the rounds of iolab search)" if run.manifest.get("search_round")
+                      is not None else " (continued with iolab resume)")
+                   + (f"; {sources.superseded} failed or aborted record(s) re-run ok later are "
+                      "left out" if sources.superseded else ""))
+    if state.of(run).origin == "imported":
+        label = run.manifest.label
+        out.append("imported run: outputs of runs made outside iolab"
+                   + (f" ({label})" if label else "") + ", not measured by iolab")
+    stands = state.of(run)
+    if not stands.complete:
+        out.append(f"run {stands.describe()}; {stands.counts_text()}")
+    if reading.unreadable:
+        lines = ", ".join(f"{b.line} ({b.reason})" for b in reading.unreadable[:3])
+        more = f" and {len(reading.unreadable) - 3} more" if len(reading.unreadable) > 3 else ""
+        out.append(f"{len(reading.unreadable)} unreadable line(s) in {RECORDS} skipped: "
+                   f"line {lines}{more}")
+    if reading.unsaved:
+        out.append(f"records not merged yet: {', '.join(reading.unsaved)} (`cat FILE >> "
+                   f"{RECORDS} && rm FILE` once there is space)")
+    if reading.raw_errors:
+        out.append(f"{reading.raw_errors} record(s) with raw outputs that could not be stored "
+                   "(raw.errors)")
+    out += integrity(run)
+    why = asrun.of(run).why_not
+    if run.manifest.experiment_yaml and why:
+        out.append(f"the experiment as run no longer loads ({why}): default report settings")
+    return out
 
-    def notes(self) -> list[str]:
-        """Lines for tables and reports; none for a complete measured run read in full."""
-        out = []
-        if self.pool:
-            out.append(f"repetitions pooled from runs {', '.join(r.run_id for r in self.pool)} "
-                       "where the provenance agrees (system, binary, Spack lock)")
-        if self.chain:
-            ids = [r.run_id for r in self.chain]
-            if len(ids) > 4:        # a search's rounds: the first, the last and how many between
-                ids = [ids[0], ids[1], f"{len(ids) - 3} more", ids[-1]]
-            out.append(f"runs {' + '.join(ids)} as one result set"
-                       + (" (the rounds of iolab search)" if self.manifest.get("search_round")
-                          is not None else " (continued with iolab resume)")
-                       + (f"; {self.superseded} failed or aborted record(s) re-run ok later are "
-                          "left out" if self.superseded else ""))
-        if self.origin == "imported":
-            label = self.manifest.label
-            out.append("imported run: outputs of runs made outside iolab"
-                       + (f" ({label})" if label else "") + ", not measured by iolab")
-        if not self.complete:
-            out.append(f"run {self.describe()}; {self.counts_text()}")
-        if self.unreadable:
-            lines = ", ".join(f"{b.line} ({b.reason})" for b in self.unreadable[:3])
-            more = f" and {len(self.unreadable) - 3} more" if len(self.unreadable) > 3 else ""
-            out.append(f"{len(self.unreadable)} unreadable line(s) in {RECORDS} skipped: "
-                       f"line {lines}{more}")
-        if self.unsaved:
-            out.append(f"records not merged yet: {', '.join(self.unsaved)} (`cat FILE >> "
-                       f"{RECORDS} && rm FILE` once there is space)")
-        if self.raw_errors:
-            out.append(f"{self.raw_errors} record(s) with raw outputs that could not be stored "
-                       "(raw.errors)")
-        out += self.integrity_notes()
-        why = self._loaded[1]
-        if self.manifest.experiment_yaml and why:
-            out.append(f"the experiment as run no longer loads ({why}): default report settings")
-        return out
 
-    # ------------------------------------------------------------------------------- integrity
-    def runs_read(self) -> list:
-        """The runs whose records.jsonl this one's records come from (itself, its chain, a pool)."""
-        if self.pool:
-            return [r for run in self.pool for r in run.runs_read()]
-        return self.chain or [self]
+# ------------------------------------------------------------------------------- integrity
+def runs_read(run: Run) -> list[Run]:
+    """The runs whose records.jsonl this one's records come from (itself, its chain, a pool)."""
+    if run.sources is None:
+        return [run]
+    if run.sources.kind == "pool":
+        return [r for one in run.sources.runs for r in runs_read(one)]
+    return run.sources.runs
 
-    def problems(self) -> list[tuple]:
-        """What the records' checks found (integrity.py), run by run, in line order."""
-        return [(r, p) for r in self.runs_read() if r.verdict for p in r.verdict.problems]
 
-    def vouch(self, set_aside: bool = False) -> None:
-        """Refuse records that fail the checks: one line naming the file, line and reason.
-        With set_aside, the records that pass are used and notes() names the others."""
-        # lines missing from the end of a run with a fallback file beside it: the file says
-        # where they are (a note), the records there are whole
-        found = [(r, p) for r, p in self.problems() if not (p.unmerged and r.unsaved)]
-        if found and not set_aside:
-            run, first = found[0]
-            more = f"{len(found) - 1} more problem(s); " if len(found) > 1 else ""
-            raise IolabError(f"{first.where(run.path / RECORDS)}: {first.reason}",
-                             hint=f"{more}`iolab verify {self.experiment_id} {run.run_id}` lists "
-                                  "them; --set-aside shows the other records")
+def problems(run: Run) -> list[tuple]:
+    """What the records' checks found (integrity.py), run by run, in line order."""
+    return [(r, p) for r in runs_read(run) if r.reading.verdict for p in r.reading.verdict.problems]
 
-    def integrity_notes(self, into: str = "the tables") -> list[str]:
-        """What was set aside (and left out of `into`), and which runs are unverified (said once)."""
-        out = []
-        found = self.problems()
-        several = len(self.runs_read()) > 1
-        aside = [(r, p) for r, p in found if p.set_aside]
-        if aside:
-            shown = "; ".join(f"{f'run {r.run_id} ' if several else ''}{RECORDS}:{p.line} ({p.reason})"
-                              for r, p in aside[:3])
-            more = f"; and {len(aside) - 3} more" if len(aside) > 3 else ""
-            out.append(f"{len(aside)} record line(s) set aside, not in {into}: {shown}{more}")
-        for r, p in found:
-            if not p.set_aside:
-                out.append(f"{'run ' + r.run_id + ' ' if several else ''}"
-                           f"{p.where(RECORDS)}: {p.reason}")
-        old = [r.run_id for r in self.runs_read() if r.verdict and r.verdict.state == "unverified"]
-        if old:
-            out.append(f"{'runs ' + ', '.join(old) if several else 'run'} unverified: written before "
-                       "records carried a digest chain (other checks made)")
-        return out
+
+def vouch(run: Run, set_aside: bool = False) -> None:
+    """Refuse records that fail the checks: one line naming the file, line and reason.
+    With set_aside, the records that pass are used and of(run) names the others."""
+    # lines missing from the end of a run with a fallback file beside it: the file says
+    # where they are (a note), the records there are whole
+    found = [(r, p) for r, p in problems(run) if not (p.unmerged and r.reading.unsaved)]
+    if found and not set_aside:
+        bad, first = found[0]
+        more = f"{len(found) - 1} more problem(s); " if len(found) > 1 else ""
+        raise IolabError(f"{first.where(bad.path / RECORDS)}: {first.reason}",
+                         hint=f"{more}`iolab verify {run.experiment_id} {bad.run_id}` lists "
+                              "them; --set-aside shows the other records")
+
+
+def integrity(run: Run, into: str = "the tables") -> list[str]:
+    """What was set aside (and left out of `into`), and which runs are unverified (said once)."""
+    out = []
+    found = problems(run)
+    several = len(runs_read(run)) > 1
+    aside = [(r, p) for r, p in found if p.set_aside]
+    if aside:
+        shown = "; ".join(f"{f'run {r.run_id} ' if several else ''}{RECORDS}:{p.line} ({p.reason})"
+                          for r, p in aside[:3])
+        more = f"; and {len(aside) - 3} more" if len(aside) > 3 else ""
+        out.append(f"{len(aside)} record line(s) set aside, not in {into}: {shown}{more}")
+    for r, p in found:
+        if not p.set_aside:
+            out.append(f"{'run ' + r.run_id + ' ' if several else ''}"
+                       f"{p.where(RECORDS)}: {p.reason}")
+    old = [r.run_id for r in runs_read(run)
+           if r.reading.verdict and r.reading.verdict.state == "unverified"]
+    if old:
+        out.append(f"{'runs ' + ', '.join(old) if several else 'run'} unverified: written before "
+                   "records carried a digest chain (other checks made)")
+    return out
+
+
+def as_json(run: Run) -> dict:
+    """The run as the JSON rows of a table carry it: where it stands and its notes."""
+    stands, reading = state.of(run), run.reading
+    return {"run_id": run.run_id, "origin": stands.origin, "state": stands.state,
+            "describe": stands.describe(), "planned": reading.planned, "counts": reading.counts,
+            "missing": len(reading.missing),
+            "unreadable_lines": [b.line for b in reading.unreadable], "notes": of(run)}

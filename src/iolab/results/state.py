@@ -1,5 +1,5 @@
 """Where a run stands: complete, incomplete or unfinished, who holds its lock, how far it is
-(`iolab status`, `iolab runs`), and the run as JSON.
+(`iolab status`, `iolab runs`): `of(run)`.
 """
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 
 from .lock import Lock, read_lock
+from .run import Run, chain_of, derived
 
 
 def _clock(seconds: float) -> str:
@@ -26,53 +27,77 @@ def progress_text(done: int, planned: int | None, counts: dict, elapsed: float, 
 
 
 
+def of(run: Run) -> RunState:
+    """Where `run` stands (made once per run; the lock is read each time it is asked)."""
+    return derived(run, RunState)
+
+
 class RunState:
     """Where a run stands (complete, incomplete, unfinished), who writes it, and how far it is:
-    part of Run (run.py), from its manifest, its counts and its lock."""
+    from its manifest, what reading it found and its lock."""
+
+    def __init__(self, run: Run):
+        self.run = run
+
+    @property
+    def origin(self) -> str:
+        return "imported" if self.run.manifest.origin == "imported" else "measured"
+
+    @property
+    def parent(self) -> str | None:
+        """The run this one continues (`iolab resume`), if any."""
+        parent = self.run.manifest.get("parent")
+        return parent if isinstance(parent, str) else None
+
+    @property
+    def finished(self) -> dict | None:
+        """How the run ended; for a chain, how its last continuation ended."""
+        return chain_of(self.run)[-1].manifest.finished
 
     @property
     def state(self) -> str:
         """complete | incomplete (ended, with jobs missing or interrupted) | unfinished (no end)."""
-        if self.planned is not None and self.finished is None:
+        reading = self.run.reading
+        if reading.planned is not None and self.finished is None:
             return "unfinished"
-        if self.finished is not None and (not self.finished.get("complete") or self.missing):
-            if (self.finished.get("complete_once_merged") is True and not self.missing
-                    and not self.unsaved):      # its fallback records are merged back
+        if self.finished is not None and (not self.finished.get("complete") or reading.missing):
+            if (self.finished.get("complete_once_merged") is True and not reading.missing
+                    and not reading.unsaved):      # its fallback records are merged back
                 return "complete"
             return "incomplete"
-        if self.finished is None and self.counts.get("aborted"):
+        if self.finished is None and reading.counts.get("aborted"):
             return "incomplete"
         return "complete"
-
     @property
     def complete(self) -> bool:
         return self.state == "complete"
 
     def counts_text(self) -> str:
-        shown = [f"{n} {s}" for s, n in self.counts.items() if n or s == "ok"]
-        total = sum(self.counts.values())
+        counts = self.run.reading.counts
+        shown = [f"{n} {s}" for s, n in counts.items() if n or s == "ok"]
+        total = sum(counts.values())
         return f"{total} record{'s' * (total != 1)}: " + ", ".join(shown)
 
     def describe(self) -> str:
         """complete | incomplete: N of M jobs have no record (interrupted by SIGTERM) | unfinished ..."""
-        state = self.state
-        missing = (f"{len(self.missing)} of {self.planned} jobs have no record"
-                   if self.missing and self.planned is not None else "")
+        state, reading = self.state, self.run.reading
+        missing = (f"{len(reading.missing)} of {reading.planned} jobs have no record"
+                   if reading.missing and reading.planned is not None else "")
         if state == "unfinished":
             return self._unfinished() + (f": {missing}" if missing else "")
         if state == "incomplete":
             bits = [missing] if missing else []
-            if self.counts.get("aborted"):
-                bits.append(f"{self.counts['aborted']} aborted")
+            if reading.counts.get("aborted"):
+                bits.append(f"{reading.counts['aborted']} aborted")
             reason = (self.finished or {}).get("reason")
             text = "incomplete: " + (", ".join(bits) or "the run says so")
             return text + (f" ({reason})" if reason else "")
-        return "complete" if self.planned is not None else "complete as recorded"
+        return "complete" if reading.planned is not None else "complete as recorded"
 
     @property
     def writer(self) -> Lock | None:
         """The lock of the run (for a chain: of its latest run holding one), if any."""
-        locks = [lock for r in self.chain or [self] if (lock := read_lock(r.path)) is not None]
+        locks = [lock for r in chain_of(self.run) if (lock := read_lock(r.path)) is not None]
         return locks[-1] if locks else None
 
     @property
@@ -96,8 +121,7 @@ class RunState:
 
     def progress(self, now: float) -> str:
         """How far the run (or chain) is, for `iolab status`."""
-        runs = self.chain or [self]
-        start = runs[0].manifest.created_unix or now
+        start = chain_of(self.run)[0].manifest.created_unix or now
         end = now
         ended = (self.finished or {}).get("ended")
         if isinstance(ended, str):
@@ -108,13 +132,8 @@ class RunState:
         # a run whose writer is dead will not go on: no ETA, and its time ends at its last record
         gone = self.writer_gone
         if gone:
-            starts = [t for r in self.records if (t := r.started) is not None]
+            starts = [t for r in self.run.records if (t := r.started) is not None]
             end = max(starts, default=end)
-        return progress_text(sum(self.counts.values()), self.planned, self.counts, end - start,
+        reading = self.run.reading
+        return progress_text(reading.total, reading.planned, reading.counts, end - start,
                              eta=not gone)
-
-    def as_json(self) -> dict:
-        return {"run_id": self.run_id, "origin": self.origin, "state": self.state,
-                "describe": self.describe(), "planned": self.planned, "counts": self.counts,
-                "missing": len(self.missing), "unreadable_lines": [b.line for b in self.unreadable],
-                "notes": self.notes()}

@@ -18,7 +18,7 @@ from ..errors import IolabError
 from ..experiment.model import Experiment
 from ..experiment.order import Order
 from ..results.record import Observed, Provenance, Record
-from ..results.run import progress_text
+from ..results.state import progress_text
 from .shims import shim_path
 from ..results.provenance import base_manifest, git_state, sha256_file, utcnow
 from ..results import recordcache

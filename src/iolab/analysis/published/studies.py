@@ -33,6 +33,8 @@ from ..compare import Side
 from .compare import (PublishedComparison, _setting_value, _where_ok, citation_blocks,
                       compare_published, parse_picks, parse_where, picked_records, published_blocks)
 from ...errors import IolabError
+from ...results import asrun
+from ...results.combine import restricted
 from .study import Study
 from ...experiment.reportspec import StudyLink, TableLink
 
@@ -160,7 +162,7 @@ def line_up(side: Side, study: Study, table: TableLink, label: str, *, metric: s
                 ignore.append(col)
                 group.adjustments.append(f"{col}: the run's values are not the study's: not matched")
     try:
-        group.comparison = compare_published(Side(side.label, side.run.with_records(recs)), study,
+        group.comparison = compare_published(Side(side.label, restricted(side.run, recs)), study,
                                              metric, where, ignore, choose=not exact)
     except IolabError as exc:
         group.error = exc.message
@@ -172,7 +174,7 @@ def compare_study(side: Side, study: Study, *,
                   ignore: list[str] | None = None, pick: list[str] | None = None,
                   table: str | None = None, exact: bool = False) -> StudyResult:
     """The run against every group of the study's rows (or the one `table` names)."""
-    link = side.run.report.study(study.name)
+    link = asrun.of(side.run).report.study(study.name)
     picks = parse_picks(pick)
     parse_where(study, where)           # a bad --where is an error, not an empty table
     if picks:

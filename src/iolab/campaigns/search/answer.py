@@ -190,9 +190,12 @@ def of_run(run, objective: str | None = None) -> tuple[Search, Space, str]:
     from ...benchmarks import get as get_benchmark
     from ...experiment.matrix import expand
 
-    exp = run.experiment
+    from ...results import asrun
+
+    made = asrun.of(run)
+    exp = made.experiment
     if exp is None:
-        raise IolabError(f"run {run.run_id}: the experiment as run does not load: {run._loaded[1]}")
+        raise IolabError(f"run {run.run_id}: the experiment as run does not load: {made.why_not}")
     search = exp.search
     if objective is not None or search is None:
         if objective is None:

@@ -18,11 +18,11 @@ def search_chain(root, exp_id: str):
     from ...results.lookup import list_runs
     from ...results.manifests import read_manifest
     from ...results.runfiles import results_root
-    from ...results.run import Run
+    from ...results.combine import load_chain
 
     for path in reversed(list_runs(results_root(root), exp_id)):
         if Manifest.from_json(read_manifest(path)).get("search_round") is not None:
-            return Run.load_chain(path, root)
+            return load_chain(path, root)
     return None
 
 
@@ -37,7 +37,8 @@ def run_search(root, exp, config, system, batch: int, rounds: int | None = None,
 
     from .. import campaign
     from ...experiment.matrix import expand
-    from ...results.run import Run
+    from ...results.combine import load_chain
+    from ...results.run import chain_of
     from ...rfm.continuation import Continuation
 
     if exp.search is None:
@@ -52,7 +53,7 @@ def run_search(root, exp, config, system, batch: int, rounds: int | None = None,
             raise IolabError("refusing to continue the search of run " + chain.run_id + ": what it "
                              "would run differs:\n  " + "\n  ".join(changed),
                              hint="--new starts another search; --allow-changes continues anyway")
-        say(f"continuing the search of run {chain.run_id} ({len(chain.chain) or 1} rounds so far)")
+        say(f"continuing the search of run {chain.run_id} ({len(chain_of(chain))} rounds so far)")
 
     started, measured = time.monotonic(), 0
     limit = exp.search.budget * max(1, exp.search.repetitions)     # jobs the budget allows
@@ -62,8 +63,8 @@ def run_search(root, exp, config, system, batch: int, rounds: int | None = None,
     def measure(jobs, records):
         """One round: a ReFrame run of only `jobs`, continuing the search's chain."""
         nonlocal chain, measured
-        last = (chain.chain[-1] if chain and chain.chain else chain)
-        number = (len(chain.chain) or 1) + 1 if chain is not None else 1
+        last = chain_of(chain)[-1] if chain is not None else None
+        number = len(chain_of(chain)) + 1 if chain is not None else 1
         cont = Continuation(exp.id, last.run_id if last else "", chain.run_id if chain else "",
                             exp.profile, [list(j) for j in jobs], kind="search", round=number,
                             order=campaign.order_of(chain))
@@ -78,7 +79,7 @@ def run_search(root, exp, config, system, batch: int, rounds: int | None = None,
             return None
         if path is None:
             raise IolabError(f"round {number}: reframe made no run (exit status {status})")
-        chain = Run.load_chain(path, root)
+        chain = load_chain(path, root)
         got = [r for r in chain.records if r.run_id == path.name]
         if not got:
             raise IolabError(f"round {number}: run {path.name} recorded nothing (exit status "

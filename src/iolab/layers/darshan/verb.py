@@ -50,7 +50,7 @@ def run(args, services) -> int:
         shown, status = views.of_logs(args.targets, out_dir, lambda line: print(line, file=sys.stderr))
     else:
         run = services.load_run(target, args.run, args.include_imported)
-        shown = views.of_run(run, args.case, out_dir, services.names_case)
+        shown = views.of_run(run, args.case, out_dir, services)
     if args.json:
         print(json.dumps(shown, indent=2, default=str))
         return status

@@ -37,9 +37,10 @@ def of_logs(targets: list[str], out_dir: Path | None, warn) -> tuple[list[dict],
     return shown, status
 
 
-def of_run(run, case: str | None, out_dir: Path | None, names_case) -> list[dict]:
+def of_run(run, case: str | None, out_dir: Path | None, services) -> list[dict]:
     """The Darshan data of a run's records (results.run.Run; of the cases `case` names, a case
-    id or a prefix, as names_case(given, recorded) says)."""
+    id or a prefix, as services.names_case(given, recorded) says)."""
+    names_case = services.names_case
     recs = [r for r in run.records if r.observed.get(OBSERVED)
             and (case is None or names_case(case, r.case_id))]
     if not recs:
@@ -54,7 +55,7 @@ def of_run(run, case: str | None, out_dir: Path | None, names_case) -> list[dict
             item = {"case_id": rec.case_id, "repetition": rec.repetition,
                     "summary": dar.get("summary") or {"status": dar["status"], "reason": dar.get("reason")},
                     "findings": dar.get("findings", []), "aggregators": dar.get("aggregators")}
-            log = stored_log(run, rec) if out_dir else None     # read only for a page
+            log = stored_log(services.raw_file, run, rec) if out_dir else None  # only for a page
             if log is not None and dar.get("status") == "ok":
                 item["html"] = str(html_report(readable_copy(log, work),
                                                out_dir / f"{rec.case_id}-rep{rec.repetition}"))
@@ -100,10 +101,11 @@ def render_one(title: str, summary: dict, found: list[dict], aggregators: dict |
     return "\n".join(lines)
 
 
-def stored_log(run, record) -> Path | None:
+def stored_log(raw_file, run, record) -> Path | None:
     """The Darshan log stored with a record of a run (results.run.Run), if any: a regular file
-    inside the run (a FIFO or a device in its place is refused, never read)."""
-    return run.raw_file(record, LOG_NAMES, MAX_LOG_BYTES)
+    inside the run (a FIFO or a device in its place is refused, never read; raw_file: results.run's,
+    lent by the CLI)."""
+    return raw_file(run, record, LOG_NAMES, MAX_LOG_BYTES)
 
 
 def readable_copy(log: Path, workdir: Path) -> Path:
