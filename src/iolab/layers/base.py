@@ -187,6 +187,19 @@ class Layer(ColumnSource):
         """Around the benchmark's command: job lines, environment, launcher options."""
         return Contribution()
 
+    def private_data(self, case) -> str | None:
+        """What keeps the data at the case's place (what it writes, or a read's, which is where
+        its write put it) from another job, in words for a message ("node-local data"): a read
+        in another job cannot take it. None: nothing does."""
+        return None
+
+    def preflight(self, items: list[tuple], say: Callable[[str], None], locate) -> list[IolabError]:
+        """What only the live system can tell of a session's cases, asked once before its run is
+        created: each problem names the experiment's file, line and key. items: (experiment,
+        case, site facts, the jobs' environment) of each job; say(line): what could not be
+        checked here, and why; locate(experiment, key, part, value) -> (file, line)."""
+        return []
+
     def placement_keys(self, params: dict) -> list[str]:
         """Its parameters of a case that decide where a file lives and how it is laid out when
         it is created: a read must name the same as its write."""

@@ -97,3 +97,14 @@ def observed_part(observed, role: str):
         if key is not None:
             return observed.get(key)
     return None
+
+
+def private_data(case) -> str | None:
+    """What keeps the data the case writes from another job, in words (None: nothing does)."""
+    return next((why for layer in registry() if (why := layer.private_data(case))), None)
+
+
+def preflight(items, say, locate) -> list:
+    """Each layer's refusals of a session's cases (base.Layer.preflight), in their order."""
+    items = list(items)
+    return [problem for layer in registry() for problem in layer.preflight(items, say, locate)]

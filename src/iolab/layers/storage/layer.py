@@ -15,6 +15,7 @@ from . import base, place
 from .base import file_systems, requests
 
 STORAGE = "storage"
+NODE_LOCAL = "node_local"       # a target on each node's own disk: another job may not see it
 NOT_APPLIED = "not applied"
 # The columns a table may add (`iolab table --storage osds`), from the server-side witnesses
 COLUMNS = {"osds": "OSDs that hold the objects of the data files mapped (CephFS: rados ls and "
@@ -84,6 +85,12 @@ class StorageLayer(Layer):
         if column not in words:
             return super().column_label(name)
         return f"{words[column]} {part}" if part else words[column]
+
+    def private_data(self, case) -> str | None:
+        return "node-local data" if case.get(STORAGE) == NODE_LOCAL else None
+
+    def preflight(self, items, say, locate) -> list:
+        return place.preflight(items, say, locate)
 
     def check(self, case) -> str | None:
         for fs, req in requests(case.params):
