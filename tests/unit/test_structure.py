@@ -411,8 +411,7 @@ NOT_YET = {
     "iolab.cli.compare": "its --help examples: a comparison by lustre.stripe_count",
     "iolab.cli.import_": "its --help examples: an imported table's lustre.stripe_count column",
     "iolab.cli.table": "its --help examples: --storage cephfs columns",
-    "iolab.experiment.load": "the top-level `darshan:` section, the older require_lustre spelling, "
-                             "and the storage layer's file systems asked by import",
+    "iolab.experiment.load": "the top-level `darshan:` section",
     "iolab.experiment.model": "the top-level `darshan:` section's type (Experiment.darshan)",
     "iolab.experiment.site": "a system's `darshan:` section and its MPI flavour (layers.mpiio)",
     "iolab.present.darshan": "the `iolab darshan` verb's page: to move into layers/darshan",

@@ -174,6 +174,18 @@ class Layer(ColumnSource):
         """Report columns it computes from a case's parameters, by name."""
         return {}
 
+    def file_systems(self) -> tuple:
+        """The file systems it lays out (layers/storage/base.FileSystem: name, title, prefix,
+        requested, check), by name; an experiment's require_file_system names one."""
+        return ()
+
+    # --- the experiment's and the system's settings it owns
+    def older_spellings(self, doc, data: dict) -> tuple[dict, tuple[str, ...]]:
+        """The experiment's top-level settings (`data`, as written in `doc`, a yamlpos.Located)
+        that it reads from an older spelling of them, and a note for each such spelling; a
+        contradiction is doc.error."""
+        return {}, ()
+
     # --- before the job
     def check(self, case) -> str | None:
         """Why the case's request cannot be made anywhere (None: it can)."""

@@ -99,6 +99,11 @@ def observed_part(observed, role: str):
     return None
 
 
+def file_systems() -> tuple:
+    """Every file system a layer lays out (base.Layer.file_systems)."""
+    return tuple(fs for layer in registry() for fs in layer.file_systems())
+
+
 def private_data(case) -> str | None:
     """What keeps the data the case writes from another job, in words (None: nothing does)."""
     return next((why for layer in registry() if (why := layer.private_data(case))), None)
@@ -108,3 +113,14 @@ def preflight(items, say, locate) -> list:
     """Each layer's refusals of a session's cases (base.Layer.preflight), in their order."""
     items = list(items)
     return [problem for layer in registry() for problem in layer.preflight(items, say, locate)]
+
+
+def older_spellings(doc, data: dict) -> tuple[dict, tuple[str, ...]]:
+    """The experiment's settings read from older spellings, and their notes (every layer's)."""
+    read: dict = {}
+    notes: tuple[str, ...] = ()
+    for layer in registry():
+        settings, said = layer.older_spellings(doc, data)
+        read.update(settings)
+        notes += said
+    return read, notes
