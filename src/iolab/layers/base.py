@@ -186,6 +186,21 @@ class Layer(ColumnSource):
         contradiction is doc.error."""
         return {}, ()
 
+    def site_properties(self) -> dict:
+        """What it adds to the schema of a system's extras['iolab'] keys (key -> schema
+        keywords, such as the enum of the values it knows)."""
+        return {}
+
+    def site_from_env(self) -> dict:
+        """extras['iolab'] settings of the shipped systems (rfm/systems.py) that it reads from
+        this process's environment."""
+        return {}
+
+    def mpi_runtime(self, site) -> str | None:
+        """Which MPI runtime launches a site's ranks (openmpi, mpich, cray), where its settings
+        say (None: not this layer's to say)."""
+        return None
+
     # --- before the job
     def check(self, case) -> str | None:
         """Why the case's request cannot be made anywhere (None: it can)."""

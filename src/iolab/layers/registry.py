@@ -124,3 +124,22 @@ def older_spellings(doc, data: dict) -> tuple[dict, tuple[str, ...]]:
         read.update(settings)
         notes += said
     return read, notes
+
+
+def site_properties() -> dict[str, dict]:
+    """What the layers add to the extras['iolab'] schema, by key."""
+    out: dict[str, dict] = {}
+    for layer in registry():
+        for key, keywords in layer.site_properties().items():
+            out.setdefault(key, {}).update(keywords)
+    return out
+
+
+def site_from_env() -> dict:
+    """The shipped systems' extras['iolab'] settings the layers read from the environment."""
+    return {k: v for layer in registry() for k, v in layer.site_from_env().items()}
+
+
+def mpi_runtime(site) -> str | None:
+    """Which MPI runtime launches a site's ranks: the first layer's that says."""
+    return next((rt for layer in registry() if (rt := layer.mpi_runtime(site))), None)

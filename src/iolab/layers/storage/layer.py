@@ -8,6 +8,7 @@ request for a file system the case directory is not on is recorded as not applie
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..base import Contribution, JobView, Layer
@@ -104,6 +105,11 @@ class StorageLayer(Layer):
         return {"require_file_system": "lustre"}, (
             f"{where}: the older spelling of require_file_system: lustre, read as that; "
             "write require_file_system: lustre",)
+
+    def site_from_env(self) -> dict:
+        # shared by every node of the shipped systems: they share this machine's file systems
+        return {"scratch": os.environ.get("IOLAB_SCRATCH", "/tmp/iolab-scratch"),
+                NODE_LOCAL: os.environ.get("IOLAB_NODE_LOCAL", "/tmp")}
 
     def private_data(self, case) -> str | None:
         return "node-local data" if case.get(STORAGE) == NODE_LOCAL else None
