@@ -88,6 +88,18 @@ class DerivedColumn:
     file_systems: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class ParamExample:
+    """One of a layer's parameters as `iolab VERB --help` examples show it: a shipped experiment
+    that varies it, a baseline value and another (the verbs ask the registry, so a site without
+    the layer shows another layer's example, never a dead one)."""
+
+    experiment: str
+    key: str
+    baseline: str
+    other: str
+
+
 class ColumnSource:
     """Table columns a user may ask for by name (`iolab table --darshan small_write_pct`): a
     layer's, or the job's (results/placement.py). One option per source, `--<name>`, whose help,
@@ -152,6 +164,9 @@ class Layer(ColumnSource):
     observed_roles: dict[str, str] = {}
 
     schema_files: tuple[tuple[str, str], ...] = ()   # (package, file): its schema fragments
+    example_param: ParamExample | None = None   # for --help examples (registry.example_param)
+    # (a shipped experiment whose runs have them, its columns as `--<name>` takes them)
+    example_columns: tuple[str, str] | None = None
 
     def schema(self) -> dict:
         """Its part of the experiment schema: the parameters it owns ("properties",

@@ -10,7 +10,7 @@ import importlib
 import pkgutil
 from functools import cache
 
-from .base import DerivedColumn, Layer
+from .base import DerivedColumn, Layer, ParamExample
 
 
 @cache
@@ -102,6 +102,18 @@ def observed_part(observed, role: str):
 def file_systems() -> tuple:
     """Every file system a layer lays out (base.Layer.file_systems)."""
     return tuple(fs for layer in registry() for fs in layer.file_systems())
+
+
+def example_param() -> ParamExample | None:
+    """The parameter --help examples show: the first layer's that offers one."""
+    return next((layer.example_param for layer in registry() if layer.example_param), None)
+
+
+def example_columns() -> tuple[str, str, str] | None:
+    """(option, experiment, columns) of a columns example (`--<name> COLUMNS`): the first
+    layer's that offers one."""
+    return next(((f"--{layer.name}", *layer.example_columns) for layer in registry()
+                 if layer.example_columns), None)
 
 
 def private_data(case) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..base import Contribution, JobView, Layer
+from ..base import Contribution, JobView, Layer, ParamExample
 from . import base, place
 from .base import file_systems, requests
 
@@ -61,6 +61,8 @@ class StorageLayer(Layer):
     order = 10                          # the case directory exists before anything runs in it
     title = "Storage"
     keys = (STORAGE,)
+    example_param = ParamExample("kaust-stripe-count", "lustre.stripe_count", "1", "4")
+    example_columns = ("cephfs-striping", "osds,objects")
 
     # read from the file-system modules each time: one added is seen once file_systems() is
     @property
