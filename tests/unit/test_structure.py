@@ -629,6 +629,80 @@ def test_a_layer_is_one_package(tmp_path, monkeypatch):
     assert "toy" not in [layer.name for layer in registry.registry()]
 
 
+TOY_HOOKS = """from iolab.errors import IolabError
+from iolab.layers.base import Layer, ParamExample
+
+
+class ToyLayer(Layer):
+    name = 'toy'
+    order = 5
+    prefixes = ('toy.',)
+    schema_files = ((__package__, 'toy.json'),)
+    example_param = ParamExample('toy-exp', 'toy.width', '1', '3')
+    example_columns = ('toy-exp', 'width_seen')
+
+    def private_data(self, case):
+        return "the toy's own data" if case.get('toy.width') == 3 else None
+
+    def preflight(self, items, say, locate):
+        say(f'toy: {len(items)} jobs asked')
+        return [IolabError('the toy refuses', key='toy.width')]
+
+    def site_properties(self):
+        return {'scratch': {'pattern': '^/'}}
+
+    def mpi_runtime(self, site):
+        return 'toympi'
+
+
+LAYER = ToyLayer()
+"""
+
+
+def test_a_layer_s_hooks_are_asked_through_the_registry(tmp_path, monkeypatch):
+    """A toy layer that acts first is asked for what the verbs' examples show, whose data another
+    job cannot read, what a session refuses, a system's settings and its MPI runtime: found,
+    with no other file edited."""
+    import iolab.layers
+    from iolab.errors import IolabError
+    from iolab.experiment import site
+    from iolab.experiment.load import load_text
+    from iolab.experiment.matrix import expand
+    from iolab.layers import registry
+
+    package = tmp_path / "toyhooks"     # not the other test's toylayer, which stays imported
+    package.mkdir()
+    (package / "__init__.py").write_text('"""A toy layer."""\n')
+    (package / "toy.json").write_text(json.dumps({"properties": {
+        "toy.width": {"type": "integer", "minimum": 1}}}))
+    (package / "layer.py").write_text(TOY_HOOKS)
+    monkeypatch.setattr(iolab.layers, "__path__", [*iolab.layers.__path__, str(tmp_path)])
+    _forget_what_the_layers_said()
+    site.schema.cache_clear()
+    site._validator.cache_clear()
+    try:
+        assert registry.example_param().key == "toy.width"
+        assert registry.example_columns() == ("--toy", "toy-exp", "width_seen")
+        exp = load_text(TOY_EXPERIMENT, tmp_path / "toy.yaml")
+        cases = expand(exp)
+        assert [registry.private_data(c) for c in cases] == [None, "the toy's own data"]
+        said, facts = [], site.SiteConfig(scratch=str(tmp_path))
+        refused = registry.preflight(((exp, c, facts, {}) for c in cases), said.append, None)
+        assert said == ["toy: 2 jobs asked"] and [str(e) for e in refused] == [
+            "toy.width: the toy refuses"]
+        assert site.SiteConfig().mpi_runtime == "toympi"
+        with pytest.raises(IolabError, match="scratch"):
+            site.load({"scratch": "relative/path"})
+    finally:
+        monkeypatch.undo()
+        _forget_what_the_layers_said()
+        site.schema.cache_clear()
+        site._validator.cache_clear()
+    assert registry.example_param().key != "toy.width"
+    assert site.SiteConfig().mpi_runtime == "openmpi"
+    assert site.load({"scratch": "relative/path"}).scratch == "relative/path"
+
+
 def test_every_import_of_an_iolab_name_resolves():
     """Imports inside functions run only when the function does (a ReFrame session's, say): a
     name that moved must not wait for that run to fail. Each `from iolab... import name`
