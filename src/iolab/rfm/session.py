@@ -327,7 +327,7 @@ def _preflight(cases) -> None:
     line each, and no run is created."""
     refused = layers.preflight(((tc.check._iolab_exp, tc.check._iolab_case, site.of(tc.partition),
                                  _job_env(tc.partition)) for tc in cases), getlogger().warning,
-                               where_set)
+                                where_set)
     if refused:
         raise ReframeError("iolab: not started, no run created:\n" + "\n".join(map(str, refused)))
 
