@@ -292,7 +292,7 @@ profiles:
 def _preflight(tmp_path, text, scratch, profile=None, env=None):
     from iolab.experiment import site
     from iolab.experiment.load import where_set
-    from iolab.layers.storage import place
+    from iolab.layers.registry import preflight      # as the session asks: every layer's
 
     (tmp_path / "experiments").mkdir(exist_ok=True)
     path = tmp_path / "experiments" / "t.yaml"
@@ -300,8 +300,8 @@ def _preflight(tmp_path, text, scratch, profile=None, env=None):
     exp = load_experiment(path, profile)
     said = []
     facts = site.load({"scratch": scratch})
-    problems = place.preflight([(exp, case, facts, env or {}) for case in expand(exp)], said.append,
-                               where_set)
+    problems = preflight([(exp, case, facts, env or {}) for case in expand(exp)], said.append,
+                         where_set)
     return [str(p) for p in problems], said
 
 

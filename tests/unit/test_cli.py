@@ -229,6 +229,12 @@ def test_baseline_values_are_shown_as_the_matrix_writes_them(fio_only, capsys):
     assert "(values of bs in this run: 4KiB, 1MiB)" in capsys.readouterr().err
 
 
+def test_by_without_baseline_shows_a_layer_s_example(fio_only, capsys):
+    assert main(["compare", "quickstart", "--by", "bs"]) == 2
+    assert capsys.readouterr().err.endswith("iolab: error: --by needs --baseline VALUE, e.g. --by "
+                                            "lustre.stripe_count --baseline 1\n")
+
+
 def test_the_help_examples_of_table_and_compare_work_with_fio_alone(fio_only, capsys):
     import shlex
 
@@ -241,6 +247,35 @@ def test_the_help_examples_of_table_and_compare_work_with_fio_alone(fio_only, ca
             assert main(words[1:]) == 0, (line, capsys.readouterr().err)
             ran += 1
     assert ran == 4
+
+
+def test_the_layers_examples_name_an_experiment_that_has_them():
+    """What --help shows of a layer (import, compare, table) is live: its experiment is shipped
+    and varies the parameter over the baseline (compare --by), the other value is one an import
+    takes (--param), and the columns are the layer's."""
+    from iolab.experiment.load import load_experiment
+    from iolab.experiment.matrix import expand
+    from iolab.experiment.params import type_param_text
+    from iolab.layers import registry
+
+    offered = [layer for layer in registry.registry() if layer.example_param or layer.example_columns]
+    assert offered, "no layer offers an example: the verbs' examples lost theirs"
+    for layer in offered:
+        if layer.example_param:
+            ex = layer.example_param
+            assert layer.owns(ex.key), (layer.name, ex.key)
+            cases = expand(load_experiment(REPO / "experiments" / f"{ex.experiment}.yaml"))
+            seen = {str(c.params.get(ex.key)) for c in cases}
+            assert ex.baseline in seen, (ex, seen)
+            type_param_text(cases[0].benchmark, ex.key, ex.other, "--param")    # raises if refused
+        if layer.example_columns:
+            experiment, columns = layer.example_columns
+            assert (REPO / "experiments" / f"{experiment}.yaml").exists(), experiment
+            assert layer.parse_columns(columns) == columns.split(",")
+    option, experiment, columns = registry.example_columns()
+    from iolab.cli import EXAMPLES
+
+    assert f"iolab table {experiment} {option} {columns}" in EXAMPLES["table"]
 
 
 def test_reproduce_writes_no_colour_codes_where_stdout_is_no_terminal(fio_only, results):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 
 import pytest
 
@@ -93,6 +94,25 @@ matrix: {kernel: [write, read], dim_1: [1048576, 2097152, 4194304]}
         shuffled = [(cid, rep) for _p, cid, rep in order.jobs(cases)]
         moved += shuffled != jobs
     assert moved > 0
+
+
+def test_a_read_of_node_local_data_is_refused(write_experiment):
+    """The layer that places the data says another job cannot read it (registry.private_data)."""
+    text = """id: nl
+description: a read in another job than its write, on each node's own disk
+benchmark: h5bench
+fixed: {storage: node_local}
+matrix: {kernel: [write, read], dim_1: [1048576]}
+"""
+    exp = load_experiment(write_experiment("nl", text))
+    with pytest.raises(IolabError) as info:
+        expand(exp)
+    assert re.fullmatch(r"case [0-9a-f]+ \(h5bench read\) cannot read node-local data: another "
+                        "job wrote it, possibly on another node", info.value.message), info.value
+    assert info.value.file == str(exp.path)
+    scratch = load_experiment(write_experiment("sc", text.replace("node_local", "scratch")
+                                               .replace("id: nl", "id: sc")))
+    assert len(producers(expand(scratch))) == 1
 
 
 def test_the_order_is_re_derived_from_what_a_manifest_records(write_experiment):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..errors import IolabError
+from ..layers.registry import example_param
 from .common import (ID_HELP, add_include_imported, add_set_aside, metrics_arg, print_run_notes,
                     project_dir)
 
@@ -77,7 +78,9 @@ def _compare(args) -> int:
             print(render_study(result))
             return 0
         if args.baseline is None:
-            raise IolabError("--by needs --baseline VALUE, e.g. --by lustre.stripe_count --baseline 1")
+            example = example_param()
+            raise IolabError("--by needs --baseline VALUE" + (
+                f", e.g. --by {example.key} --baseline {example.baseline}" if example else ""))
         print(render_comparison(compare_by_param(one, args.by, args.baseline,
                                                  metrics_arg(args.metrics, one.run))))
         return 0

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..layers.registry import example_param
 from .common import BENCHMARK_HELP
 
 VERB = "import"
-EXAMPLES = ["iolab import ior out/*.json --into kaust-stripe-count --param lustre.stripe_count=4"]
+# a layer's parameter, as its experiment varies it (the first layer that offers one)
+_EXAMPLE = example_param()
+_PARAM = f"{_EXAMPLE.key}={_EXAMPLE.other}" if _EXAMPLE else None
+EXAMPLES = [f"iolab import ior out/*.json --into {_EXAMPLE.experiment} --param {_PARAM}" if _EXAMPLE
+            else "iolab import ior out/*.json --into archer-fpp-vs-ssf"]
 
 
 def add_parser(sub) -> None:
@@ -16,7 +21,8 @@ def add_parser(sub) -> None:
     s.add_argument("files", nargs="+", metavar="FILE", help="the benchmark's output files to import")
     s.add_argument("--into", required=True, metavar="ID", help="experiment id to file the run under")
     s.add_argument("--param", action="append", metavar="KEY=VALUE",
-                   help="a parameter of the imported case (repeatable), e.g. lustre.stripe_count=4")
+                   help="a parameter of the imported case (repeatable)"
+                        + (f", e.g. {_PARAM}" if _PARAM else ""))
     s.add_argument("--label", help="free text stored in the manifest, e.g. the source system")
     s.add_argument("--trust-params", action="store_true",
                    help="import --param values even where the benchmark's output says it ran otherwise")

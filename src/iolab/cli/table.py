@@ -5,15 +5,17 @@ from __future__ import annotations
 import sys
 
 from ..errors import IolabError
+from ..layers.registry import example_columns
 from .common import (ID_HELP, add_column_options, add_include_imported, add_set_aside,
                     columns_asked, metrics_arg, note, print_run_notes, project_dir)
 
 VERB = "table"
+_COLUMNS = example_columns()    # a layer's columns, on an experiment whose runs have them
 EXAMPLES = [
     "iolab table quickstart",
     "iolab table quickstart --format csv",
     "iolab table quickstart --since 2026-11-01 --metrics write_bw,write_iops",
-    "iolab table cephfs-striping --storage osds,objects",
+    *([f"iolab table {_COLUMNS[1]} {_COLUMNS[0]} {_COLUMNS[2]}"] if _COLUMNS else []),
 ]
 
 

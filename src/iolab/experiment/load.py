@@ -33,19 +33,12 @@ def sha256_text(text: str) -> str:
 
 
 def _required_file_system(doc, data: dict) -> tuple[str | None, tuple[str, ...]]:
-    """require_file_system, with the older `require_lustre: true` read as `lustre` (a note says
-    so); two different file systems asked for is an error."""
-    from ..layers.storage.base import file_systems
+    """require_file_system, or what a layer reads from an older spelling of it (with a note);
+    a file system no layer lays out is an error."""
+    from ..layers.registry import file_systems, older_spellings
 
-    required, notes = data.get("require_file_system"), ()
-    if data.get("require_lustre"):
-        if required not in (None, "lustre"):
-            raise doc.error(("require_lustre",), f"require_lustre: true and require_file_system: "
-                            f"{brief(required)} ask for two file systems", hint="keep one")
-        where = f"{doc.file}:{doc.line(('require_lustre',))}: require_lustre"
-        notes = (f"{where}: the older spelling of require_file_system: lustre, read as that; "
-                 "write require_file_system: lustre",)
-        required = "lustre"
+    read, notes = older_spellings(doc, data)
+    required = data.get("require_file_system", read.get("require_file_system"))
     if required is not None:
         known = [fs.name for fs in file_systems()]
         if required not in known:
@@ -365,7 +358,7 @@ def _check_drops(doc: Located, base: dict, override: dict, found: Found) -> None
 def _one_file_system(doc: Located, at: tuple, section: dict, profile: str | None) -> None:
     """A part's cases ask for the layout of one file system at most: a case directory is on one,
     so a request for another could never be applied."""
-    from ..layers.storage.base import file_systems
+    from ..layers.registry import file_systems
 
     keys = _set_keys(section)
     named = [(fs, sorted(k for k in keys if k.startswith(fs.prefix))) for fs in file_systems()]

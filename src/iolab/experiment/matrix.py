@@ -264,6 +264,7 @@ def producers(cases: list[Case]) -> dict[str, str]:
     write, not the collective one); a tie is an error, since the pairing would be arbitrary.
     """
     from ..benchmarks import get as get_benchmark
+    from ..layers import registry as layers
 
     writers: dict[str, list[Case]] = {}
     for c in cases:
@@ -275,8 +276,9 @@ def producers(cases: list[Case]) -> dict[str, str]:
         key = get_benchmark(c.benchmark).consumes(c)
         if key is None:
             continue
-        if c.get("storage") == "node_local":
-            raise IolabError(f"case {c.case_id} ({c.benchmark} read) cannot read node-local data: "
+        private = layers.private_data(c)
+        if private:
+            raise IolabError(f"case {c.case_id} ({c.benchmark} read) cannot read {private}: "
                              "another job wrote it, possibly on another node")
         candidates = writers.get(key)
         if not candidates:

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 
-from ..layers.mpiio import hints as mpiio
+from ..layers import registry as layers
 from ..errors import IolabError, IolabErrors
 from ..layers import registry
 from .problems import control_character
@@ -31,9 +31,11 @@ ROOT = "extras['iolab']"
 
 @functools.cache
 def schema() -> dict:
-    """site.v1.json, with the MPI flavours iolab knows (mpiio.FLAVOURS) as mpi_flavour's enum."""
+    """site.v1.json, with what the layers know of its keys (the MPI flavours as mpi_flavour's
+    enum: base.Layer.site_properties)."""
     out = json.loads(resources.files("iolab.experiment.schema").joinpath("site.v1.json").read_text())
-    out["properties"]["mpi_flavour"]["enum"] = list(mpiio.FLAVOURS)
+    for key, keywords in layers.site_properties().items():
+        out["properties"].setdefault(key, {}).update(keywords)
     return out
 
 
@@ -68,8 +70,13 @@ class SiteConfig:
 
     @property
     def mpi_runtime(self) -> str:
-        """Which MPI runtime launches the ranks (how its mpirun passes variables)."""
-        return mpiio.flavour(self.mpi_flavour).runtime
+        """Which MPI runtime launches the ranks (how its mpirun passes variables), as the layer
+        that reads mpi_flavour says."""
+        runtime = layers.mpi_runtime(self)
+        if runtime is None:
+            raise IolabError(f"no layer knows the MPI runtime of mpi_flavour {self.mpi_flavour!r}",
+                             key="mpi_flavour")
+        return runtime
 
     def root(self, target: str) -> str | None:
         """The root of a storage target's case directories: scratch, burst_buffer, node_local."""

@@ -124,6 +124,18 @@ class VerbServices:
     raw_file: Callable                  # (run, record, names, limit) -> a file kept with it, or None
 
 
+@dataclass(frozen=True)
+class ParamExample:
+    """One of a layer's parameters as `iolab VERB --help` examples show it: a shipped experiment
+    that varies it, a baseline value and another (the verbs ask the registry, so a site without
+    the layer shows another layer's example, never a dead one)."""
+
+    experiment: str
+    key: str
+    baseline: str
+    other: str
+
+
 class ColumnSource:
     """Table columns a user may ask for by name (`iolab table --darshan small_write_pct`): a
     layer's, or the job's (results/placement.py). One option per source, `--<name>`, whose help,
@@ -195,6 +207,9 @@ class Layer(ColumnSource):
     # a top-level section of the experiment YAML and of a system's extras['iolab'] it owns (its
     # schema comes with the file's own); the typed value is kept by layer name (`sections`)
     section: str | None = None
+    example_param: ParamExample | None = None   # for --help examples (registry.example_param)
+    # (a shipped experiment whose runs have them, its columns as `--<name>` takes them)
+    example_columns: tuple[str, str] | None = None
 
     def schema(self) -> dict:
         """Its part of the experiment schema: the parameters it owns ("properties",
@@ -235,6 +250,33 @@ class Layer(ColumnSource):
         """Report columns it computes from a case's parameters, by name."""
         return {}
 
+    def file_systems(self) -> tuple:
+        """The file systems it lays out (layers/storage/base.FileSystem: name, title, prefix,
+        requested, check), by name; an experiment's require_file_system names one."""
+        return ()
+
+    # --- the experiment's and the system's settings it owns
+    def older_spellings(self, doc, data: dict) -> tuple[dict, tuple[str, ...]]:
+        """The experiment's top-level settings (`data`, as written in `doc`, a yamlpos.Located)
+        that it reads from an older spelling of them, and a note for each such spelling; a
+        contradiction is doc.error."""
+        return {}, ()
+
+    def site_properties(self) -> dict:
+        """What it adds to the schema of a system's extras['iolab'] keys (key -> schema
+        keywords, such as the enum of the values it knows)."""
+        return {}
+
+    def site_from_env(self) -> dict:
+        """extras['iolab'] settings of the shipped systems (rfm/systems.py) that it reads from
+        this process's environment."""
+        return {}
+
+    def mpi_runtime(self, site) -> str | None:
+        """Which MPI runtime launches a site's ranks (openmpi, mpich, cray), where its settings
+        say (None: not this layer's to say)."""
+        return None
+
     # --- before the job
     def check(self, case) -> str | None:
         """Why the case's request cannot be made anywhere (None: it can)."""
@@ -247,6 +289,19 @@ class Layer(ColumnSource):
     def wrap(self, case, ctx: PlanContext, spec, start) -> Contribution:
         """Around the benchmark's command: job lines, environment, launcher options."""
         return Contribution()
+
+    def private_data(self, case) -> str | None:
+        """What keeps the data at the case's place (what it writes, or a read's, which is where
+        its write put it) from another job, in words for a message ("node-local data"): a read
+        in another job cannot take it. None: nothing does."""
+        return None
+
+    def preflight(self, items: list[tuple], say: Callable[[str], None], locate) -> list[IolabError]:
+        """What only the live system can tell of a session's cases, asked once before its run is
+        created: each problem names the experiment's file, line and key. items: (experiment,
+        case, site facts, the jobs' environment) of each job; say(line): what could not be
+        checked here, and why; locate(experiment, key, part, value) -> (file, line)."""
+        return []
 
     def placement_keys(self, params: dict) -> list[str]:
         """Its parameters of a case that decide where a file lives and how it is laid out when

@@ -10,7 +10,7 @@ import importlib
 import pkgutil
 from functools import cache
 
-from .base import DerivedColumn, Layer, RuntimeLibrary
+from .base import DerivedColumn, Layer, ParamExample, RuntimeLibrary
 
 
 @cache
@@ -126,3 +126,61 @@ def observed_part(observed, role: str):
         if key is not None:
             return observed.get(key)
     return None
+
+
+def file_systems() -> tuple:
+    """Every file system a layer lays out (base.Layer.file_systems)."""
+    return tuple(fs for layer in registry() for fs in layer.file_systems())
+
+
+def example_param() -> ParamExample | None:
+    """The parameter --help examples show: the first layer's that offers one."""
+    return next((layer.example_param for layer in registry() if layer.example_param), None)
+
+
+def example_columns() -> tuple[str, str, str] | None:
+    """(option, experiment, columns) of a columns example (`--<name> COLUMNS`): the first
+    layer's that offers one."""
+    return next(((f"--{layer.name}", *layer.example_columns) for layer in registry()
+                 if layer.example_columns), None)
+
+
+def private_data(case) -> str | None:
+    """What keeps the data the case writes from another job, in words (None: nothing does)."""
+    return next((why for layer in registry() if (why := layer.private_data(case))), None)
+
+
+def preflight(items, say, locate) -> list:
+    """Each layer's refusals of a session's cases (base.Layer.preflight), in their order."""
+    items = list(items)
+    return [problem for layer in registry() for problem in layer.preflight(items, say, locate)]
+
+
+def older_spellings(doc, data: dict) -> tuple[dict, tuple[str, ...]]:
+    """The experiment's settings read from older spellings, and their notes (every layer's)."""
+    read: dict = {}
+    notes: tuple[str, ...] = ()
+    for layer in registry():
+        settings, said = layer.older_spellings(doc, data)
+        read.update(settings)
+        notes += said
+    return read, notes
+
+
+def site_properties() -> dict[str, dict]:
+    """What the layers add to the extras['iolab'] schema, by key."""
+    out: dict[str, dict] = {}
+    for layer in registry():
+        for key, keywords in layer.site_properties().items():
+            out.setdefault(key, {}).update(keywords)
+    return out
+
+
+def site_from_env() -> dict:
+    """The shipped systems' extras['iolab'] settings the layers read from the environment."""
+    return {k: v for layer in registry() for k, v in layer.site_from_env().items()}
+
+
+def mpi_runtime(site) -> str | None:
+    """Which MPI runtime launches a site's ranks: the first layer's that says."""
+    return next((rt for layer in registry() if (rt := layer.mpi_runtime(site))), None)

@@ -17,14 +17,25 @@ from ..analysis.report import Table, param_label, tables_from
 from ..experiment.reportspec import PlotRequest
 from ..units import CELL, shown
 
+# Parameters whose value the system may lower (an MPI library's aggregators): drawn against.
+AGGREGATOR_KEYS = layers.axes("effective_axes")
+
+
+def _where_effective() -> str:
+    """Where a record keeps the values in effect of AGGREGATOR_KEYS (their layers' parts)."""
+    owners = dict.fromkeys(layers.owner(k) for k in AGGREGATOR_KEYS)
+    return ", ".join(f"observed.{layer.observed_keys[0]}.effective" for layer in owners
+                     if layer and layer.observed_keys)
+
+
 # The default choice of plots, in order (default_specs implements them; pages print them).
 RULES = (
     "1. the process count varies (scale.nodes or scale.tasks_per_node): the metric against the "
     "number of processes (nodes x tasks per node), one line per combination of the other axes "
     "(the ARCHER figures: one line per stripe setting);",
-    "2. else an aggregator parameter varies (mpiio.cb_nodes, mpiio.aggregators, "
-    "mpiio.aggregators_per_node): the metric against it, one line per combination of the other "
-    "axes; where the MPI library reported another value (observed.mpiio_hints.effective), the "
+    f"2. else an aggregator parameter varies ({', '.join(AGGREGATOR_KEYS) or 'none is known'}): "
+    "the metric against it, one line per combination of the other axes; where the MPI library "
+    f"reported another value ({_where_effective()}), the "
     'point says so ("eff. N") and its request is flagged;',
     "3. else two axes vary: a heatmap of the metric's mean over them;",
     "4. else one axis varies: a line against it (numbers) or bars (anything else);",
@@ -34,10 +45,6 @@ RULES = (
 
 
 SCALE_KEYS = ("scale.nodes", "scale.tasks_per_node")
-
-
-# Parameters whose value the system may lower (an MPI library's aggregators): drawn against.
-AGGREGATOR_KEYS = layers.axes("effective_axes")
 
 
 # Of parameters that vary one to one (a zip group), these name the group in legends first.

@@ -28,7 +28,7 @@ from ..results import recordcache
 from ..results.provenance import utcnow
 from ..shell import has_variables
 from ..experiment.load import class_name, where_set
-from ..layers.storage import place
+from ..layers import registry as layers
 from . import internals, leftovers, measuring, runorder
 from .recording import _Run, for_experiment, record
 from .spack import build_iolab_stack, failure
@@ -324,12 +324,12 @@ def _job_env(partition) -> dict[str, str]:
 
 
 def _preflight(cases) -> None:
-    """What only the live system can tell of the cases' storage (place.preflight), asked once
-    before the run exists: a refusal ends the session with every reason, one line each, and no
-    run is created."""
-    refused = place.preflight(((tc.check._iolab_exp, tc.check._iolab_case, site.of(tc.partition),
-                                _job_env(tc.partition)) for tc in cases), getlogger().warning,
-                               where_set)
+    """What only the live system can tell of the cases (each layer's preflight: a file system's
+    layouts), asked once before the run exists: a refusal ends the session with every reason, one
+    line each, and no run is created."""
+    refused = layers.preflight(((tc.check._iolab_exp, tc.check._iolab_case, site.of(tc.partition),
+                                 _job_env(tc.partition)) for tc in cases), getlogger().warning,
+                                where_set)
     if refused:
         raise ReframeError("iolab: not started, no run created:\n" + "\n".join(map(str, refused)))
 

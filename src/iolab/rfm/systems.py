@@ -12,7 +12,7 @@ import re
 import sys
 import time
 
-from ..layers.registry import sections_from_env
+from ..layers.registry import sections_from_env, site_from_env
 from ..project import project_root
 from ..stack import SPACK_ENV_NOTE
 from . import allocation
@@ -180,8 +180,7 @@ def local_system(name: str, mpi_flavour: str, descr: str) -> dict:
                 "env_vars": RUN_AS_ROOT,
                 "extras": {
                     "iolab": {
-                        "scratch": os.environ.get("IOLAB_SCRATCH", "/tmp/iolab-scratch"),
-                        "node_local": os.environ.get("IOLAB_NODE_LOCAL", "/tmp"),
+                        **site_from_env(),
                         "cores_per_node": os.cpu_count(),
                         "profile": LOCAL_PROFILE,
                         "mpi_flavour": mpi_flavour,
@@ -217,9 +216,7 @@ def slurm_partition(name: str, launcher: str, descr: str, env_vars: list, launch
         "env_vars": env_vars,
         "extras": {
             "iolab": {
-                # Shared by every node: they share this machine's file systems.
-                "scratch": os.environ.get("IOLAB_SCRATCH", "/tmp/iolab-scratch"),
-                "node_local": os.environ.get("IOLAB_NODE_LOCAL", "/tmp"),
+                **site_from_env(),      # where the case directories are, from the layers
                 "cores_per_node": cores_per_node,
                 "profile": profile,
                 "mpi_flavour": mpi_flavour,

@@ -55,6 +55,12 @@ class MpiioLayer(Layer):
     PLACEMENT = ("mpiio.striping_factor", "mpiio.striping_unit", "mpiio.start_iodevice",
                  "mpiio.romio_lustre_start_iodevice")
 
+    def site_properties(self) -> dict:
+        return {"mpi_flavour": {"enum": list(H.FLAVOURS)}}
+
+    def mpi_runtime(self, site) -> str | None:
+        return H.flavour(site.mpi_flavour).runtime
+
     def check(self, case) -> str | None:
         try:
             requested_hints(case)

@@ -8,14 +8,18 @@ request for a file system the case directory is not on is recorded as not applie
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from ..base import Contribution, JobView, Layer
+from ..base import Contribution, JobView, Layer, ParamExample
 from . import base, place
 from .base import file_systems, requests
 
 STORAGE = "storage"
+NODE_LOCAL = "node_local"       # a target on each node's own disk: another job may not see it
 NOT_APPLIED = "not applied"
+# The older spelling of `require_file_system: lustre`, still read as that (with a note)
+REQUIRE_LUSTRE = "require_lustre"
 # The columns a table may add (`iolab table --storage osds`), from the server-side witnesses
 COLUMNS = {"osds": "OSDs that hold the objects of the data files mapped (CephFS: rados ls and "
                    "ceph osd map; at most 4 files, 32 objects each)",
@@ -57,6 +61,8 @@ class StorageLayer(Layer):
     order = 10                          # the case directory exists before anything runs in it
     title = "Storage"
     keys = (STORAGE,)
+    example_param = ParamExample("kaust-stripe-count", "lustre.stripe_count", "1", "4")
+    example_columns = ("cephfs-striping", "osds,objects")
 
     # read from the file-system modules each time: one added is seen once file_systems() is
     @property
@@ -84,6 +90,34 @@ class StorageLayer(Layer):
         if column not in words:
             return super().column_label(name)
         return f"{words[column]} {part}" if part else words[column]
+
+    def file_systems(self) -> tuple:
+        return file_systems()
+
+    def older_spellings(self, doc, data: dict) -> tuple[dict, tuple[str, ...]]:
+        """`require_lustre: true`, read as `require_file_system: lustre` with a note; beside
+        another require_file_system it is an error."""
+        if not data.get(REQUIRE_LUSTRE):
+            return {}, ()
+        required = data.get("require_file_system")     # short: the schema's pattern checked it
+        if required not in (None, "lustre"):
+            raise doc.error((REQUIRE_LUSTRE,), f"{REQUIRE_LUSTRE}: true and require_file_system: "
+                            f"{required!r} ask for two file systems", hint="keep one")
+        where = f"{doc.file}:{doc.line((REQUIRE_LUSTRE,))}: {REQUIRE_LUSTRE}"
+        return {"require_file_system": "lustre"}, (
+            f"{where}: the older spelling of require_file_system: lustre, read as that; "
+            "write require_file_system: lustre",)
+
+    def site_from_env(self) -> dict:
+        # shared by every node of the shipped systems: they share this machine's file systems
+        return {"scratch": os.environ.get("IOLAB_SCRATCH", "/tmp/iolab-scratch"),
+                NODE_LOCAL: os.environ.get("IOLAB_NODE_LOCAL", "/tmp")}
+
+    def private_data(self, case) -> str | None:
+        return "node-local data" if case.get(STORAGE) == NODE_LOCAL else None
+
+    def preflight(self, items, say, locate) -> list:
+        return place.preflight(items, say, locate)
 
     def check(self, case) -> str | None:
         for fs, req in requests(case.params):
