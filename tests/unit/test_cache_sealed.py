@@ -68,7 +68,7 @@ def warm(tmp_path, monkeypatch, capsys, records_cache):
     return path, truth
 
 
-@pytest.mark.parametrize("kind", ["rows", "digest", "drift", "experiment", "matrix-order"])
+@pytest.mark.parametrize("kind", ["rows", "digest", "run-digest", "drift", "experiment", "matrix-order"])
 def test_an_edited_entry_that_reaches_a_table_is_rebuilt_never_shown(warm, capsys, records_cache, kind):
     path, truth = warm
     if kind == "digest":        # the cache's copy of a digest: for a run without records.digest
