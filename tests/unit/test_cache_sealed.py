@@ -88,29 +88,41 @@ def test_an_edited_entry_that_reaches_a_table_is_rebuilt_never_shown(warm, capsy
     assert capsys.readouterr().out == truth
 
 
-COMPARE = ["compare", EXP, "bbbbbb", "--by", "transfer_size", "--baseline", "4096"]
+OTHER = "20261123T221105Z-cccccc"
+# a run's cases by a parameter, and two runs (the other without the slow middle)
+COMPARES = {"by": ["compare", EXP, "bbbbbb", "--by", "transfer_size", "--baseline", "4096"],
+            "runs": ["compare", EXP, "bbbbbb", "cccccc"]}
 
 
-def _compared(capsys) -> str:
-    assert main(COMPARE) == 0
-    return capsys.readouterr().out
+@pytest.fixture(params=sorted(COMPARES))
+def compared(request, warm, capsys):
+    """What the comparison shows, computed (its statistics not kept yet), and how to show it."""
+    path, _truth = warm
+    if request.param == "runs":
+        _run(path.parent.parent, OTHER, _interleaved(_records()))
+
+    def show() -> str:
+        assert main(COMPARES[request.param]) == 0
+        return capsys.readouterr().out
+    truth = show()
+    assert any(v in truth for v in ("| faster", "| slower", "within drift"))
+    return truth, show
 
 
-def test_an_edited_entry_of_a_comparisons_statistics_is_computed_again(warm, capsys, records_cache):
-    truth = _compared(capsys)
-    assert "faster" in truth or "slower" in truth
+def test_an_edited_entry_of_a_comparisons_statistics_is_computed_again(compared, records_cache):
+    truth, show = compared
     (entry,) = records_cache.glob("pair-stats-*.pickle")
-    assert _compared(capsys) == truth       # read from the entry
+    assert show() == truth       # read from the entry
     bad = poison(entry)
-    assert _compared(capsys) == truth
+    assert show() == truth
     assert entry.read_bytes() != bad
 
 
-def test_kept_statistics_of_other_pairs_are_never_used(warm, capsys, records_cache):
+def test_kept_statistics_of_other_pairs_are_never_used(compared, records_cache):
     """An entry sealed as written but holding the pairs' values in another order (as a bug in
     what chose the pairs would write) is not this comparison's: each pair's values are used
     only for the n, mean and stddev they were computed from."""
-    truth = _compared(capsys)
+    truth, show = compared
     (entry,) = records_cache.glob("pair-stats-*.pickle")
     with open(entry, "rb") as f:
         _format, _code, key = pickle.load(f)
@@ -118,7 +130,7 @@ def test_kept_statistics_of_other_pairs_are_never_used(warm, capsys, records_cac
     assert len(kept) > 2 and kept[0][1:] != kept[-1][1:]
     cache.write_value(entry, key, kept[::-1], entry.name[:entry.name.rindex("-") + 1])
     assert cache.read_value(entry, key, list) == kept[::-1]
-    assert _compared(capsys) == truth
+    assert show() == truth
 
 
 def test_edited_pickled_records_are_decoded_again(warm, records_cache):
