@@ -68,7 +68,7 @@ def warm(tmp_path, monkeypatch, capsys, records_cache):
     return path, truth
 
 
-@pytest.mark.parametrize("kind", ["rows", "digest", "drift", "experiment", "matrix-order"])
+@pytest.mark.parametrize("kind", ["rows", "digest", "run-digest", "drift", "experiment", "matrix-order"])
 def test_an_edited_entry_that_reaches_a_table_is_rebuilt_never_shown(warm, capsys, records_cache, kind):
     path, truth = warm
     if kind == "digest":        # the cache's copy of a digest: for a run without records.digest
@@ -86,6 +86,51 @@ def test_an_edited_entry_that_reaches_a_table_is_rebuilt_never_shown(warm, capsy
         assert not entry.exists() or entry.read_bytes() != bad
     assert main(["table", EXP, "--run", "bbbbbb"]) == 0
     assert capsys.readouterr().out == truth
+
+
+OTHER = "20261123T221105Z-cccccc"
+# a run's cases by a parameter, and two runs (the other without the slow middle)
+COMPARES = {"by": ["compare", EXP, "bbbbbb", "--by", "transfer_size", "--baseline", "4096"],
+            "runs": ["compare", EXP, "bbbbbb", "cccccc"]}
+
+
+@pytest.fixture(params=sorted(COMPARES))
+def compared(request, warm, capsys):
+    """What the comparison shows, computed (its statistics not kept yet), and how to show it."""
+    path, _truth = warm
+    if request.param == "runs":
+        _run(path.parent.parent, OTHER, _interleaved(_records()))
+
+    def show() -> str:
+        assert main(COMPARES[request.param]) == 0
+        return capsys.readouterr().out
+    truth = show()
+    assert any(v in truth for v in ("| faster", "| slower", "within drift"))
+    return truth, show
+
+
+def test_an_edited_entry_of_a_comparisons_statistics_is_computed_again(compared, records_cache):
+    truth, show = compared
+    (entry,) = records_cache.glob("pair-stats-*.pickle")
+    assert show() == truth       # read from the entry
+    bad = poison(entry)
+    assert show() == truth
+    assert entry.read_bytes() != bad
+
+
+def test_kept_statistics_of_other_pairs_are_never_used(compared, records_cache):
+    """An entry sealed as written but holding the pairs' values in another order (as a bug in
+    what chose the pairs would write) is not this comparison's: each pair's values are used
+    only for the n, mean and stddev they were computed from."""
+    truth, show = compared
+    (entry,) = records_cache.glob("pair-stats-*.pickle")
+    with open(entry, "rb") as f:
+        _format, _code, key = pickle.load(f)
+    kept = cache.read_value(entry, key, list)
+    assert len(kept) > 2 and kept[0][1:] != kept[-1][1:]
+    cache.write_value(entry, key, kept[::-1], entry.name[:entry.name.rindex("-") + 1])
+    assert cache.read_value(entry, key, list) == kept[::-1]
+    assert show() == truth
 
 
 def test_edited_pickled_records_are_decoded_again(warm, records_cache):

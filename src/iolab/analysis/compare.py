@@ -29,8 +29,8 @@ from ..results.record import Manifest, Record
 from .report import (fmt_mean_ci, metric_label, note_mark, param_label, short_reason,
                      tables_from)
 from ..results.upgrade import current_ids
-from ..results import asrun
-from ..results.run import Run, load_run
+from ..results import asrun, cache
+from ..results.run import Run, kept_at, load_run
 
 TIME_UNITS = ("s", "ms", "us", "ns")
 
@@ -192,6 +192,12 @@ class Pair:
     def welch(self):
         return stats.welch(self.a, self.b)
 
+    @property
+    def stats_of(self) -> tuple:
+        """What ratio_ci and welch are computed from: each side's n, mean and stddev."""
+        a, b = self.a, self.b
+        return a.n, a.mean, a.stddev, b.n, b.mean, b.stddev
+
     def verdict(self, better: str | None) -> str:
         diff = None if self.a.mean is None or self.b.mean is None else self.b.mean - self.a.mean
         return within_drift(verdict(self.welch, diff, better, self.ratio_ci), self.ratio, self.drift)
@@ -318,7 +324,29 @@ def compare_runs(a: Side, b: Side, metrics: list[str] | None = None) -> Comparis
             context.append(f"{ta.part}: left out, no metric to compare ({_outcomes(a.label, ta)}; "
                            f"{_outcomes(b.label, tb)})")
     title = f"{a.experiment}: {a.label} vs {b.label}"
-    return _something(Comparison(title, a.label, b.label, context, out))
+    kept = kept_at(a.run) if b.run.reading.key else None
+    return _kept_stats(_something(Comparison(title, a.label, b.label, context, out)), kept,
+                       ["runs", b.run.reading.key, metrics])
+
+
+def _kept_stats(c: Comparison, kept: tuple | None, inputs) -> Comparison:
+    """Each pair's ratio_ci and welch, kept in the cache beside the run's digest (`kept`:
+    run.kept_at(); `inputs`: what chose the pairs): a campaign's 19,200 pairs took half of a
+    comparison's time in their t distributions. Each kept pair holds what it was computed from
+    (Pair.stats_of) and is used only where that equals the pair's, so a value is never another
+    pair's; an entry that does not fit these pairs is a miss, computed again."""
+    pairs = [p for t in c.tables for p in t.pairs]
+    got = cache.of_run(kept, "pair-stats", inputs,
+                       lambda: [(p.stats_of, p.ratio_ci, p.welch) for p in pairs], list)
+    if len(got) != len(pairs):
+        return c
+    for (of, ci, w), p in zip(got, pairs):
+        if of != p.stats_of or not (ci is None or type(ci) is tuple) or not (
+                w is None or type(w) is stats.Welch):
+            return c
+    for (_, ci, w), p in zip(got, pairs):
+        p.__dict__["ratio_ci"], p.__dict__["welch"] = ci, w
+    return c
 
 
 def _outcomes(label: str, table) -> str:
@@ -415,11 +443,16 @@ def compare_by_param(side: Side, key: str, baseline: str, metrics: list[str] | N
                f"A = the baseline case ({key} = {baseline}); B = the case in the row, which differs "
                f"from A only in {key}"] + left_out
     title = f"{side.experiment}: {key} against {key} = {baseline}"
-    return _something(Comparison(title, "baseline", "case", context, out))
+    return _kept_stats(_something(Comparison(title, "baseline", "case", context, out)),
+                       kept_at(side.run), ["by", key, baseline, metrics])
+
+
+# json.dumps with options builds an encoder per call: a third of _without's time
+_ENCODE = json.JSONEncoder(sort_keys=True, default=str).encode
 
 
 def _without(params: dict, key: str) -> str:
-    return json.dumps({k: v for k, v in params.items() if k != key}, sort_keys=True, default=str)
+    return _ENCODE({k: v for k, v in params.items() if k != key})
 
 
 def _all_varied(side: Side) -> set:

@@ -340,21 +340,35 @@ def row_order(order, keys: list[str]):
     older YAML's) after them, numbers in numeric order, then the rest as text."""
     axes, places = order or ([], {})
     axes = axes + [k for k in keys if k not in axes]
+    # each axis's places, and its ints' and strings' sort keys made once (equal ints, or equal
+    # strings, have one repr; a campaign's 10,000 rows repeat a few values)
+    lookups = [(k, places.get(k, {}), {}) for k in axes]
 
     def key(params: dict) -> tuple:
         out = []
-        for k in axes:
+        for k, mine, made in lookups:
             v = params.get(k)
-            at = places.get(k, {}).get(repr(v))
-            if at is not None:
-                out.append((0, at, 0.0, ""))
-            elif isinstance(v, (int, float)) and not isinstance(v, bool) and v == v:
-                out.append((1, 0, float(v), ""))
+            t = type(v)
+            if t is int or t is str:
+                part = made.get(v)
+                if part is None:
+                    part = made[v] = _place(mine, v)
+                out.append(part)
             else:
-                out.append((1, 1, 0.0, str(v)))
+                out.append(_place(mine, v))
         return tuple(out)
 
     return key
+
+
+def _place(places: dict, v) -> tuple:
+    """A value's sort key on its axis (row_order)."""
+    at = places.get(repr(v))
+    if at is not None:
+        return (0, at, 0.0, "")
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v:
+        return (1, 0, float(v), "")
+    return (1, 1, 0.0, str(v))
 
 
 def varied_keys(cases: list[Case]) -> list[str]:

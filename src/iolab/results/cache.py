@@ -1,6 +1,7 @@
 """Where iolab keeps what it derived from a run's files, and how an entry is read and written:
-the one cache API for every derived value (a manifest parsed, records decoded, a digest, a plan,
-an experiment loaded, a table's rows, a drift result).
+the one cache API for every derived value (a manifest parsed, records decoded, a digest, a run's
+records.digest parsed, a plan, an experiment loaded, a table's rows, a drift result, a
+comparison's statistics).
 
 $IOLAB_CACHE, else $XDG_CACHE_HOME/iolab, else ~/.cache/iolab; never inside results/, so a run
 directory holds only what the run wrote. IOLAB_CACHE=off turns it off. An entry is named by

@@ -309,16 +309,11 @@ def read_run_digest(run_path: Path, size: int, sha: str, manifest_sha: str,
             why = f"{RECORDS}'s chain does not end where the digest's does: edited since"
         elif records["sha256"] != sha:
             why = f"{RECORDS} changed since it was written (same size, another sha256: edited?)"
-        elif (len(body), hashlib.sha256(body).hexdigest()) != (header["body"]["bytes"],
-                                                               header["body"]["sha256"]):
+        elif (len(body), body_sha := hashlib.sha256(body).hexdigest()) != (header["body"]["bytes"],
+                                                                            header["body"]["sha256"]):
             why = "damaged: its content does not match its own sha256 (torn or edited)"
         else:
-            got = orjson.loads(body)
-            facts = digest_module.from_json(got["digest"])
-            v = got["verdict"]
-            verdict = integrity.Verdict(v["state"], v["count"], v["last"],
-                                        [integrity.Problem(*p) for p in v["problems"]])
-            return facts, [BadLine(*b) for b in got["bad"]], verdict
+            return _parsed(target, body, body_sha, size)
     except IolabError as exc:
         why = str(exc).splitlines()[0]
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
@@ -327,6 +322,30 @@ def read_run_digest(run_path: Path, size: int, sha: str, manifest_sha: str,
           f"{run_path.parent.name} {run_path.name} --write-digest` writes it anew once the records "
           "verify)", file=sys.stderr)
     return None
+
+
+def _parsed(target: Path, body: bytes, body_sha: str, size: int):
+    """(digest, unreadable lines, verdict) of a records.digest body checked against its own
+    sha256: parsed, or kept in the cache under that sha256 for a run of at least CACHE_MIN_BYTES
+    of records (100k records: parsing 0.2 s, loading the kept parse 0.08 s)."""
+    def parse():
+        got = orjson.loads(body)
+        facts = digest_module.from_json(got["digest"])
+        v = got["verdict"]
+        verdict = integrity.Verdict(v["state"], v["count"], v["last"],
+                                    [integrity.Problem(*p) for p in v["problems"]])
+        return facts, [BadLine(*b) for b in got["bad"]], verdict
+
+    where = cache.cache_dir()
+    if where is None or size < CACHE_MIN_BYTES:
+        return parse()
+    key = f"{DIGEST_FORMAT}-{digest_module.FORMAT}-{len(body)}-{body_sha}"
+    entry = cache.entry(where, "run-digest", target, key)
+    got = _read_digest(entry, key)
+    if got is None:
+        got = parse()
+        cache.write_value(entry, key, got, cache.prefix("run-digest", target))
+    return got
 
 
 def _position(end) -> str:
