@@ -398,15 +398,13 @@ def test_a_file_system_is_one_module(tmp_path, monkeypatch):
 # parameters they own (stripe_*, cb_*, romio_*). Docstrings and comments may name them, and so
 # may a message's prose that writes a title (Darshan, Lustre, CephFS, MPI-IO): words, not keys.
 VOCABULARY = ("stripe", "cb", "romio")
-# Where a layer's word is the benchmark's own, or what is left to move, each with why. A module
-# here that no longer names a layer fails the test: the list only shrinks.
+# Where a layer's word is the benchmark's own, each with why. A module here that no longer names
+# a layer fails the test: the list only shrinks.
 NOT_A_LAYER = {
     # IOR's option modules (--mpiio.hintsFileName) and BTIO's io-method families: the benchmarks'
     # words for their MPI-IO backends, which happen to be the layer's name
     "iolab.benchmarks.ior": "IOR's option modules", "iolab.benchmarks.btio": "BTIO's families",
     "iolab.benchmarks.mdtest": "IOR's option modules (mdtest shares IOR's backends)",
-}
-NOT_YET = {
 }
 
 # Findings (without their line) of another program's word that happens to be a layer's, each
@@ -542,7 +540,7 @@ def test_no_module_outside_the_layers_names_a_layer():
     """Outside layers/ and parsers/, code asks the registry (layers/registry.py) by key or role;
     the modules listed above say why they still name one."""
     offenders = _outside_offenders()
-    listed = {**NOT_A_LAYER, **NOT_YET}
+    listed = NOT_A_LAYER
     assert {m: found for m, found in offenders.items() if m not in listed} == {}
     assert sorted(m for m in listed if m not in offenders) == [], "no longer needs its entry"
 
