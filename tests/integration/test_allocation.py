@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, iolab, make_project, records, reframe
+from .conftest import REPO, darshan_stack, iolab, make_project, only_run, records, reframe
 from .test_cluster_local import REQUIRED, WHY
 
 pytestmark = [pytest.mark.integration,
@@ -49,8 +50,8 @@ def _env(rfm_env: dict) -> dict:
 ALLOC = "IOLAB_IN_ALLOCATION"
 
 
-def _project(tmp_path: Path) -> Path:
-    root = make_project(tmp_path, {EXP: SHAPES})
+def _project(tmp_path: Path, experiments: dict | None = None) -> Path:
+    root = make_project(tmp_path, experiments or {EXP: SHAPES})
     (root / "scripts").mkdir()
     shutil.copy(REPO / "scripts" / "run", root / "scripts" / "run")    # what the batch job runs
     (root / "templates").symlink_to(REPO / "templates")      # the shim's, with IOLAB_ROOT here
@@ -122,6 +123,46 @@ def test_steps_of_one_allocation_record_what_jobs_record(rfm_env, tmp_path):
     for a, b in zip(sorted(by_job, key=key), sorted(by_step, key=key)):
         assert _comparable(a) == _comparable(b)
     assert _table_shape(env, root, job_run) == _table_shape(env, root, step_run)
+
+
+FIO = """\
+id: alloc-fio
+description: fio, which is not an MPI program, as a one-task step of an allocation
+benchmark: fio
+job: {time_limit: 1m}
+fixed: {size: 1MiB, bs: 64KiB, rw: write}
+"""
+
+
+def _steps(env: dict, allocation: str) -> list[list[str]]:
+    """[job name, node list] of each srun step of an allocation, as Slurm accounted them."""
+    out = subprocess.run(["sacct", "-n", "-P", "-j", allocation, "-o", "JobID,JobName,NodeList"],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    rows = [line.split("|") for line in out.stdout.split()]
+    return [row[1:] for row in rows if row[0].partition(".")[2].isdigit()]   # not .extern
+
+
+def test_a_program_that_is_not_mpi_is_a_step_on_the_allocation_s_first_node(rfm_env, tmp_path):
+    """fio inside salloc: a one-task srun step on node1, where job mode runs it (the job's first
+    node), under Darshan; not a process of the host, where ReFrame runs."""
+    assert WHY is None, WHY
+    lib, stack = darshan_stack()
+    assert lib is not None and lib.exists(), "no libdarshan.so: scripts/setup --spack-bundle DIR"
+    root, env = _project(tmp_path, {"alloc-fio": FIO}), _env(rfm_env)
+    env.update(stack, IOLAB_ROOT=str(root), IOLAB_DARSHAN="1")
+    steps = _salloc(env, root, 10, ["scripts/run", "--in-allocation", "alloc-fio", "localcluster"])
+    assert steps.returncode == 0, steps.stdout[-3000:] + steps.stderr[-2000:]
+    (rec,) = records(only_run(tmp_path / "results", "alloc-fio"))
+    assert rec["status"] == "ok", rec["error"]
+    assert rec["provenance"]["mode"] == "allocation"
+    assert rec["provenance"]["nodelist"] == ["node1"] != [socket.gethostname()]
+    assert rec["provenance"]["command"].startswith("srun ")
+    assert "--ntasks=1 " in rec["provenance"]["command"], rec["provenance"]["command"]
+    assert rec["observed"]["darshan"]["status"] == "ok", rec["observed"]["darshan"]   # its log read
+    assert rec["observed"]["overlapping_jobs"]["checked"], rec["observed"]["overlapping_jobs"]
+    # what Slurm says ran where: one step, on node1
+    assert [node for _, node in _steps(env, rec["provenance"]["allocation"])] == ["node1"]
 
 
 def test_submit_runs_the_campaign_in_one_batch_job(rfm_env, tmp_path):
