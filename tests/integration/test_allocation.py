@@ -167,7 +167,7 @@ def test_a_program_that_is_not_mpi_is_a_step_on_the_allocation_s_first_node(rfm_
 
 def test_submit_runs_the_campaign_in_one_batch_job(rfm_env, tmp_path):
     """`iolab submit` writes a batch job that runs the campaign inside it: every job is a step
-    of that one job, in the seeded order, and ok."""
+    of that one job, in the seeded order, and ok, and the witnesses checked each."""
     assert WHY is None, WHY
     root, env = _project(tmp_path), _env(rfm_env)
     env["IOLAB_ROOT"] = str(root)
@@ -184,6 +184,9 @@ def test_submit_runs_the_campaign_in_one_batch_job(rfm_env, tmp_path):
     recs = records(run)
     assert [r["status"] for r in recs] == ["ok"] * 6, [(r["status"], r["error"]) for r in recs]
     assert {(r["provenance"]["mode"], r["provenance"]["allocation"]) for r in recs} == {("allocation", jobid)}
+    # ReFrame ran on node1 inside the batch job: its sacct reached slurmdbd over the bridge
+    for rec in recs:
+        assert rec["observed"]["overlapping_jobs"]["checked"], rec["observed"]["overlapping_jobs"]
     assert json.loads((run / "manifest.json").read_text())["finished"]["complete"]
 
 
