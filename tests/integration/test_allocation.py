@@ -20,6 +20,7 @@ import pytest
 
 from .conftest import REPO, darshan_stack, iolab, make_project, only_run, records, reframe
 from .test_cluster_local import REQUIRED, WHY
+from tests.tools.backlog import Backlog, waits
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(WHY is not None and not REQUIRED, reason=WHY or "")]
@@ -219,3 +220,39 @@ def test_a_short_allocation_ends_resumable_and_resume_completes(rfm_env, tmp_pat
     assert "chain complete" in again.stdout
     new = [p for p in _runs(tmp_path / "results") if p != run]
     assert len(records(new[0])) == len(left)
+
+
+# the competing user's jobs: each holds all 4 nodes this long, one always queued ahead
+BACKLOG_SECONDS = 8
+
+
+def test_under_a_backlog_job_mode_waits_at_every_job_and_allocation_mode_once(rfm_env, tmp_path):
+    """With another user's jobs always queued ahead (tests/tools/backlog.py), the 6 jobs of the
+    campaign as jobs of their own each wait behind one of them (Slurm's Submit to Start, over the
+    backlog job's length); as steps of `salloc -N 4` the campaign waits once. Prints the waits
+    and each mode's wall time (docs/campaigns.md has the figures)."""
+    assert WHY is None, WHY
+    root, env = _project(tmp_path), _env(rfm_env)
+    env["IOLAB_ROOT"] = str(root)
+    with Backlog(env, nodes=4, depth=1, seconds=BACKLOG_SECONDS):
+        start = time.monotonic()
+        jobs = reframe(SELECT, env, cwd=root, config=CONFIG)
+        job_wall = time.monotonic() - start
+        start = time.monotonic()
+        steps = _salloc(env, root, 10, ["scripts/run", "--in-allocation", EXP, "localcluster"])
+        step_wall = time.monotonic() - start
+    assert jobs.returncode == 0, jobs.stdout[-3000:]
+    assert steps.returncode == 0, steps.stdout[-3000:] + steps.stderr[-2000:]
+    job_run, step_run = _runs(tmp_path / "results")
+    job_ids = [r["provenance"]["jobid"] for r in records(job_run)]
+    allocations = sorted({r["provenance"]["allocation"] for r in records(step_run)})
+    by_job, by_allocation = waits(env, job_ids), waits(env, allocations)
+    print(f"backlog: 1 job of 4 nodes x {BACKLOG_SECONDS} s always queued ahead")
+    for mode, waited, wall in (("job", by_job, job_wall), ("allocation", by_allocation, step_wall)):
+        print(f"{mode} mode: {len(waited)} queue wait(s) of {sorted(waited.values())} s; "
+              f"wall time {wall:.0f} s")
+    # sacct's clock is in whole seconds
+    assert len(job_ids) == 6 and len(by_job) == 6, by_job
+    assert all(w >= BACKLOG_SECONDS - 1 for w in by_job.values()), by_job
+    assert len(allocations) == 1 and len(by_allocation) == 1, by_allocation
+    assert all(w >= BACKLOG_SECONDS - 1 for w in by_allocation.values()), by_allocation
