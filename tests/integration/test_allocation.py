@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, darshan_stack, iolab, make_project, only_run, records, reframe
+from .conftest import (REPO, darshan_stack, iolab, make_project, need_darshan, only_run, records,
+                       reframe)
 from .test_cluster_local import REQUIRED, WHY
 from tests.tools.backlog import Backlog, waits
 
@@ -39,6 +40,25 @@ repetitions: 2
 """
 CONFIG = "reframe/config/localcluster.py"
 SELECT = ["-r", "-n", EXP.replace("-", "_")]
+
+
+def _queued(env: dict) -> set[str]:
+    out = subprocess.run(["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True,
+                         timeout=60)
+    return set(out.stdout.split())
+
+
+@pytest.fixture(autouse=True)
+def _cancel_what_the_test_left(rfm_env):
+    """The allocations and batch jobs a test started and left queued or running (a timeout, a
+    failed assertion before the end) are cancelled by id: the next test finds the nodes free."""
+    env = _env(rfm_env)
+    before = _queued(env) if WHY is None else set()
+    yield
+    if WHY is None:
+        left = sorted(_queued(env) - before)
+        if left:
+            subprocess.run(["scancel", *left], env=env, capture_output=True, timeout=60)
 
 
 def _env(rfm_env: dict) -> dict:
@@ -144,6 +164,7 @@ def _steps(env: dict, allocation: str) -> list[list[str]]:
     return [row[1:] for row in rows if row[0].partition(".")[2].isdigit()]   # not .extern
 
 
+@need_darshan()
 def test_a_program_that_is_not_mpi_is_a_step_on_the_allocation_s_first_node(rfm_env, tmp_path):
     """fio inside salloc: a one-task srun step on node1, where job mode runs it (the job's first
     node), under Darshan; not a process of the host, where ReFrame runs."""
