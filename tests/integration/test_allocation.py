@@ -11,14 +11,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, iolab, make_project, records, reframe
+from .conftest import (REPO, darshan_stack, iolab, make_project, need_darshan, only_run, records,
+                       reframe)
 from .test_cluster_local import REQUIRED, WHY
+from tests.tools.backlog import Backlog, waits
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(WHY is not None and not REQUIRED, reason=WHY or "")]
@@ -39,6 +42,25 @@ CONFIG = "reframe/config/localcluster.py"
 SELECT = ["-r", "-n", EXP.replace("-", "_")]
 
 
+def _queued(env: dict) -> set[str]:
+    out = subprocess.run(["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True,
+                         timeout=60)
+    return set(out.stdout.split())
+
+
+@pytest.fixture(autouse=True)
+def _cancel_what_the_test_left(rfm_env):
+    """The allocations and batch jobs a test started and left queued or running (a timeout, a
+    failed assertion before the end) are cancelled by id: the next test finds the nodes free."""
+    env = _env(rfm_env)
+    before = _queued(env) if WHY is None else set()
+    yield
+    if WHY is None:
+        left = sorted(_queued(env) - before)
+        if left:
+            subprocess.run(["scancel", *left], env=env, capture_output=True, timeout=60)
+
+
 def _env(rfm_env: dict) -> dict:
     state = os.environ.get("IOLAB_CLUSTER_STATE", "/tmp/iolab-cluster")
     env = dict(rfm_env, SLURM_CONF=os.path.join(state, "etc", "slurm.conf"))
@@ -49,8 +71,8 @@ def _env(rfm_env: dict) -> dict:
 ALLOC = "IOLAB_IN_ALLOCATION"
 
 
-def _project(tmp_path: Path) -> Path:
-    root = make_project(tmp_path, {EXP: SHAPES})
+def _project(tmp_path: Path, experiments: dict | None = None) -> Path:
+    root = make_project(tmp_path, experiments or {EXP: SHAPES})
     (root / "scripts").mkdir()
     shutil.copy(REPO / "scripts" / "run", root / "scripts" / "run")    # what the batch job runs
     (root / "templates").symlink_to(REPO / "templates")      # the shim's, with IOLAB_ROOT here
@@ -124,9 +146,50 @@ def test_steps_of_one_allocation_record_what_jobs_record(rfm_env, tmp_path):
     assert _table_shape(env, root, job_run) == _table_shape(env, root, step_run)
 
 
+FIO = """\
+id: alloc-fio
+description: fio, which is not an MPI program, as a one-task step of an allocation
+benchmark: fio
+job: {time_limit: 1m}
+fixed: {size: 1MiB, bs: 64KiB, rw: write}
+"""
+
+
+def _steps(env: dict, allocation: str) -> list[list[str]]:
+    """[job name, node list] of each srun step of an allocation, as Slurm accounted them."""
+    out = subprocess.run(["sacct", "-n", "-P", "-j", allocation, "-o", "JobID,JobName,NodeList"],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    rows = [line.split("|") for line in out.stdout.split()]
+    return [row[1:] for row in rows if row[0].partition(".")[2].isdigit()]   # not .extern
+
+
+@need_darshan()
+def test_a_program_that_is_not_mpi_is_a_step_on_the_allocation_s_first_node(rfm_env, tmp_path):
+    """fio inside salloc: a one-task srun step on node1, where job mode runs it (the job's first
+    node), under Darshan; not a process of the host, where ReFrame runs."""
+    assert WHY is None, WHY
+    lib, stack = darshan_stack()
+    assert lib is not None and lib.exists(), "no libdarshan.so: scripts/setup --spack-bundle DIR"
+    root, env = _project(tmp_path, {"alloc-fio": FIO}), _env(rfm_env)
+    env.update(stack, IOLAB_ROOT=str(root), IOLAB_DARSHAN="1")
+    steps = _salloc(env, root, 10, ["scripts/run", "--in-allocation", "alloc-fio", "localcluster"])
+    assert steps.returncode == 0, steps.stdout[-3000:] + steps.stderr[-2000:]
+    (rec,) = records(only_run(tmp_path / "results", "alloc-fio"))
+    assert rec["status"] == "ok", rec["error"]
+    assert rec["provenance"]["mode"] == "allocation"
+    assert rec["provenance"]["nodelist"] == ["node1"] != [socket.gethostname()]
+    assert rec["provenance"]["command"].startswith("srun ")
+    assert "--ntasks=1 " in rec["provenance"]["command"], rec["provenance"]["command"]
+    assert rec["observed"]["darshan"]["status"] == "ok", rec["observed"]["darshan"]   # its log read
+    assert rec["observed"]["overlapping_jobs"]["checked"], rec["observed"]["overlapping_jobs"]
+    # what Slurm says ran where: one step, on node1
+    assert [node for _, node in _steps(env, rec["provenance"]["allocation"])] == ["node1"]
+
+
 def test_submit_runs_the_campaign_in_one_batch_job(rfm_env, tmp_path):
     """`iolab submit` writes a batch job that runs the campaign inside it: every job is a step
-    of that one job, in the seeded order, and ok."""
+    of that one job, in the seeded order, and ok, and the witnesses checked each."""
     assert WHY is None, WHY
     root, env = _project(tmp_path), _env(rfm_env)
     env["IOLAB_ROOT"] = str(root)
@@ -143,6 +206,9 @@ def test_submit_runs_the_campaign_in_one_batch_job(rfm_env, tmp_path):
     recs = records(run)
     assert [r["status"] for r in recs] == ["ok"] * 6, [(r["status"], r["error"]) for r in recs]
     assert {(r["provenance"]["mode"], r["provenance"]["allocation"]) for r in recs} == {("allocation", jobid)}
+    # ReFrame ran on node1 inside the batch job: its sacct reached slurmdbd over the bridge
+    for rec in recs:
+        assert rec["observed"]["overlapping_jobs"]["checked"], rec["observed"]["overlapping_jobs"]
     assert json.loads((run / "manifest.json").read_text())["finished"]["complete"]
 
 
@@ -175,3 +241,39 @@ def test_a_short_allocation_ends_resumable_and_resume_completes(rfm_env, tmp_pat
     assert "chain complete" in again.stdout
     new = [p for p in _runs(tmp_path / "results") if p != run]
     assert len(records(new[0])) == len(left)
+
+
+# the competing user's jobs: each holds all 4 nodes this long, one always queued ahead
+BACKLOG_SECONDS = 8
+
+
+def test_under_a_backlog_job_mode_waits_at_every_job_and_allocation_mode_once(rfm_env, tmp_path):
+    """With another user's jobs always queued ahead (tests/tools/backlog.py), the 6 jobs of the
+    campaign as jobs of their own each wait behind one of them (Slurm's Submit to Start, over the
+    backlog job's length); as steps of `salloc -N 4` the campaign waits once. Prints the waits
+    and each mode's wall time (docs/campaigns.md has the figures)."""
+    assert WHY is None, WHY
+    root, env = _project(tmp_path), _env(rfm_env)
+    env["IOLAB_ROOT"] = str(root)
+    with Backlog(env, nodes=4, depth=1, seconds=BACKLOG_SECONDS):
+        start = time.monotonic()
+        jobs = reframe(SELECT, env, cwd=root, config=CONFIG)
+        job_wall = time.monotonic() - start
+        start = time.monotonic()
+        steps = _salloc(env, root, 10, ["scripts/run", "--in-allocation", EXP, "localcluster"])
+        step_wall = time.monotonic() - start
+    assert jobs.returncode == 0, jobs.stdout[-3000:]
+    assert steps.returncode == 0, steps.stdout[-3000:] + steps.stderr[-2000:]
+    job_run, step_run = _runs(tmp_path / "results")
+    job_ids = [r["provenance"]["jobid"] for r in records(job_run)]
+    allocations = sorted({r["provenance"]["allocation"] for r in records(step_run)})
+    by_job, by_allocation = waits(env, job_ids), waits(env, allocations)
+    print(f"backlog: 1 job of 4 nodes x {BACKLOG_SECONDS} s always queued ahead")
+    for mode, waited, wall in (("job", by_job, job_wall), ("allocation", by_allocation, step_wall)):
+        print(f"{mode} mode: {len(waited)} queue wait(s) of {sorted(waited.values())} s; "
+              f"wall time {wall:.0f} s")
+    # sacct's clock is in whole seconds
+    assert len(job_ids) == 6 and len(by_job) == 6, by_job
+    assert all(w >= BACKLOG_SECONDS - 1 for w in by_job.values()), by_job
+    assert len(allocations) == 1 and len(by_allocation) == 1, by_allocation
+    assert all(w >= BACKLOG_SECONDS - 1 for w in by_allocation.values()), by_allocation

@@ -251,11 +251,12 @@ def test_real_ior_on_four_nodes_starts_every_time(rfm_env, tmp_path):
 
 def test_the_network_stays_inside_its_namespaces():
     assert WHY is None, WHY
-    route = subprocess.run(["ip", "-n", "iolab-node1", "route"], capture_output=True, text=True).stdout
+    node1 = f"{os.environ.get('IOLAB_CLUSTER_NAME', 'iolab')}-node1"     # as the script names it
+    route = subprocess.run(["ip", "-n", node1, "route"], capture_output=True, text=True).stdout
     assert "default" not in route and "169.254." in route
     probe = ("import socket\ntry:\n socket.create_connection(('192.0.2.1', 80), timeout=2)\n"
              "except OSError as e:\n print(e.errno)\n")
-    out = subprocess.run(["ip", "netns", "exec", "iolab-node1", "python3", "-c", probe],
+    out = subprocess.run(["ip", "netns", "exec", node1, "python3", "-c", probe],
                          capture_output=True, text=True, timeout=30)
     assert out.stdout.strip() == "101", out.stdout + out.stderr          # ENETUNREACH
 

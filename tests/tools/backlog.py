@@ -36,10 +36,10 @@ class Backlog:
         return done.stdout
 
     def pending(self) -> int:
-        if not self.submitted:
-            return 0
-        states = self._slurm("squeue", "-h", "-j", ",".join(self.submitted), "-o", "%T").split()
-        return sum(state == "PENDING" for state in states)
+        # the pending jobs, then ours among them: squeue -j refuses (exit 1) once one of the ids
+        # has left slurmctld's memory (MinJobAge)
+        queued = self._slurm("squeue", "-h", "-t", "PENDING", "-o", "%i").split()
+        return len(set(queued) & set(self.submitted))
 
     def submit(self) -> None:
         out = self._slurm("sbatch", "--parsable", "-J", NAME, "-N", str(self.nodes), "--exclusive",
@@ -74,19 +74,18 @@ class Backlog:
             raise RuntimeError(f"the backlog failed: {self.error}")
 
 
-def waits(env: dict, job_ids: list[str], more_than: float = 1.0) -> list[tuple[str, float]]:
-    """(job id, seconds from submit to start) of each job that waited over `more_than` s, from
-    sacct (slurmdbd)."""
+def waits(env: dict, job_ids: list[str]) -> dict[str, float]:
+    """Seconds each job waited in the queue (from its submission to its start), as Slurm
+    accounted them (sacct, to the second); a job not started is left out."""
     out = subprocess.run(["sacct", "-n", "-X", "-P", "-j", ",".join(job_ids), "-o",
                           "JobID,Submit,Start"], capture_output=True, text=True, env=env, timeout=30)
-    found = []
+    if out.returncode:
+        raise RuntimeError(f"sacct: {out.stderr.strip()}")
+    found = {}
     for line in out.stdout.split():
         job, submit, start = line.split("|")
-        if "Unknown" in (submit, start) or "None" in (submit, start):
-            continue
-        took = (_epoch(start) - _epoch(submit))
-        if took > more_than:
-            found.append((job, took))
+        if not {"Unknown", "None"} & {submit, start}:
+            found[job] = _epoch(start) - _epoch(submit)
     return found
 
 

@@ -6,6 +6,9 @@ replaced by fixed words, so that two checkouts can be compared with `diff -r`:
 
 A case that ReFrame could not set up has, in place of its script, the reason ReFrame printed.
 A restructuring that must not change what runs compares the directories before and after.
+
+The Slurm systems are also written in allocation mode (IOLAB_IN_ALLOCATION=1, each case a step
+of an allocation), as SYSTEM+allocation: the steps' scripts, from a fixed allocation id.
 """
 
 from __future__ import annotations
@@ -22,8 +25,24 @@ RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")
 RFM_RUN = re.compile(r"runs/\d{8}T\d{6}-\d+")
 
 
+# the systems whose partitions turn into steps of an allocation (rfm/allocation.py)
+ALLOCATION = "+allocation"
+IN_ALLOCATION = ("example-cluster", "localcluster", "localslurm")
+
+
 def systems() -> list[str]:
-    return sorted(p.stem for p in (REPO / "reframe" / "config").glob("*.py"))
+    return sorted([p.stem for p in (REPO / "reframe" / "config").glob("*.py")]
+                  + [s + ALLOCATION for s in IN_ALLOCATION])
+
+
+def mode_env(system: str) -> tuple[str, dict]:
+    """(the configuration's name, the variables of its mode): job mode, whatever the caller's
+    shell has, or the steps of an allocation with a fixed id."""
+    env = {k: v for k, v in os.environ.items() if k not in ("IOLAB_IN_ALLOCATION", "SLURM_JOB_ID")}
+    if system.endswith(ALLOCATION):
+        return system.removesuffix(ALLOCATION), {**env, "IOLAB_IN_ALLOCATION": "1",
+                                                 "SLURM_JOB_ID": "1000"}
+    return system, env
 
 
 # A template's hostnames match no machine here and its modules system may be absent: it is read
@@ -58,12 +77,13 @@ def scripts_or_reasons(stdout: str) -> bool:
 
 
 def dump(system: str, out: Path) -> int:
+    config, env = mode_env(system)
     with tempfile.TemporaryDirectory() as tmp:
         prefix = Path(tmp)
-        env = {**os.environ, "IOLAB_RESULTS": str(prefix / "results"), "RFM_COLORIZE": "n",
-               "IOLAB_RFM_OUTPUT": str(prefix / "rfm")}
+        env.update(IOLAB_RESULTS=str(prefix / "results"), RFM_COLORIZE="n",
+                   IOLAB_RFM_OUTPUT=str(prefix / "rfm"))
         proc = subprocess.run(
-            ["reframe", "-C", config_for(system, prefix), "-c", "reframe/", "-R", "--dry-run"],
+            ["reframe", "-C", config_for(config, prefix), "-c", "reframe/", "-R", "--dry-run"],
             cwd=REPO, env=env, capture_output=True, text=True,
             timeout=600)
         if not scripts_or_reasons(proc.stdout):

@@ -68,6 +68,7 @@ def test_each_launcher_passes_the_environment_its_own_way():
     assert srun.preload_options("x") == (["--export=ALL,LD_PRELOAD=x"], None)
     other = launch.policy("cray", "alps")
     assert other.preload_options("x") == ([], "env LD_PRELOAD=x")
+    assert launch.UNLAUNCHED.preload_options("x") == ([], "LD_PRELOAD=x")
 
 
 # --- storage -------------------------------------------------------------------------------
@@ -121,6 +122,18 @@ def test_plan_of_a_non_mpi_case_on_a_local_partition(tmp_path):
     assert p.executable == "fio" and p.args[-1] == "fio-job.fio" and "fio-job.fio" in p.files
     assert p.case_dir.startswith("/tmp/iolab-parts/parts-fio/r/") and p.failure is None
     assert any(line.startswith("rm -rf ") for line in p.postrun)
+
+
+def test_plan_of_a_non_mpi_case_in_an_allocation_is_a_one_task_step_on_its_first_node(tmp_path):
+    """fio from salloc would run on the node ReFrame runs on: it is a step, as MPI cases are."""
+    exp, case = case_of(tmp_path, FIO)
+    p = plan.plan(case, exp, repetition=1, run_id="r", stage=tmp_path,
+                  partition=partition(launcher="srunalloc"),
+                  producer_dir=None, keep_data=False, consumed=False, dry_run=False)
+    assert not p.local_launcher and p.executable == "fio"
+    assert p.launcher_options == ["--nodes=1", '--nodelist="$iolab_step_nodes"']
+    script = "\n".join(line for line in p.prerun if "iolab_step_nodes" in line)
+    assert "head -n 1 " in script and script.count("\n") == 2    # found, counted, written down
 
 
 def test_plan_of_an_mpi_case_forwards_hints_and_refuses_what_the_partition_drops(tmp_path, monkeypatch):

@@ -19,8 +19,8 @@ def run(*args: str):
 def test_help_prints_the_usage_and_starts_nothing():
     out = run("--help")
     assert out.returncode == 0 and out.stdout.startswith("Run one experiment on a system")
-    assert "Usage: scripts/run [--strict] [--in-allocation] EXPERIMENT [SYSTEM]" in out.stdout
-    assert not out.stderr
+    usage = "Usage: scripts/run [--strict] [--in-allocation] EXPERIMENT [SYSTEM]"
+    assert usage in out.stdout and not out.stderr
 
 
 @pytest.mark.parametrize("args", [(), ("--strict",), ("--bogus",)])

@@ -17,7 +17,7 @@ MPIRUN_NAMES = ("mpirun", "mpiexec", "mpirun-openmpi")
 @dataclass(frozen=True)
 class Policy:
     forward: str = "inherit"          # -x | -genvlist | inherit: how named variables reach ranks
-    preload: str = "prefix"           # -x | -genv | srun-export | prefix: how LD_PRELOAD does
+    preload: str = "prefix"           # -x | -genv | srun-export | prefix | assign: how LD_PRELOAD does
     oversubscribe: tuple[str, ...] = ()   # options that allow more ranks than cores
 
     def forward_options(self, names) -> list[str]:
@@ -38,6 +38,8 @@ class Policy:
             return ["-genv", "LD_PRELOAD", lib_word], None
         if self.preload == "srun-export":
             return [f"--export=ALL,LD_PRELOAD={lib_word}"], None
+        if self.preload == "assign":        # the shell runs the program itself
+            return [], f"LD_PRELOAD={lib_word}"
         return [], f"env LD_PRELOAD={lib_word}"
 
 
@@ -45,6 +47,8 @@ OPENMPI_MPIRUN = Policy(forward="-x", preload="-x", oversubscribe=("--oversubscr
 HYDRA = Policy(forward="-genvlist", preload="-genv")
 SRUN = Policy(preload="srun-export")
 UNKNOWN = Policy()
+# a program that is not MPI, run by the job's shell without a launcher
+UNLAUNCHED = Policy(preload="assign")
 
 
 def policy(runtime: str, launcher: str) -> Policy:

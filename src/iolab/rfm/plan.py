@@ -89,7 +89,11 @@ def plan(case, exp, *, repetition: int, run_id: str, stage: Path, partition: Par
     # removes its own file at the end unless told -k
     options["keep_files"] = options["keep_files"] or keep_data
     spec = bench.run_spec(case, ctx.case_dir, input_dir=producer_dir, **options)
-    out = JobPlan(ctx.case_dir, spec, None, local_launcher=not spec.mpi,
+    # in an allocation every benchmark is a step: a program that is not MPI too (one task), or
+    # the shell would run it where ReFrame runs, not on a node of the allocation
+    in_step = partition.launcher == allocation.LAUNCHER
+    launched = spec.mpi or in_step
+    out = JobPlan(ctx.case_dir, spec, None, local_launcher=not launched,
                   unrunnable=[r for part in asked.values() for r in part.unrunnable],
                   failure=next((p.failure for p in asked.values() if p.failure), None),
                   files=dict(spec.files), starts={n: p.start for n, p in asked.items()})
@@ -114,17 +118,16 @@ def plan(case, exp, *, repetition: int, run_id: str, stage: Path, partition: Par
                               f"with Spack (spack.yaml), a module, or a prefix (see docs/benchmarks.md)")
 
     # Around it: each layer's lines, environment and launcher options, in the layers' order.
-    ctx = replace(ctx, stack=stack)
+    ctx = replace(ctx, stack=stack, policy=policy if launched else launch.UNLAUNCHED)
     around = {layer.name: layer.wrap(case, ctx, spec, asked[layer.name].start) for layer in registry()}
     # a step of an allocation: on the allocation's first nodes, named in the record
-    step = (allocation.step(case.num_tasks // case.tasks_per_node)
-            if spec.mpi and partition.launcher == allocation.LAUNCHER else None)
+    step = allocation.step(case.num_tasks // case.tasks_per_node) if in_step else None
     out.prerun, out.postrun = jobscript.lines(
         ctx.case_dir, spec, stage, [line for part in around.values() for line in part.prerun],
         [line for part in around.values() for line in part.postrun],
         remove_data=not keep_data and not consumed, nodes=step[:2] if step else None)
+    out.launcher_options += step[2] if step else []
     if spec.mpi:
-        out.launcher_options += step[2] if step else []
         out.launcher_options += list(site.launcher_options)
         cores = site.cores_per_node
         if cores and case.tasks_per_node > cores:

@@ -54,11 +54,7 @@ def preload(conf, stack, spec, stage: Path, policy) -> Preload | None:
     if conf.dxt:
         env["DARSHAN_MOD_ENABLE"] = "DXT_POSIX,DXT_MPIIO"
     out = Preload({"status": "enabled", "lib": lib, "dxt": conf.dxt, "env": env}, env)
-    if not spec.mpi:
-        out.prefix = f"LD_PRELOAD={lib_word}"
-    else:
-        out.launcher_options, prefix = policy.preload_options(lib_word)
-        out.prefix = prefix
+    out.launcher_options, out.prefix = policy.preload_options(lib_word)
     return out
 
 
