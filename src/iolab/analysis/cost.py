@@ -140,6 +140,9 @@ def suggested_reps(suggestions, cases, planned: int) -> dict[str, int]:
 # iolab's own work between two steps of an allocation (the next case's directory, striping,
 # witnesses, ReFrame's stages): an allowance added to the allocation's length per job.
 BETWEEN_STEPS_S = 10
+# the allocation's clock keeps this much at its end (rfm/allocation.RESERVE): a step is started
+# only where its limit and this still fit, so the allocation asks for it once more
+END_RESERVE_S = 30
 
 
 def slurm_time(seconds: float) -> str:
@@ -182,7 +185,8 @@ class Modes:
                f"  job mode: {self.jobs} jobs, each its own queue wait; {self.job_node_hours:.2f} "
                "node-hours at the time limits",
                f"  allocation mode: {waits}; {self.nodes} node{s} held for {slurm_time(self.seconds)} "
-               f"(the jobs' time limits, and {BETWEEN_STEPS_S} s each between steps): "
+               f"(the jobs' time limits, {BETWEEN_STEPS_S} s each between steps and "
+               f"{END_RESERVE_S} s at the end): "
                f"{self.allocation_node_hours:.2f} node-hours at the time limits"]
         if self.idle_node_hours > 0.005:
             share = 100 * self.idle_node_hours / self.allocation_node_hours
@@ -210,7 +214,7 @@ def by_mode(cases, jobs: dict[str, int], earlier: dict[str, float] | None = None
     limit = {c.case_id: _hours(c) * 3600 for c in cases}
 
     def length(took) -> float:
-        return sum((took[c.case_id] + BETWEEN_STEPS_S) * jobs[c.case_id] for c in cases)
+        return sum((took[c.case_id] + BETWEEN_STEPS_S) * jobs[c.case_id] for c in cases) + END_RESERVE_S
 
     idle = sum((held - c.nodes) * limit[c.case_id] * jobs[c.case_id] for c in cases) / 3600
     estimated = length({cid: (earlier or {}).get(cid, s) for cid, s in limit.items()}) if earlier else None
