@@ -85,8 +85,8 @@ def _salloc(env: dict, root: Path, minutes: int, command: list[str], extra=None)
                           cwd=root, env=env, capture_output=True, text=True, timeout=900)
 
 
-def _runs(results: Path) -> list[Path]:
-    return sorted(p for p in (results / EXP).iterdir() if p.is_dir())
+def _runs(results: Path, exp_id: str = EXP) -> list[Path]:
+    return sorted(p for p in (results / exp_id).iterdir() if p.is_dir())
 
 
 # what differs between two runs of one campaign whatever the mode (ids, clocks, paths of the
@@ -212,22 +212,46 @@ def test_submit_runs_the_campaign_in_one_batch_job(rfm_env, tmp_path):
     assert json.loads((run / "manifest.json").read_text())["finished"]["complete"]
 
 
+SHORT = "alloc-short"
+# In the matrix's order: the quick part's 4 jobs (1-minute limits) fit a 3-minute allocation
+# whatever their speed; the long part's (4-minute limits) never do. So the clock stops the run
+# at the long part's first job, on a loaded machine or an idle one.
+SHORT_YAML = """\
+id: alloc-short
+description: quick jobs that fit a 3-minute allocation, then jobs whose limit does not
+order: matrix
+repetitions: 2
+parts:
+  quick:
+    benchmark: ior
+    scale: {tasks_per_node: 2}
+    job: {time_limit: 1m}
+    fixed: {api: MPIIO, collective: true, transfer_size: 1MiB, block_size: 1MiB}
+    matrix: {scale.nodes: [1, 2]}
+  long:
+    benchmark: ior
+    scale: {nodes: 4, tasks_per_node: 2}
+    job: {time_limit: 4m}
+    fixed: {api: MPIIO, collective: true, transfer_size: 1MiB, block_size: 1MiB}
+"""
+
+
 def test_a_short_allocation_ends_resumable_and_resume_completes(rfm_env, tmp_path):
-    """An allocation of 2 minutes, one-minute jobs and 50 s kept for iolab: the session stops
-    before the first step that would outlive the allocation, exits non-zero with the resume line,
-    records the jobs it did not start as aborted (never half-run: no case directory is left), and
-    `iolab resume --in-allocation` in a second allocation completes the chain."""
+    """An allocation of 3 minutes: the quick part's jobs run, the session stops before the
+    first job whose 4-minute limit would outlive the allocation, exits non-zero with the resume
+    line, records the jobs it did not start as aborted (never half-run: no case directory is
+    left), and `iolab resume --in-allocation` in a second allocation completes the chain."""
     assert WHY is None, WHY
-    root, env = _project(tmp_path), _env(rfm_env)
+    root, env = _project(tmp_path, {SHORT: SHORT_YAML}), _env(rfm_env)
     env["IOLAB_ROOT"] = str(root)
-    short = _salloc(env, root, 2, ["scripts/run", "--in-allocation", EXP, "localcluster"],
-                    {"IOLAB_ALLOCATION_RESERVE": "50"})
+    short = _salloc(env, root, 3, ["scripts/run", "--in-allocation", SHORT, "localcluster"])
     assert short.returncode != 0, short.stdout[-3000:]
-    (run,) = _runs(tmp_path / "results")
+    (run,) = _runs(tmp_path / "results", SHORT)
     recs = records(run)
     left = [r for r in recs if r["status"] != "ok"]
-    assert left, "the allocation was long enough for every job"
-    assert f"job(s) left: iolab resume {EXP} {run.name} --in-allocation" in short.stdout
+    assert [r["status"] for r in recs if r["part"] == "quick"] == ["ok"] * 4, short.stdout[-3000:]
+    assert len(left) == 2 and {r["part"] for r in left} == {"long"}
+    assert f"job(s) left: iolab resume {SHORT} {run.name} --in-allocation" in short.stdout
     for rec in left:
         assert rec["status"] == "aborted" and rec["error"].startswith("not started: allocation "), rec
         assert not Path(rec["provenance"]["stagedir"], "iolab-times.txt").exists(), "a half-run case"
@@ -236,10 +260,10 @@ def test_a_short_allocation_ends_resumable_and_resume_completes(rfm_env, tmp_pat
     assert not finished["complete"] and finished["reason"].startswith("not started: allocation")
     again = _salloc(env, root, 10, [str(Path(os.environ.get("VIRTUAL_ENV", "")) / "bin" / "iolab")
                                     if os.environ.get("VIRTUAL_ENV") else "iolab",
-                                    "resume", EXP, "--in-allocation"])
+                                    "resume", SHORT, "--in-allocation"])
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-2000:]
     assert "chain complete" in again.stdout
-    new = [p for p in _runs(tmp_path / "results") if p != run]
+    new = [p for p in _runs(tmp_path / "results", SHORT) if p != run]
     assert len(records(new[0])) == len(left)
 
 
