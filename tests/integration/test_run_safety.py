@@ -292,11 +292,24 @@ def test_a_full_scratch_disk_is_named_in_the_reason(rfm_env, tmp_path):
 
 
 def test_two_concurrent_runs_of_one_experiment_keep_to_themselves(rfm_env, tmp_path):
-    text = GOOD.replace("fixed:", "repetitions: 3\nmatrix: {rw: [write, randwrite]}\nfixed:")
+    # 4 s a job (64 KiB at 16 KiB/s): the second session starts once the first has recorded a
+    # job, so it arrives while the first still measures however slowly either starts (started
+    # together, a loaded machine once let the first end before the second reached the lock)
+    text = GOOD.replace("fixed:", "repetitions: 3\nmatrix: {rw: [write, randwrite]}\nfixed:").replace(
+        "bs: 4KiB}", 'bs: 4KiB, extra_args: ["--rate=16k"]}')
     root = make_project(tmp_path, {"good": text})
     cmd = [REFRAME, "-C", _config(root), "-c", "reframe/", "-R", "-r", "-n", "good"]
-    procs = [subprocess.Popen(cmd, cwd=root, env=rfm_env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+
+    def start():
+        return subprocess.Popen(cmd, cwd=root, env=rfm_env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+
+    procs = [start()]
+    deadline = time.monotonic() + 300
+    while not any(p.stat().st_size for p in (tmp_path / "results").glob("good/*/records.jsonl")):
+        assert procs[0].poll() is None and time.monotonic() < deadline, "the first run recorded nothing"
+        time.sleep(0.2)
+    procs.append(start())
     outs = [p.communicate(timeout=600)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [o[-2000:] for o in outs]
     runs = sorted(p for p in (tmp_path / "results" / "good").iterdir() if p.is_dir())
