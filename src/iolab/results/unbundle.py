@@ -63,6 +63,10 @@ class _TooMuch(Exception):
     pass
 
 
+class _HugeHeader(Exception):
+    pass
+
+
 class _Bounded:
     """The archive's bytes as tarfile reads them (decompressed), at most `limit` in all."""
 
@@ -84,8 +88,7 @@ def _guarded_info(limits: Limits):
 
         def _proc_member(self, tf):
             if not self.isreg() and self.size > limits.header:
-                raise Refused(f"member {self.name!r}: an extended header of {self.size} bytes, "
-                              f"over the limit of {limits.header}")
+                raise _HugeHeader(self.size)
             return super()._proc_member(tf)
     return Guarded
 
@@ -186,11 +189,11 @@ def unpack(file: Path, into: Path, limits: Limits) -> Contents:
     raw_file, stream = _open_stream(file, limits)
     bounded = _Bounded(stream, limits.contents + (64 << 10))
     seen: set[str] = set()
-    contents = None
+    contents, last = None, None
     try:
         tar = tarfile.open(fileobj=bounded, mode="r|", tarinfo=_guarded_info(limits))
         for info in tar:
-            name = info.name
+            name = last = info.name
             if contents is None:
                 if name != CONTENTS or not info.isreg() or info.size > limits.contents:
                     raise _refuse(file, name, f"the first member is not the content list "
@@ -205,6 +208,10 @@ def unpack(file: Path, into: Path, limits: Limits) -> Contents:
                 raise _refuse(file, name, why)
             seen.add(name)
             _write_member(tar, info, contents.members[name], into / name, file)
+    except _HugeHeader as exc:
+        after = f" after {last}" if last else ""
+        raise _refuse(file, None, f"an extended tar header (pax, or a long name){after} of "
+                      f"{exc.args[0]} bytes, over the limit of {limits.header}") from None
     except _TooMuch as exc:
         raise _refuse(file, None, f"the archive holds more than its content list declares "
                       f"(over {bounded.limit} bytes read, at {exc.args[0]}): a decompression "
