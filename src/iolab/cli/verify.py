@@ -17,7 +17,8 @@ def add_parser(sub) -> None:
     s = sub.add_parser(VERB, help="check a run's records: the digest chain (an edited, inserted, "
                        "duplicated, reordered or removed line is named) and every record's fields")
     s.add_argument("experiment", metavar="ID", help=ID_HELP)
-    s.add_argument("run", nargs="?", metavar="RUN", help="default: the latest")
+    s.add_argument("run", nargs="?", metavar="RUN", help="default: the latest; RUN@SITE: a run "
+                   "of another site (iolab import-bundle)")
     s.add_argument("--write-digest", action="store_true",
                    help="once the records verify, write each run's records.digest anew from them "
                         "(after moving a fallback file's records back, say)")
@@ -28,12 +29,10 @@ def run(args) -> int:
     """Check a run's records (and its continuations'): the digest chain and every record."""
     from ..results.runfiles import RECORDS, results_root
     from ..results import notes as run_notes
-    from ..results.combine import load_chain
     from ..results.run import run_dir
 
     path = run_dir(results_root(project_dir()), args.experiment, args.run, True)
-    whole = load_chain(path, project_dir())
-    found = run_notes.problems(whole)
+    whole, found = run_notes.checked(path, project_dir())
     for run in run_notes.runs_read(whole):
         print(f"{args.experiment} run {run.run_id}: {run.reading.total} record(s); "
               f"{run.reading.verdict.describe()}")

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from ..errors import IolabError
-from .runfiles import MANIFEST, check_experiment_id, is_experiment_id
+from .runfiles import MANIFEST, check_experiment_id, is_experiment_id, site_dir, split_site
 from .manifests import read_manifest_shared
 
 
@@ -27,10 +27,11 @@ def experiments_with_runs(root: Path) -> list[str]:
     return [n for n in names if _run_dirs(Path(root) / n)]
 
 
-def list_runs(root: Path, experiment_id: str) -> list[Path]:
-    """Oldest first. Run ids sort by second; the manifest's clock orders runs within a second."""
+def list_runs(root: Path, experiment_id: str, site: str | None = None) -> list[Path]:
+    """Oldest first. Run ids sort by second; the manifest's clock orders runs within a second.
+    With `site`: that site's runs (imported from its bundles), never this site's."""
     check_experiment_id(experiment_id)
-    base = Path(root) / experiment_id
+    base = site_dir(root, experiment_id, site) if site else Path(root) / experiment_id
     if not base.is_dir():
         return []
 
@@ -83,10 +84,17 @@ def reproduces(path: Path) -> str | None:
 def find_run(root: Path, experiment_id: str, run: str | None, include_imported: bool = False) -> Path:
     """A run by id (or a unique prefix/suffix); None or "latest": the latest measured run (never
     a reproduction of one case: `iolab reproduce` sets it against its original itself), or the
-    latest of all runs with include_imported."""
-    runs = list_runs(root, experiment_id)
+    latest of all runs with include_imported. RUN@SITE (or latest@SITE) is a run of another
+    site, imported from its bundle."""
+    run, site = split_site(run)
+    runs = list_runs(root, experiment_id, site)
+    if site and not runs:
+        raise IolabError(f"no runs of site {site!r} for experiment {experiment_id!r} under {root}",
+                         hint="`iolab import-bundle FILE` stores a site's runs")
     if not runs:
         raise no_runs_error(root, experiment_id)
+    if site:
+        include_imported = True       # a site's runs are all imported; none is "measured here"
     if run in (None, "latest"):
         pool = [p for p in runs if reproduces(p) is None]
         if not pool:

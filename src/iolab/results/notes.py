@@ -64,6 +64,15 @@ def runs_read(run: Run) -> list[Run]:
     return run.sources.runs
 
 
+def checked(path, project_root=None) -> tuple[Run, list[tuple]]:
+    """A run read with its chain of continuations, and what the records' checks found: what
+    `iolab verify` reports, and what `iolab bundle` and `import-bundle` refuse."""
+    from .combine import load_chain
+
+    whole = load_chain(path, project_root)
+    return whole, problems(whole)
+
+
 def problems(run: Run) -> list[tuple]:
     """What the records' checks found (integrity.py), run by run, in line order."""
     return [(r, p) for r in runs_read(run) if r.reading.verdict for p in r.reading.verdict.problems]

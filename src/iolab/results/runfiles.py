@@ -19,6 +19,10 @@ MANIFEST = "manifest.json"
 DIGEST = "records.digest"
 # Run ids, case ids: one path component, no dots in front ("..", hidden files).
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+# Another site's runs (`iolab import-bundle`): results/<id>/@<site>/<run-id>/, named RUN@SITE.
+# A run id never starts with "@", so a site's folder is never taken for a run of this site.
+SITE_MARK = "@"
+_SITE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 def results_root(project_root: Path) -> Path:
@@ -60,6 +64,27 @@ def check_plain_name(value, what: str) -> str:
         raise IolabError(f"{what} {value!r} is not a plain name (letters, digits, '.', '_', '-', "
                          "starting with a letter or digit)")
     return value
+
+
+def check_site(value, what: str = "site") -> str:
+    """A site's name: one plain word of at most 64 characters (letters, digits, '.', '_', '-')."""
+    if not isinstance(value, str) or not _SITE_NAME.fullmatch(value):
+        raise IolabError(f"{what} {value!r} is not a site name (letters, digits, '.', '_', '-', "
+                         "starting with a letter or digit, at most 64 characters)")
+    return value
+
+
+def site_dir(root: Path, experiment_id: str, site: str) -> Path:
+    """Where another site's runs of an experiment live."""
+    return Path(root) / check_experiment_id(experiment_id) / f"{SITE_MARK}{check_site(site)}"
+
+
+def split_site(run: str | None) -> tuple[str | None, str | None]:
+    """'RUN@SITE' -> (RUN, SITE); 'latest@SITE' and '@SITE' name that site's latest run."""
+    if run is None or SITE_MARK not in run:
+        return run, None
+    name, _, site = run.rpartition(SITE_MARK)
+    return (name or None), check_site(site, f"run {run!r}: its site")
 
 
 def new_run_id(seed: str = "") -> str:
