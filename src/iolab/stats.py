@@ -258,6 +258,19 @@ def _welch_df(va: float, vb: float, na: int, nb: int) -> float:
     return (va + vb) ** 2 / (va ** 2 / (na - 1) + vb ** 2 / (nb - 1))
 
 
+def difference_ci(a: Summary, b: Summary, confidence: float = CONFIDENCE
+                  ) -> tuple[float, float, float] | None:
+    """mean(a) - mean(b) and its Welch interval; None below n = 2 on either side."""
+    if a.n < 2 or b.n < 2:
+        return None
+    diff = a.mean - b.mean
+    va, vb = a.stddev ** 2 / a.n, b.stddev ** 2 / b.n
+    if va + vb == 0:
+        return (diff, diff, diff)
+    half = t_quantile(_welch_df(va, vb, a.n, b.n), confidence) * math.sqrt(va + vb)
+    return (diff, diff - half, diff + half)
+
+
 def ratio_ci(a: Summary, b: Summary, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
     """Interval of mean(b)/mean(a), delta method on the log ratio; None when undefined."""
     if a.n < 2 or b.n < 2 or not a.mean or not b.mean or a.mean < 0 or b.mean < 0:

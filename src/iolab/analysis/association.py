@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..distributions import f_sf, t_quantile, t_sf
-from ..stats import CONFIDENCE, spearman, summarize
+from ..distributions import f_sf, t_sf
+from ..stats import CONFIDENCE, difference_ci, spearman, summarize
 
 ALPHA = 1 - CONFIDENCE          # a p-value under this moves "beyond noise"
 
@@ -113,14 +113,5 @@ def _best_minus_rest(metric, evidence, best: str) -> tuple[float, float, float] 
         return [e for c in cases for m, e in zip(metric[c], evidence.get(c, ()))
                 if e is not None and math.isfinite(e)]
 
-    a = summarize(values([best]))
-    b = summarize(values([c for c in metric if c != best]))
-    if a.n < 2 or b.n < 2:
-        return None
-    diff = a.mean - b.mean
-    va, vb = a.stddev ** 2 / a.n, b.stddev ** 2 / b.n
-    if va + vb == 0:
-        return (diff, diff, diff)
-    df = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1))
-    half = t_quantile(df) * math.sqrt(va + vb)
-    return (diff, diff - half, diff + half)
+    return difference_ci(summarize(values([best])),
+                         summarize(values([c for c in metric if c != best])))
