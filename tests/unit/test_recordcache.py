@@ -273,7 +273,10 @@ def test_the_digest_format_changes_with_the_fold():
 
     from iolab.results import digest
 
+    from iolab.results import evidence
+
     code = "".join(inspect.getsource(o) for o in (
         digest.CaseFacts, digest.PartFacts, digest.Digest, digest.fold, digest._fold_page,
-        digest.to_json, digest.from_json))
-    assert (digest.FORMAT, hashlib.sha256(code.encode()).hexdigest()[:16]) == (5, "856c9c868127aeba")
+        digest.to_json, digest.from_json, evidence.Series, evidence.add, evidence.to_json,
+        evidence.from_json))
+    assert (digest.FORMAT, hashlib.sha256(code.encode()).hexdigest()[:16]) == (6, "fa9b8ff86052fc63")

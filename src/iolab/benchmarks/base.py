@@ -174,6 +174,34 @@ class Benchmark:
         """The benchmark's own error lines (failure.explain quotes the first ones)."""
         return []
 
+    # (layers.base.EvidenceSpec) what its own figures say that may explain a result (issue 39);
+    # each reads a Measured
+    evidence_specs: tuple = ()
+
+    def evidence(self, metrics: dict[str, float], echo: dict | None, params: dict) -> list:
+        """Each of evidence_specs for an ok record: a value, or not recorded with why."""
+        from ..layers.base import gather
+
+        return gather(self.evidence_specs, Measured(metrics, echo or {}, params),
+                      f"the {self.name} record")
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a benchmark's evidence reads of one record: its metrics (name -> value), what the
+    benchmark echoed of its parameters, and the case's parameters."""
+
+    metrics: dict
+    echo: dict
+    params: dict
+
+    def metric(self, name: str) -> float:
+        if name not in self.metrics:
+            from ..layers.base import NotRecorded
+
+            raise NotRecorded(f"the record has no {name}")
+        return self.metrics[name]
+
 
 def job_streams(bench: Benchmark, stage: Path, spec: RunSpec, label: str) -> tuple[str, str]:
     """The job's stdout and stderr; the benchmark's own error lines in them (error_lines) fail

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from ..layers import registry as layers
+from ..layers.base import EvidenceSpec, NotRecorded
 from ..parsers import fio_json
 from ..shell import braced
 from .base import Benchmark, MetricSpec, RunSpec, read_output
@@ -67,6 +68,34 @@ def _spelled(arg: str, names) -> str | None:
     return next((n for n in names if n.startswith(given)), None)
 
 
+def _request_size(m):
+    if "bs" not in m.echo:
+        raise NotRecorded("fio's output did not echo its block size")
+    return m.echo["bs"]
+
+
+def _requests(m):
+    moved = [m.metrics[k] for k in ("write_bytes", "read_bytes") if k in m.metrics]
+    if not moved:
+        raise NotRecorded("the record has no bytes moved")
+    return sum(moved) / _request_size(m)
+
+
+def _no_percentiles(m):
+    raise NotRecorded("iolab's fio parser keeps the mean completion latency, not fio's percentiles")
+
+
+EVIDENCE = tuple(EvidenceSpec(name, unit, "fio", text, kind, read) for name, unit, text, kind, read in (
+    ("request_size", "B", "bytes per request (fio's bs, as it echoed it)", "bytes", _request_size),
+    ("requests", "count", "requests of all jobs: bytes moved over bs", "count", _requests),
+    ("write_clat_mean", "us", "mean completion latency of writes", "time",
+     lambda m: m.metric("write_clat_mean")),
+    ("read_clat_mean", "us", "mean completion latency of reads", "time",
+     lambda m: m.metric("read_clat_mean")),
+    ("write_clat_p99", "us", "99th percentile of write completion latency", "time", _no_percentiles),
+))
+
+
 class Fio(Benchmark):
     name = "fio"
     executable = "fio"
@@ -75,6 +104,7 @@ class Fio(Benchmark):
     table_metrics = ("write_bw", "read_bw", "write_iops", "read_iops")
     size_params = ("size",)
     guarded_options = GUARDED
+    evidence_specs = EVIDENCE
     metrics = (
         MetricSpec("*_bw", "MiB/s", "higher", "bandwidth of the direction's jobs"),
         MetricSpec("*_iops", "ops/s", "higher", "I/O operations per second"),

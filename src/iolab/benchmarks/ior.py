@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..parsers import ior_json, ior_text
 from ..layers import registry as layers
+from ..layers.base import EvidenceSpec, NotRecorded
 from ..render import render_template
 from ..shell import JobPath
 from ..units import ior_size_arg
@@ -73,6 +74,45 @@ def _summary_directive(args: list[str], i: int) -> str | None:
     return arg if _directive_keys(directives) & {"summaryfile", "summaryformat"} else None
 
 
+def _phase(m, op: str) -> None:
+    if m.params.get(op) is False:
+        raise NotRecorded(f"the case has no {op} phase")
+
+
+def _iteration_spread(op: str):
+    """(max - min) / mean of the phase's bandwidth over IOR's iterations, in %."""
+    def read(m):
+        _phase(m, op)
+        if m.params.get("iterations", 1) < 2:
+            raise NotRecorded("one IOR iteration per job: no spread within it")
+        return 100.0 * (m.metric(f"{op}_bw_max") - m.metric(f"{op}_bw_min")) / m.metric(f"{op}_bw")
+    return read
+
+
+def _open_close_share(op: str):
+    def read(m):
+        _phase(m, op)
+        return 100.0 * (m.metric(f"{op}_open_time") + m.metric(f"{op}_close_time")) \
+            / m.metric(f"{op}_total_time")
+    return read
+
+
+def _not_kept(m):
+    raise NotRecorded("the record keeps IOR's mean over its iterations, not each one's time")
+
+
+EVIDENCE = tuple(EvidenceSpec(name, unit, "ior", text, kind, read) for name, unit, text, kind, read in (
+    ("write_iteration_spread", "%", "spread of write bandwidth over IOR's iterations in one job: "
+     "(max - min) / mean", "share", _iteration_spread("write")),
+    ("read_iteration_spread", "%", "the same for reads", "share", _iteration_spread("read")),
+    ("write_open_close_share", "%", "open and close share of the write phase's time", "share",
+     _open_close_share("write")),
+    ("read_open_close_share", "%", "open and close share of the read phase's time", "share",
+     _open_close_share("read")),
+    ("write_slowest_iteration_time", "s", "time of the slowest write iteration", "time", _not_kept),
+))
+
+
 class Ior(Benchmark):
     name = "ior"
     executable = "ior"
@@ -82,6 +122,7 @@ class Ior(Benchmark):
     table_metrics = ("write_bw", "read_bw")
     size_params = ("block_size", "segments")
     guarded_options = GUARDED
+    evidence_specs = EVIDENCE
     metrics = (
         MetricSpec("*_bw_stddev", "MiB/s", None, "spread of bandwidth over IOR's repetitions"),
         MetricSpec("*_stonewall_rank_bw", "MiB/s", "higher",

@@ -136,6 +136,82 @@ class ParamExample:
     other: str
 
 
+class NotRecorded(Exception):
+    """Why a piece of evidence has no value in a record (str() is the reason, for a reader)."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One measured fact of a job that may explain its result (issue 39): OSDs that received
+    data, small writes' share, aggregators in effect. `value` None always comes with `why`:
+    absent is never 0, since a 0 would read as a measurement."""
+
+    name: str
+    value: float | None
+    unit: str
+    source: str                         # the layer (or file system) or benchmark that measured it
+    why: str | None = None              # why there is no value
+
+
+# What a piece of evidence is, for statistics later: a count, an amount of bytes, a time, a
+# share in percent or a ratio (1 = even).
+EVIDENCE_KINDS = ("count", "bytes", "time", "share", "ratio")
+
+
+@dataclass(frozen=True)
+class EvidenceSpec:
+    """A piece of evidence as its layer or benchmark declares it: the list of these is what
+    docs/evidence.md shows, so a name is documented where it is measured. `read` takes the part
+    of the record its owner reads and gives a number, None (with `absent` as the reason) or
+    raises NotRecorded."""
+
+    name: str
+    unit: str
+    source: str
+    help: str
+    kind: str = "count"
+    read: Callable | None = field(default=None, compare=False, repr=False)
+    absent: str = "not recorded"        # the reason when `read` gives None
+
+    def __post_init__(self):
+        if self.kind not in EVIDENCE_KINDS:
+            raise ValueError(f"evidence {self.name}: kind {self.kind!r} not one of {EVIDENCE_KINDS}")
+
+    def of(self, value) -> Evidence:
+        """The evidence with `value`; not recorded where it is no finite number."""
+        if value is None:
+            return self.missing(self.absent)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value \
+                or value in (float("inf"), float("-inf")):
+            return self.missing(f"not a number in the record: {value!r}")
+        return Evidence(self.name, float(value), self.unit, self.source)
+
+    def missing(self, why: str) -> Evidence:
+        return Evidence(self.name, None, self.unit, self.source, why)
+
+
+def gather(specs, part, where: str) -> list[Evidence]:
+    """Each spec's evidence read from `part` (a record's part, as recorded). A part damaged
+    where a spec reads it (a key missing, a list where a number was) gives that evidence as
+    not recorded, with what was wrong: `where` names the part for the reason."""
+    out = []
+    for spec in specs:
+        try:
+            out.append(spec.of(spec.read(part)))
+        except NotRecorded as exc:
+            out.append(spec.missing(str(exc)))
+        except KeyError as exc:
+            out.append(spec.missing(f"{where} has no {exc}"))
+        except (TypeError, AttributeError, IndexError, ValueError, ZeroDivisionError) as exc:
+            out.append(spec.missing(f"{where} is damaged here ({type(exc).__name__}: {exc})"))
+    return out
+
+
+def all_missing(specs, why: str) -> list[Evidence]:
+    """Each spec's evidence as not recorded, for one reason (the part is not in the record)."""
+    return [spec.missing(why) for spec in specs]
+
+
 class ColumnSource:
     """Table columns a user may ask for by name (`iolab table --darshan small_write_pct`): a
     layer's, or the job's (results/placement.py). One option per source, `--<name>`, whose help,
@@ -352,3 +428,13 @@ class Layer(ColumnSource):
     def reports_effective(self, key: str) -> bool:
         """Whether tables show, beside this parameter, the value the system used."""
         return False
+
+    # --- evidence (issue 39): what it measured of a job that may explain the result
+    def evidence_specs(self) -> tuple[EvidenceSpec, ...]:
+        """Every piece of evidence it may give, declared (docs/evidence.md lists them)."""
+        return ()
+
+    def evidence(self, observed, params: dict) -> list[Evidence]:
+        """One entry per declared spec for an ok record: a value, or None with why (its part is
+        absent, or damaged, or lacks what the spec needs)."""
+        return []

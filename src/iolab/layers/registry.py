@@ -10,7 +10,7 @@ import importlib
 import pkgutil
 from functools import cache
 
-from .base import DerivedColumn, Layer, ParamExample, RuntimeLibrary
+from .base import DerivedColumn, Evidence, EvidenceSpec, Layer, ParamExample, RuntimeLibrary
 
 
 @cache
@@ -184,3 +184,13 @@ def site_from_env() -> dict:
 def mpi_runtime(site) -> str | None:
     """Which MPI runtime launches a site's ranks: the first layer's that says."""
     return next((rt for layer in registry() if (rt := layer.mpi_runtime(site))), None)
+
+
+def evidence_specs() -> tuple[EvidenceSpec, ...]:
+    """Every layer's declared evidence, in the layers' order."""
+    return tuple(spec for layer in registry() for spec in layer.evidence_specs())
+
+
+def evidence(observed, params: dict) -> list[Evidence]:
+    """What every layer measured of an ok record that may explain its result (base.Evidence)."""
+    return [e for layer in registry() for e in layer.evidence(observed, params)]

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from .. import stats
 from ..layers.registry import findings_folds, owner
+from . import evidence as evidence_fold
 from .record import STATUSES, Record
 from ..units import KEY, shown
 
@@ -60,6 +61,9 @@ class CaseFacts:
     # positions in it of its values, for a metric that some ok record lacks (else 0, 1, ...)
     started: array = field(default_factory=lambda: array("d"))
     where: dict[str, list] = field(default_factory=dict)
+    # what its layers and benchmark measured that may explain its result, per ok repetition:
+    # name -> evidence.Series (values, unit, source; the reason where not recorded)
+    evidence: dict = field(default_factory=dict)
 
     def series(self, metric: str) -> list[tuple[float, float]]:
         """(start, value) of each ok value of a metric; start nan when not recorded."""
@@ -173,6 +177,7 @@ def fold(records: Iterable[Record]) -> Digest:
                 if seen not in values:
                     values.append(seen)
             _add_values(case, rec)
+            evidence_fold.add(case.evidence, rec)
             for m in rec.metrics:
                 case.reps.setdefault(m.name, []).append(rec.repetition)
                 part.units[m.name] = m.unit
@@ -272,7 +277,8 @@ def _add_values(case: CaseFacts, rec: Record) -> None:
 # file a run keeps beside its records). Plain JSON, never a pickle: the file comes with the run,
 # from whoever made or copied it. FORMAT changes whenever fold() or this layout does, so a
 # digest of another fold is never read as this one's.
-FORMAT = 5          # 5: a job that measured nothing gives no notes (Record.notes)
+FORMAT = 6          # 6: each case's evidence (evidence.py); 5: a job that measured nothing
+                    # gives no notes (Record.notes)
 _LISTS = ("failed", "skipped", "aborted", "notes")
 
 
@@ -303,10 +309,11 @@ def to_json(d: Digest) -> dict:
             "reference": None if p.reference is None else _reference_json(
                 p.reference, d.reps_of.get((name, p.reference.case_id), ())),
             "binaries": p.binaries, "ran": p.ran, "not_found": p.not_found, "stacks": p.stacks,
+            "evidence": evidence_fold.to_json(cases),
         }
     return {"format": FORMAT, "counts": d.counts, "raw_errors": d.raw_errors,
             "experiment": d.experiment, "varied": sorted(d.varied), "parts": parts,
-            "reframe": d.reframe,
+            "reframe": d.reframe, "evidence_declared": evidence_fold.declared(),
             "flags": [[*job, [[text, reps] for text, reps in flags.items()]]
                       for job, flags in d.flags.items()],
             # each findings fold under its layer's key
@@ -323,6 +330,8 @@ def from_json(data: dict) -> Digest:
     """The digest to_json gave; KeyError, TypeError or ValueError for anything else."""
     if data["format"] != FORMAT:
         raise ValueError(f"digest format {data['format']!r}, not {FORMAT}")
+    if data["evidence_declared"] != evidence_fold.declared():
+        raise ValueError("the evidence was declared otherwise when this digest was folded")
     parts, reps_of = {}, {}
     same: dict[tuple, object] = {}
     summarized = data["summarized"] is True
@@ -375,6 +384,7 @@ def from_json(data: dict) -> Digest:
             # a reference case whose every job is a reference's has no column of its own
             reps_of.setdefault((name, pf.reference.case_id), tuple(p["reference"]["reps_of"]))
         _page_part_from(pf, p)
+        evidence_fold.from_json(p["evidence"], cases, name)
         parts[name] = pf
     reframe = data["reframe"]
     if reframe is not None and type(reframe) is not str:

@@ -96,6 +96,16 @@ class DarshanLayer(Layer):
             out.append(f"Darshan requested but not run: {dar.get('reason')}")
         return out
 
+    def evidence_specs(self) -> tuple:
+        from .evidence import SPECS
+
+        return SPECS
+
+    def evidence(self, observed, params: dict) -> list:
+        from .evidence import evidence
+
+        return evidence(observed)
+
     def column_help(self) -> dict[str, str]:
         from .columns import COLUMNS
 

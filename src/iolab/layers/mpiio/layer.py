@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from ...errors import IolabError
-from ..base import Contribution, JobView, Layer
+from ..base import Contribution, EvidenceSpec, JobView, Layer, NotRecorded, all_missing, gather
 from . import hints as H
 
 PREFIX = "mpiio."
@@ -34,6 +34,37 @@ def hint_value(key: str, text):
     if isinstance(text, str) and re.fullmatch(r"-?\d+", text.strip()):
         return int(text)
     return text
+
+
+def _in_effect(hint: str):
+    def read(effective: dict):
+        if hint not in effective:
+            raise NotRecorded(f"the MPI library printed its hints, not {hint}")
+        value = hint_value(hint, effective[hint])
+        if not isinstance(value, int):
+            raise NotRecorded(f"{hint} {effective[hint]!r} is no number")
+        return value
+    return read
+
+
+# What the MPI library says it used (its printed hints), which a request may not be
+EVIDENCE = (
+    EvidenceSpec("aggregators_in_effect", "ranks", OBSERVED, "aggregators the MPI library used "
+                 "(cb_nodes of its effective hints)", "count", _in_effect("cb_nodes")),
+    EvidenceSpec("collective_buffer_in_effect", "B", OBSERVED, "collective buffer size the MPI "
+                 "library used (cb_buffer_size of its effective hints)", "bytes",
+                 _in_effect("cb_buffer_size")),
+)
+
+
+def evidence(observed) -> list:
+    hints = observed.get(OBSERVED)
+    if not isinstance(hints, dict) or not hints:
+        return all_missing(EVIDENCE, "the benchmark did not open its files through MPI-IO")
+    if not isinstance(hints.get("effective"), dict):
+        return all_missing(EVIDENCE, f"the MPI library printed no hints (under "
+                                     f"{hints.get('flavour', 'an unknown flavour')})")
+    return gather(EVIDENCE, hints["effective"], "the MPI-IO hints in effect")
 
 
 def _count(value) -> int | None:
@@ -145,6 +176,12 @@ class MpiioLayer(Layer):
 
     def reports_effective(self, key: str) -> bool:
         return key.startswith(PREFIX)
+
+    def evidence_specs(self) -> tuple:
+        return EVIDENCE
+
+    def evidence(self, observed, params: dict) -> list:
+        return evidence(observed)
 
     # --- `iolab table --mpiio cb_nodes,aggregator_ranks` (columns.py)
     title = "MPI-IO"

@@ -116,9 +116,26 @@ class FileSystem:
         """Report columns (name -> layers.base.DerivedColumn) that speak of its layouts."""
         return {}
 
+    # (layers.base.EvidenceSpec) what its server-side witnesses say of where the data went
+    evidence_specs: tuple = ()
+
+    def evidence(self, lay: dict) -> list:
+        """Each of its evidence_specs from its part of a record (lay: {} where the record has
+        none): values, or not recorded with why."""
+        return []
+
     def keeps_files(self, req: dict) -> bool:
         """Whether the benchmark must leave its files for the witnesses to read."""
         return bool(req)
+
+
+def unlaid(fs: FileSystem, lay: dict) -> str | None:
+    """Why a file system's witnesses say nothing of a record (None: they may)."""
+    if not lay.get("requested"):
+        return f"no {fs.title} layout was requested: its witnesses are read only for one"
+    if lay.get("applied") is False:
+        return f"{fs.title} layout not applied: {lay.get('reason') or 'no reason recorded'}"
+    return None
 
 
 def failed_setting(stage: Path, log_file: str, what: str) -> str | None:

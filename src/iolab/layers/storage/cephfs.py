@@ -22,7 +22,8 @@ from pathlib import Path
 
 from ... import shell
 from ...units import format_size
-from .base import FSTYPE_FILE, FileSystem, Refusal, failed_setting, mount_of, settle
+from ..base import EvidenceSpec, NotRecorded, all_missing, gather
+from .base import FSTYPE_FILE, FileSystem, Refusal, failed_setting, mount_of, settle, unlaid
 
 SETLAYOUT_FILE = "iolab-cephfs-setlayout.txt"
 FILES_FILE = "iolab-cephfs-files.txt"
@@ -451,6 +452,67 @@ def check_pools(pools: list[str], base: str, env: Mapping[str, str],
     return out
 
 
+def _mapped(spread: dict) -> list[dict]:
+    """The spread's files, every object of each mapped to its OSD (else NotRecorded)."""
+    if not spread.get("files"):
+        raise NotRecorded(spread.get("reason") or "no data file was mapped to its OSDs")
+    capped = [f["capped"] for f in spread["files"] if "capped" in f]
+    if capped:
+        raise NotRecorded(f"a lower bound only: {capped[0]} (iolab maps at most {MAX_OBJECTS})")
+    return spread["files"]
+
+
+def _objects_per_osd(spread: dict) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for f in _mapped(spread):
+        for osd, n in f["objects_per_osd"].items():
+            total[osd] = total.get(osd, 0) + n
+    return total
+
+
+def _balance(amounts) -> float:
+    """The fullest OSD's amount over the mean of the OSDs with data (1: even)."""
+    held = [a for a in amounts if a > 0]
+    if not held:
+        raise NotRecorded("no OSD holds data of the files")
+    return max(held) * len(held) / sum(held)
+
+
+def _bytes_per_osd(spread: dict) -> dict:
+    _mapped(spread)
+    if "bytes_per_osd" not in spread:
+        raise NotRecorded("the spread counted objects, not bytes (no rados stat in this record)")
+    if "bytes_partial" in spread:
+        raise NotRecorded(f"bytes of some objects only: {spread['bytes_partial']}")
+    return spread["bytes_per_osd"]
+
+
+def _objects(spread: dict) -> int:
+    files = _mapped(spread)
+    if any(f["objects"] is None for f in files):
+        raise NotRecorded("rados ls listed no objects of a data file")
+    return sum(f["objects"] for f in files)
+
+
+def _fullest_share(spread: dict) -> float:
+    nbytes = _bytes_per_osd(spread).values()
+    return 100.0 * max(nbytes) / sum(nbytes) if sum(nbytes) else _balance(())
+
+
+# Where the data files' objects are, as the servers say (rados ls, ceph osd map, rados stat)
+EVIDENCE = tuple(EvidenceSpec(name, unit, "cephfs", text, kind, read) for name, unit, text, kind, read in (
+    ("osds_with_data", "OSDs", "OSDs that hold objects of the data files", "count",
+     lambda sp: len({osd for f in _mapped(sp) for osd in f["osds"]})),
+    ("objects_written", "objects", "objects of the data files (rados ls)", "count", _objects),
+    ("objects_per_osd_balance", "ratio", "the fullest OSD's objects over the mean of the OSDs "
+     "with data (1: even)", "ratio", lambda sp: _balance(_objects_per_osd(sp).values())),
+    ("bytes_per_osd_balance", "ratio", "the fullest OSD's bytes over the mean of the OSDs with "
+     "data (1: even)", "ratio", lambda sp: _balance(_bytes_per_osd(sp).values())),
+    ("fullest_osd_share", "%", "share of the data files' bytes on the fullest OSD", "share",
+     _fullest_share),
+))
+
+
 class CephFS(FileSystem):
     name = "cephfs"
     title = "CephFS"
@@ -477,6 +539,13 @@ class CephFS(FileSystem):
 
     def reports_effective(self, key: str) -> bool:
         return key in FIELDS
+
+    evidence_specs = EVIDENCE
+
+    def evidence(self, lay: dict) -> list:
+        why = unlaid(self, lay)
+        return all_missing(EVIDENCE, why) if why else gather(
+            EVIDENCE, lay.get("spread") or {}, "the CephFS spread")
 
     def columns(self, lay: dict) -> dict[str, tuple[float, str]]:
         spread = lay.get("spread") or {}

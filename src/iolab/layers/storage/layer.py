@@ -222,6 +222,12 @@ class StorageLayer(Layer):
         return [(key, *value) for name in names for key, value in given.items()
                 if key == name or key.startswith(name + ".")]
 
+    def evidence_specs(self) -> tuple:
+        return tuple(spec for fs in file_systems() for spec in fs.evidence_specs)
+
+    def evidence(self, observed, params: dict) -> list:
+        return [e for fs in file_systems() for e in fs.evidence(observed.get(fs.observed_key) or {})]
+
     def special_value(self, key: str, value) -> str | None:
         for fs in file_systems():
             if key.startswith(fs.prefix):

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from ... import shell
 from ...units import parse_size, size_arg
-from ..base import DerivedColumn
-from .base import FSTYPE_FILE, FileSystem, Refusal, failed_setting, settle
+from ..base import DerivedColumn, EvidenceSpec, NotRecorded, all_missing, gather
+from .base import FSTYPE_FILE, FileSystem, Refusal, failed_setting, settle, unlaid
 from .lfs_text import (LAYOUT_KEYS, STRIPE_SIZE_UNIT, parse_getdirstripe, parse_getstripe,
                        parse_lfs_df)
 
@@ -24,6 +24,7 @@ LFSDF_FILE = "iolab-lfsdf.txt"
 MAX_FILES = 64  # enough to see the layout; a 12288-rank file-per-process run would take minutes
 DIR_KEYS = ("dir_stripe_count",)  # lfs setdirstripe: the directory over MDTs, not the files' layout
 ALL_OSTS = -1    # stripe_count -1: stripe over every OST of the file system
+KEPT_FILES = 16        # lfs getstripe entries kept of the data files (after the directory's)
 
 
 def all_osts(key: str, value) -> bool:
@@ -174,7 +175,7 @@ def _verify_layout(stage: Path, req: dict, out: dict) -> dict:
     if "dir_stripe_count" in req:
         out["directory"], found = _dir_observed(stage, req)
         problems += found
-    out.update(ost_count=ost_count, files=[_short(lay) for lay in good[:1 + 16]])
+    out.update(ost_count=ost_count, files=[_short(lay) for lay in good[:1 + KEPT_FILES]])
     return settle(out, problems)
 
 
@@ -380,6 +381,26 @@ def compare_layout(req: dict, files: list[dict], ost_count: int | None) -> list[
     return out
 
 
+
+
+def _osts(files: list) -> int:
+    """OSTs that hold objects of the data files, as lfs getstripe listed them."""
+    data = files[1:]            # the first entry is the case directory's default layout
+    if not data:
+        raise NotRecorded("lfs getstripe showed no data file")
+    found = {ost for f in data for ost in f.get("osts") or ()}
+    if not found:
+        raise NotRecorded("lfs getstripe listed no OST of the data files")
+    if len(data) >= KEPT_FILES:
+        raise NotRecorded(f"a lower bound only: at least {len(found)} (the first {KEPT_FILES} "
+                          "files' layouts are kept)")
+    return len(found)
+
+
+EVIDENCE = (EvidenceSpec("osts_with_data", "OSTs", "lustre", "OSTs that hold objects of the data "
+                         "files (lfs getstripe)", "count", _osts),)
+
+
 class Lustre(FileSystem):
     name = "lustre"
     title = "Lustre"
@@ -389,6 +410,13 @@ class Lustre(FileSystem):
 
     def check(self, req: dict) -> str | None:
         return check_request(req, None)
+
+    evidence_specs = EVIDENCE
+
+    def evidence(self, lay: dict) -> list:
+        why = unlaid(self, lay)
+        return all_missing(EVIDENCE, why) if why else gather(
+            EVIDENCE, lay.get("files") or [], "the lfs getstripe witness")
 
     def preflight(self, reqs: list[dict], base: str, env, say) -> list[Refusal]:
         """Each request against the OST count of the Lustre under `base` (`lfs df`), where lfs
