@@ -1,11 +1,13 @@
 """The reference pages, generated from the code when the docs are built (a Sphinx extension).
 
-Five pages, each read from the one place iolab itself reads: the experiment YAML from the JSON
+Six pages, each read from the one place iolab itself reads: the experiment YAML from the JSON
 schema (iolab.experiment.schema.experiment_schema(), with the layers' and benchmarks' fragments
 merged in), every verb of `iolab` from its argument parser (iolab.cli.build_parser), each
-benchmark's parameters and metrics from its descriptor (iolab.benchmarks.registry()), and the
-system config's extras['iolab'] keys from their schema (iolab.experiment.site), and the figures
-the bench scripts recorded (docs/perf/*.json) on the Performance page. A key or a verb
+benchmark's parameters and metrics from its descriptor (iolab.benchmarks.registry()), the
+evidence a run's digest keeps per case as the layers and benchmarks declare it
+(iolab.results.evidence.specs()), the system config's extras['iolab'] keys from their schema
+(iolab.experiment.site), and the figures the bench scripts recorded (docs/perf/*.json) on the
+Performance page. A key or a verb
 added to the code is on its page at the next build; tests/unit/test_docs.py checks that none is
 missing.
 
@@ -173,6 +175,21 @@ def benchmarks_page() -> str:
     return "\n".join(out)
 
 
+def evidence_page() -> str:
+    from iolab.results.evidence import specs
+
+    out = ["# Evidence", "",
+           "Generated from the declarations of the layers and the benchmark descriptors",
+           "(`evidence_specs`): each piece of evidence a run's digest keeps per case and",
+           "repetition, the unit of its value and the source that measures it. Where a record",
+           "lacks what a piece needs, its value is missing and the reason is kept, never 0:",
+           "[what evidence is and how it is folded](../analysis.md#evidence-per-case).", "",
+           "| evidence | unit | source | kind | meaning |", "|---|---|---|---|---|"]
+    out += [f"| {_code(s.name)} | {_cell(s.unit)} | {_code(s.source)} | {s.kind} | {_cell(s.help)} |"
+            for s in specs()]
+    return "\n".join(out + [""])
+
+
 def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
     return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
 
@@ -287,7 +304,7 @@ def performance_page(folder: Path = PERF) -> str:
 
 PAGES = {"experiment-yaml.md": experiment_page, "cli.md": cli_page,
          "benchmarks.md": benchmarks_page, "system-config.md": system_page,
-         "performance.md": performance_page}
+         "performance.md": performance_page, "evidence.md": evidence_page}
 
 
 def write(outdir: Path) -> list[Path]:

@@ -274,7 +274,8 @@ WITNESSES = {
 }
 # Modules that act on every layer and must know none by name.
 LAYER_LOOPS = ("iolab.rfm.plan", "iolab.rfm.observe", "iolab.rfm.jobscript", "iolab.rfm.recording",
-               "iolab.results.record", "iolab.results.digest", "iolab.analysis.report",
+               "iolab.results.record", "iolab.results.digest", "iolab.results.evidence",
+               "iolab.analysis.report",
                "iolab.analysis.columns",
                "iolab.campaigns.search.space", "iolab.campaigns.search.observations",
                "iolab.campaigns.search.strategies", "iolab.campaigns.search.answer",

@@ -81,6 +81,14 @@ def _requests(m):
     return sum(moved) / _request_size(m)
 
 
+def _clat_mean(op: str):
+    def read(m):
+        if f"{op}_bytes" not in m.metrics:
+            raise NotRecorded(f"fio {'read' if op == 'read' else 'wrote'} nothing in this case")
+        return m.metric(f"{op}_clat_mean")
+    return read
+
+
 def _no_percentiles(m):
     raise NotRecorded("iolab's fio parser keeps the mean completion latency, not fio's percentiles")
 
@@ -88,10 +96,8 @@ def _no_percentiles(m):
 EVIDENCE = tuple(EvidenceSpec(name, unit, "fio", text, kind, read) for name, unit, text, kind, read in (
     ("request_size", "B", "bytes per request (fio's bs, as it echoed it)", "bytes", _request_size),
     ("requests", "count", "requests of all jobs: bytes moved over bs", "count", _requests),
-    ("write_clat_mean", "us", "mean completion latency of writes", "time",
-     lambda m: m.metric("write_clat_mean")),
-    ("read_clat_mean", "us", "mean completion latency of reads", "time",
-     lambda m: m.metric("read_clat_mean")),
+    ("write_clat_mean", "us", "mean completion latency of writes", "time", _clat_mean("write")),
+    ("read_clat_mean", "us", "mean completion latency of reads", "time", _clat_mean("read")),
     ("write_clat_p99", "us", "99th percentile of write completion latency", "time", _no_percentiles),
 ))
 
