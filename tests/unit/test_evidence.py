@@ -236,13 +236,18 @@ def test_the_digest_keeps_each_repetition_s_value_and_reasons_through_json():
         data = json.loads(text)
         change(data["parts"]["main"]["evidence"])
         return data
-    for change in (lambda e: e["cases"].pop(),
-                   lambda e: e["cases"][0]["osds_with_data"][1].__setitem__(0, "3"),
-                   lambda e: e["cases"][0]["bytes_per_osd_balance"][2].__setitem__(0, 99),
-                   lambda e: e["cases"][0]["osds_with_data"][1].__setitem__(0, None),
+    ev = json.loads(text)["parts"]["main"]["evidence"]
+    assert ev["reps"][0] == [1, 2, 3] and ev["columns"]["osds_with_data"][0] == [3.0, 3.0, 2.0]
+    assert type(ev["columns"]["bytes_per_osd_balance"]) is int   # one reason, every case
+    for change in (lambda e: e["reps"].pop(),
+                   lambda e: e["columns"]["osds_with_data"][0].__setitem__(0, "3"),
+                   lambda e: e.__setitem__("columns", {**e["columns"], "bytes_per_osd_balance": 99}),
+                   lambda e: e["columns"]["osds_with_data"][0].__setitem__(0, None),
+                   lambda e: e["reps"][0].append(4),
                    lambda e: e["units"].pop("osds_with_data")):
         with pytest.raises((ValueError, KeyError, TypeError)):
-            digest.from_json(damaged(change))
+            loaded = digest.from_json(damaged(change))      # the shape now, each case when read
+            [dict(c.evidence) for p in loaded.parts.values() for c in p.cases.values()]
     other = json.loads(text)
     other["evidence_declared"] = "0" * 16
     with pytest.raises(ValueError, match="evidence was declared otherwise"):

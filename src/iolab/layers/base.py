@@ -187,7 +187,17 @@ class EvidenceSpec:
         return Evidence(self.name, float(value), self.unit, self.source)
 
     def missing(self, why: str) -> Evidence:
-        return Evidence(self.name, None, self.unit, self.source, why)
+        # the same few reasons over a run's records: one object each (a digest folds 100k)
+        got = _MISSING.get((id(self), why))
+        if got is None or got[0] is not self:
+            if len(_MISSING) > 10_000:
+                _MISSING.clear()
+            got = _MISSING[(id(self), why)] = (self, Evidence(self.name, None, self.unit,
+                                                               self.source, why))
+        return got[1]
+
+
+_MISSING: dict[tuple, Evidence] = {}
 
 
 def gather(specs, part, where: str) -> list[Evidence]:
@@ -209,7 +219,15 @@ def gather(specs, part, where: str) -> list[Evidence]:
 
 def all_missing(specs, why: str) -> list[Evidence]:
     """Each spec's evidence as not recorded, for one reason (the part is not in the record)."""
-    return [spec.missing(why) for spec in specs]
+    got = _ALL_MISSING.get((id(specs), why))
+    if got is None or got[0] is not specs:
+        if len(_ALL_MISSING) > 1_000:
+            _ALL_MISSING.clear()
+        got = _ALL_MISSING[(id(specs), why)] = (specs, [spec.missing(why) for spec in specs])
+    return list(got[1])
+
+
+_ALL_MISSING: dict[tuple, tuple] = {}
 
 
 class ColumnSource:

@@ -63,7 +63,7 @@ class CaseFacts:
     where: dict[str, list] = field(default_factory=dict)
     # what its layers and benchmark measured that may explain its result, per ok repetition:
     # name -> evidence.Series (values, unit, source; the reason where not recorded)
-    evidence: dict = field(default_factory=dict)
+    evidence: evidence_fold.CaseEvidence = field(default_factory=evidence_fold.CaseEvidence)
 
     def series(self, metric: str) -> list[tuple[float, float]]:
         """(start, value) of each ok value of a metric; start nan when not recorded."""
