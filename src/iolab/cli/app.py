@@ -11,12 +11,12 @@ from .. import __version__
 from ..errors import IolabError
 from . import (bundle, compare, import_, import_bundle, list_, parse, plan, publish, render,
                reproduce, resume, runs, search, search_report, status, submit, table, trend,
-               validate, verify)
+               validate, verify, why)
 from .common import Formatter, Parser, error
 from .layer_verbs import with_layer_verbs
 
 # cli/'s verbs, and where each layer's verb goes among them (layers.base.Layer.verbs)
-VERBS = with_layer_verbs((validate, list_, plan, render, table, compare, trend, parse, import_, runs,
+VERBS = with_layer_verbs((validate, list_, plan, render, table, compare, why, trend, parse, import_, runs,
                           verify, bundle, import_bundle, reproduce, status, resume, submit, search,
                           search_report, publish))
 

@@ -456,3 +456,8 @@ class Layer(ColumnSource):
         """One entry per declared spec for an ok record: a value, or None with why (its part is
         absent, or damaged, or lacks what the spec needs)."""
         return []
+
+    def evidence_hint(self, source: str) -> str | None:
+        """How a user gets the evidence of `source` (one of its specs' sources) recorded where
+        it was not: `iolab why` says it beside what is missing."""
+        return None

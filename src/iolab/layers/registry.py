@@ -191,6 +191,11 @@ def evidence_specs() -> tuple[EvidenceSpec, ...]:
     return tuple(spec for layer in registry() for spec in layer.evidence_specs())
 
 
+def evidence_hint(source: str) -> str | None:
+    """How to get a source's evidence recorded: the first layer's that says."""
+    return next((h for layer in registry() if (h := layer.evidence_hint(source))), None)
+
+
 def evidence(observed, params: dict) -> list[Evidence]:
     """What every layer measured of an ok record that may explain its result (base.Evidence)."""
     return [e for layer in registry() for e in layer.evidence(observed, params)]

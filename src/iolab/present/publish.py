@@ -245,6 +245,7 @@ class RunReport:
     run_notes: list[str] = field(default_factory=list)   # imported, incomplete, unreadable lines
     run: Run | None = None
     search: dict | None = None      # a search's run: its answer and progress plot (search_section)
+    why: list[dict] = field(default_factory=list)   # `iolab why` per part, with its plot
 
 
 def _plot_entry(plot: plots.Plot, out: Path) -> dict:
@@ -310,7 +311,21 @@ def run_report(path: Path, staging: Path, project_root: Path, experiment_id: str
                      render(tables, "md", run, drifts), render(tables, "csv"),
                      [_plot_entry(p, staging) for p in made], notes, flags_by_case(run.digest),
                      findings_by_case(run.digest), published, settings, run_notes.of(run) + drifts, run,
-                     search_section(run, staging, prefix))
+                     search_section(run, staging, prefix), why_section(run, staging, prefix))
+
+
+def why_section(run: Run, staging: Path, prefix: str = "") -> list[dict]:
+    """Each part's `iolab why`, its plot's files relative to the page."""
+    from . import why
+
+    out = []
+    for entry in why.section(run, staging / PLOTS_DIR, prefix):
+        plot = entry["plot"]
+        if plot is not None:
+            rel = {fmt: p.relative_to(staging).as_posix() for fmt, p in plot.pop("files").items()}
+            plot.update(png=rel.get("png"), svg=rel.get("svg"))
+        out.append(entry)
+    return out
 
 
 def _csv_with_runs(reports: list[RunReport]) -> str:

@@ -106,6 +106,12 @@ class DarshanLayer(Layer):
 
         return evidence(observed)
 
+    def evidence_hint(self, source: str) -> str | None:
+        if source != self.name:
+            return None
+        return ("run with `darshan: {enabled: true}` in the experiment (add `dxt: true` for the "
+                "per-rank evidence: aggregators and hosts that wrote, rank time overlap)")
+
     def column_help(self) -> dict[str, str]:
         from .columns import COLUMNS
 

@@ -183,6 +183,12 @@ class MpiioLayer(Layer):
     def evidence(self, observed, params: dict) -> list:
         return evidence(observed)
 
+    def evidence_hint(self, source: str) -> str | None:
+        if source != OBSERVED:
+            return None
+        return ("recorded where the benchmark opens its files through MPI-IO (IOR with `api: "
+                "MPIIO`, BTIO, h5bench) and the MPI library prints the hints it used")
+
     # --- `iolab table --mpiio cb_nodes,aggregator_ranks` (columns.py)
     title = "MPI-IO"
     text = True

@@ -228,6 +228,13 @@ class StorageLayer(Layer):
     def evidence(self, observed, params: dict) -> list:
         return [e for fs in file_systems() for e in fs.evidence(observed.get(fs.observed_key) or {})]
 
+    def evidence_hint(self, source: str) -> str | None:
+        fs = next((fs for fs in file_systems() if fs.name == source), None)
+        if fs is None:
+            return None
+        return (f"recorded where a case's directory is on {fs.title} and the storage layer "
+                f"can read where its data went (docs/striping.md)")
+
     def special_value(self, key: str, value) -> str | None:
         for fs in file_systems():
             if key.startswith(fs.prefix):
