@@ -13,6 +13,7 @@ Everything is measured association over these cases, never cause.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -150,12 +151,12 @@ def _explain_part(run, part, metric: str, by: str | None) -> Explanation:
     elif not exp.spread.differs:
         exp.verdict = NOTHING
         exp.reason = (f"the cases' {metric} differs by no more than their repetitions do "
-                      f"(one-way ANOVA p = {_p(exp.spread.p)})")
+                      f"(one-way ANOVA p {p_text(exp.spread.p)})")
     else:
         exp.verdict = EXPLAINED
         exp.reason = (f"the cases' {metric} differs beyond noise (one-way ANOVA F = "
                       f"{exp.spread.f:.3g} on {exp.spread.df_between} and "
-                      f"{exp.spread.df_within} df, p = {_p(exp.spread.p)})")
+                      f"{exp.spread.df_within} df, p {p_text(exp.spread.p)})")
     series = _evidence(part, order)
     _sort_evidence(exp, series, values)
     exp.along = [_along(part, k, values, series, metric) for k in part.varied if by in (None, k)]
@@ -218,11 +219,17 @@ def _sort_evidence(exp: Explanation, series: dict, values: dict) -> None:
 
 
 def restates(name: str, metric: str) -> bool:
-    """Whether evidence is the metric's own time (write_time beside write_bw: the bytes over
-    it), which moves with the metric by construction and so explains nothing."""
+    """Whether evidence moves with the metric by construction, and so explains nothing: the
+    metric's own time (write_time beside write_bw: the bytes over it), or a share of the job's
+    time (metadata's share grows when the writes get faster)."""
     phase = metric.split("_", 1)[0]
-    kinds = {s.name: s.kind for s in evidence_fold.specs()}
-    return kinds.get(name) == "time" and name == f"{phase}_time"
+    kind = _kinds().get(name)
+    return kind == "time_share" or (kind == "time" and name == f"{phase}_time")
+
+
+@functools.cache
+def _kinds() -> dict[str, str]:
+    return {s.name: s.kind for s in evidence_fold.specs()}
 
 
 def _pattern(values: dict, by_case: dict) -> tuple:
@@ -314,8 +321,9 @@ def _mean(xs) -> float:
     return math.fsum(xs) / len(xs)
 
 
-def _p(p: float) -> str:
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+def p_text(p: float) -> str:
+    """'< 0.001' or '= 0.042': a p-value as the sentences say it."""
+    return "< 0.001" if p < 0.001 else f"= {p:.3f}"
 
 
 def how(source: str) -> str | None:

@@ -105,9 +105,9 @@ EVIDENCE = tuple(EvidenceSpec(name, unit, "ior", text, kind, read) for name, uni
     ("write_iteration_spread", "%", "spread of write bandwidth over IOR's iterations in one job: "
      "(max - min) / mean", "share", _iteration_spread("write")),
     ("read_iteration_spread", "%", "the same for reads", "share", _iteration_spread("read")),
-    ("write_open_close_share", "%", "open and close share of the write phase's time", "share",
+    ("write_open_close_share", "%", "open and close share of the write phase's time", "time_share",
      _open_close_share("write")),
-    ("read_open_close_share", "%", "open and close share of the read phase's time", "share",
+    ("read_open_close_share", "%", "open and close share of the read phase's time", "time_share",
      _open_close_share("read")),
     ("write_slowest_iteration_time", "s", "time of the slowest write iteration", "time", _not_kept),
 ))

@@ -154,8 +154,10 @@ class Evidence:
 
 
 # What a piece of evidence is, for statistics later: a count, an amount of bytes, a time, a
-# share in percent or a ratio (1 = even).
-EVIDENCE_KINDS = ("count", "bytes", "time", "share", "ratio")
+# share in percent, a share of the job's own time in percent (which grows when the rest of that
+# time shrinks, so it moves with a rate by construction: `iolab why` sets it apart) or a ratio
+# (1 = even).
+EVIDENCE_KINDS = ("count", "bytes", "time", "share", "time_share", "ratio")
 
 
 @dataclass(frozen=True)

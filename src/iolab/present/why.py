@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ..analysis.association import ALPHA
-from ..analysis.why import CANNOT, EXPLAINED, NOTHING, Explanation, Moved
+from ..analysis.why import CANNOT, EXPLAINED, NOTHING, Explanation, Moved, p_text
 from ..units import format_size
 
 
@@ -23,20 +23,21 @@ def number(value: float, unit: str) -> str:
 
 
 def _p(p: float | None) -> str:
-    return "-" if p is None else "< 0.001" if p < 0.001 else f"{p:.3f}"
+    return "-" if p is None else p_text(p)
 
 
 def sentence(e: Explanation, m: Moved) -> str:
-    """'write_bw rose with darshan mean_write_size (4KiB -> 64KiB from the worst case to the
-    best; rho = 0.75 over 3 cases, 5 repetitions each, p = 0.004 after Holm)'."""
+    """'write_bw rose as darshan tiny_write_share fell (100 % -> 0 % from the worst case to the
+    best; rho = -0.69 over 3 cases, 5 repetitions each, p = 0.021 after Holm)'."""
     a = m.association
-    verb = "rose with" if (a.rho or 0) > 0 else "fell as"
-    tail = "" if (a.rho or 0) > 0 else " rose"
+    better = "rose" if e.better == "higher" else "fell"
+    went = ("rose" if m.at_best > m.at_worst else "fell" if m.at_best < m.at_worst
+            else "rose" if ((a.rho or 0) > 0) == (e.better == "higher") else "fell")
     reps = sorted(set(e.reps.values()))
     each = f"{reps[0]} repetitions each" if len(reps) == 1 else f"{a.pairs} repetitions in all"
-    text = (f"{e.metric} {verb} {m.source} {m.name}{tail} ({number(m.at_worst, m.unit)} -> "
+    text = (f"{e.metric} {better} as {m.source} {m.name} {went} ({number(m.at_worst, m.unit)} -> "
             f"{number(m.at_best, m.unit)} from the worst case to the best; rho = {a.rho:.2f} over "
-            f"{a.cases} cases, {each}, p = {_p(m.p_holm)} after Holm)")
+            f"{a.cases} cases, {each}, p {_p(m.p_holm)} after Holm)")
     if a.best_minus_rest is not None:
         d, lo, hi = a.best_minus_rest
         text += (f"; best minus rest {_signed(d, m.unit)} [{_signed(lo, m.unit)}, "
@@ -90,7 +91,8 @@ def _ruled_out(e: Explanation) -> list[str]:
         out += ["", "The same in every case, so it explains no difference between them:",
                 "  " + ", ".join(f"{name} {number(v, unit)}" for name, unit, v in e.constant)]
     if e.restated:
-        out += [f"Left out as {e.metric} restated (its own time): {', '.join(e.restated)}."]
+        out += ["", f"Left out, as they move with {e.metric} by construction (its own time, or "
+                f"shares of the job's time): {', '.join(e.restated)}."]
     return out
 
 
@@ -103,7 +105,7 @@ def _along(e: Explanation) -> list[str]:
             continue
         said = ("moved beyond noise" if moved else "did not move beyond noise" if a.spread
                 else "cannot tell (one repetition)")
-        p = f", ANOVA p = {_p(a.spread.p)}" if a.spread else ""
+        p = f", ANOVA p {_p(a.spread.p)}" if a.spread else ""
         out += ["", f"Along {a.param} ({' -> '.join(a.values)}): {e.metric} {said}{p}."]
         if a.changed:
             out.append(f"  What changed with {a.param} (first -> last value, beyond noise):")

@@ -119,7 +119,7 @@ SPECS = (
     _spec("write_time", "s", "POSIX write time, summed over ranks", "time", _field("write_time_s")),
     _spec("meta_time", "s", "POSIX metadata time (open, stat, seek...), summed over ranks", "time",
           _field("meta_time_s")),
-    _spec("meta_time_share", "%", "metadata share of POSIX I/O time", "share", _meta_share),
+    _spec("meta_time_share", "%", "metadata share of POSIX I/O time", "time_share", _meta_share),
     _spec("collective_writes", "count", "collective MPI-IO write calls (split included)", "count",
           _mpiio_writes(("coll", "split"))),
     _spec("independent_writes", "count", "independent MPI-IO write calls (nonblocking included)",
