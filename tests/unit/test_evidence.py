@@ -139,6 +139,47 @@ def test_darshan_evidence_of_fio_block_sizes_and_an_unobservable_writer_count():
     assert "DXT" in hidden["aggregators_that_wrote"].why
 
 
+def test_hosts_that_wrote_from_dxt_on_four_nodes():
+    """The 4-node ROMIO logs (README): darshan-dxt-parser shows the test file's POSIX writes by
+    rank 0 on node1 alone with cb_nodes 1, by ranks 0, 2, 4 and 6 on node1..node4 with cb_nodes
+    4; each host's aggregator also read (read-modify-write). The one-node logs name one host
+    ('vm'). Without DXT the hosts are not recorded, never 0; a summary made before they were kept
+    says so."""
+    one, four = (by_name(darshan_evidence(darshan_part(f"ior_romio_cb{n}_enable_dxt_4nodes.darshan")))
+                 for n in (1, 4))
+    assert (one["hosts_that_wrote"].value, four["hosts_that_wrote"].value) == (1.0, 4.0)
+    assert (one["hosts_that_read"].value, four["hosts_that_read"].value) == (1.0, 4.0)
+    assert (one["aggregators_that_wrote"].value, four["aggregators_that_wrote"].value) == (1.0, 4.0)
+    assert one["hosts_that_wrote"].unit == "hosts" and one["hosts_that_wrote"].source == "darshan"
+    part = darshan_part("ior_romio_cb4_enable_dxt_4nodes.darshan")
+    assert part["darshan"]["summary"]["hosts"]["write"]["names"] == ["node1", "node2", "node3", "node4"]
+    local = by_name(darshan_evidence(darshan_part("ior_romio_cb2_enable_dxt_4r.darshan")))
+    assert local["hosts_that_wrote"].value == 1.0
+    blind = by_name(darshan_evidence(darshan_part("ior_romio_write_hints_2r.darshan")))
+    for name in ("hosts_that_wrote", "hosts_that_read"):
+        assert blind[name].value is None and blind[name].why.startswith("the log has no DXT")
+    # the fio log has no DXT and no reads: no host read, as its counters say
+    fio = by_name(darshan_evidence(darshan_part("fio_write_4k_1job.darshan")))
+    assert (fio["hosts_that_wrote"].value, fio["hosts_that_read"].value) == (None, 0.0)
+    del part["darshan"]["summary"]["hosts"]
+    old = by_name(darshan_evidence(part))["hosts_that_wrote"]
+    assert old.value is None and "made before iolab kept the hosts" in old.why
+
+
+def test_hosts_from_dxt_that_stopped_tracing_are_a_lower_bound_not_a_count():
+    """DXT stops tracing at its memory limit: with node4's aggregator's record gone from the
+    cb_nodes 4 log, DXT holds 12 of the 16 POSIX writes, and the hosts are at least 3."""
+    from iolab.layers.darshan.reader import read_raw
+    from iolab.layers.darshan.summary import build
+
+    raw = read_raw(DATA / "darshan-recorded" / "ior_romio_cb4_enable_dxt_4nodes.darshan")
+    raw["dxt"]["DXT_POSIX"] = [d for d in raw["dxt"]["DXT_POSIX"] if d["hostname"] != "node4"]
+    got = by_name(darshan_evidence({"darshan": {"status": "ok", "summary": build(raw, "log")}}))
+    assert got["hosts_that_wrote"].value is None
+    assert got["hosts_that_wrote"].why == ("DXT traced 12 of the 16 POSIX writes (it stops at its "
+                                          "memory limit): at least 3 host(s)")
+
+
 def test_a_damaged_summary_gives_not_recorded_with_the_reason_never_0_nor_a_crash():
     part = darshan_part("ior_romio_cb2_enable_dxt_4r.darshan")
     whole = by_name(darshan_evidence(part))

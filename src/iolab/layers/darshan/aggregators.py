@@ -31,6 +31,7 @@ WRITES = {
     "MPI-IO": ("MPIIO_INDEP_WRITES", "MPIIO_COLL_WRITES", "MPIIO_SPLIT_WRITES", "MPIIO_NB_WRITES"),
 }
 PREFIX = {"POSIX": "POSIX_", "MPI-IO": "MPIIO_"}
+MAX_HOSTS = 64                          # host names a summary keeps (the count is whole)
 HOW_TO_SEE = ("run with DXT (DARSHAN_MOD_ENABLE=DXT_POSIX,DXT_MPIIO) or "
               "DARSHAN_DISABLE_SHARED_REDUCTION=1 to count the writer ranks")
 
@@ -77,6 +78,35 @@ def writer_ranks(records: list[dict], dxt: list[dict] | None, nprocs: int, modul
             return {"writer_ranks": lo, "source": "fastest_slowest"}
     return {"writer_ranks": "unknown", "source": None, "bounds": [lo, hi],
             "why": f"Darshan reduced the file to one shared record (rank -1); {HOW_TO_SEE}"}
+
+
+def hosts(records: list[dict], dxt: list[dict] | None) -> dict:
+    """How many distinct hosts' ranks issued POSIX writes and reads to the application's files,
+    from DXT: each DXT record names its rank's host. As writer_ranks does per file, the count is
+    exact only where DXT traced every request the counters saw; without DXT, nothing else in
+    the log says which host a rank ran on.
+
+    records: the application's POSIX counter records; dxt: their DXT_POSIX records, or None when
+    the log has none. {"write"|"read": {"hosts": int | None, "names": [...] (at most 64), "why":
+    str | None}}.
+    """
+    out = {}
+    for op, counter in (("write", "POSIX_WRITES"), ("read", "POSIX_READS")):
+        total = sum(max(r["counters"].get(counter, 0), 0) for r in records)
+        if total == 0:
+            out[op] = {"hosts": 0, "names": [], "why": None}
+            continue
+        if dxt is None:
+            out[op] = {"hosts": None, "names": [], "why": "the log has no DXT: nothing else in it "
+                       "says which host a rank ran on (darshan: {dxt: true})"}
+            continue
+        names = sorted({d["hostname"] for d in dxt if d[f"{op}_count"] > 0})
+        traced = sum(d[f"{op}_count"] for d in dxt)
+        why = None if traced == total else (
+            f"DXT traced {traced} of the {total} POSIX {op}s (it stops at its memory limit): "
+            f"at least {len(names)} host(s)")
+        out[op] = {"hosts": None if why else len(names), "names": names[:MAX_HOSTS], "why": why}
+    return out
 
 
 def _by_id(records) -> dict:

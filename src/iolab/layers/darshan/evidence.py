@@ -91,6 +91,18 @@ def _writers(s: dict):
     return agg["observed"]
 
 
+def _hosts(op: str):
+    def read(s: dict):
+        if "hosts" not in s:
+            raise NotRecorded("this record's Darshan summary was made before iolab kept the hosts "
+                              "DXT names")
+        got = s["hosts"][op]
+        if got["hosts"] is None:
+            raise NotRecorded(got["why"])
+        return got["hosts"]
+    return read
+
+
 def _not_kept(what: str):
     def read(s: dict):
         raise NotRecorded(NOT_KEPT.format(what=what))
@@ -128,6 +140,10 @@ SPECS = (
           _collective_share),
     _spec("aggregators_that_wrote", "ranks", "most ranks that wrote one shared file (DXT, per-rank "
           "records or the shared record's bounds)", "count", _writers),
+    _spec("hosts_that_wrote", "hosts", "distinct hosts whose ranks issued POSIX writes (DXT)",
+          "count", _hosts("write")),
+    _spec("hosts_that_read", "hosts", "distinct hosts whose ranks issued POSIX reads (DXT)",
+          "count", _hosts("read")),
     _spec("shared_files_written", "count", "written files that more than one rank opened", "count",
           lambda s: s["shared_files_written"]),
     _spec("fastest_rank_time", "s", "I/O time of the fastest rank on a shared file", "time",
