@@ -160,6 +160,7 @@ def shared_files(records: dict, dxt: dict, names: dict, nprocs: int) -> list[dic
                 entry.update(writer_ranks="unknown", writer_ranks_source=None)
         if who["writer_ranks"] == "unknown":
             entry.update(writer_ranks_bounds=who["bounds"], why=who["why"])
+        entry["rank_times"] = rank_times(recs) if layer == "POSIX" else None
         if rid in mpiio:
             entry["aggregation"] = aggregation(
                 mpiio[rid], None if dxt_posix is None else dxt_posix.get(rid, []),
@@ -167,6 +168,23 @@ def shared_files(records: dict, dxt: dict, names: dict, nprocs: int) -> list[dic
         out.append(entry)
     out.sort(key=lambda e: (-max(e["bytes_written"], e.get("mpiio_bytes_written", 0)), e["path"]))
     return out
+
+
+def rank_times(records: list[dict]) -> dict:
+    """The I/O time (read, write and metadata) of a shared file's fastest and slowest rank, and
+    of all its ranks together, in seconds: from the shared record's own counters where Darshan
+    reduced the file to one (rank -1), else from the ranks' records. {"fastest_s", "slowest_s",
+    "total_s"}."""
+    def spent(f: dict) -> float:
+        return sum(max(f.get(f"POSIX_F_{k}_TIME", 0.0), 0.0) for k in ("READ", "WRITE", "META"))
+
+    shared = [r for r in records if r["rank"] == -1]
+    if shared:
+        f = shared[0]["fcounters"]
+        return {"fastest_s": max(f.get("POSIX_F_FASTEST_RANK_TIME", 0.0), 0.0),
+                "slowest_s": max(f.get("POSIX_F_SLOWEST_RANK_TIME", 0.0), 0.0), "total_s": spent(f)}
+    times = [spent(r["fcounters"]) for r in records]
+    return {"fastest_s": min(times), "slowest_s": max(times), "total_s": sum(times)}
 
 
 def aggregation(mpiio: list[dict], dxt_posix: list[dict] | None, dxt_mpiio: list[dict] | None,
