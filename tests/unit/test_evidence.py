@@ -20,6 +20,7 @@ from iolab.layers.base import EvidenceSpec, gather
 from iolab.layers.darshan import summarize
 from iolab.layers.darshan.evidence import evidence as darshan_evidence
 from iolab.layers.storage import cephfs
+from iolab.layers.storage.base import FSTYPE_FILE
 from iolab.layers.storage.layer import observed_layout
 from iolab.parsers import fio_json
 from iolab.results import digest, evidence
@@ -53,6 +54,8 @@ def test_the_cephfs_collective_records_give_osds_aggregators_and_the_write_phase
     assert (four["osds_with_data"].value, four["objects_per_osd_balance"].value) == (3.0, 1.125)
     assert (one["aggregators_in_effect"].value, four["aggregators_in_effect"].value) == (1.0, 4.0)
     assert four["collective_buffer_in_effect"].value == 16777216.0
+    # IOR echoed transferSize 1048576; getfattr printed stripe_unit=1048576 (cb*-iolab-cephfs-files)
+    assert (four["request_size"].value, four["stripe_unit_in_effect"].value) == (float(MIB),) * 2
     assert four["write_open_close_share"].value == pytest.approx(100 * (1.2191 + 0.1022) / 5.0759)
     assert [(e.source, e.unit) for e in (four["osds_with_data"], four["aggregators_in_effect"],
                                          four["write_open_close_share"])] == [
@@ -70,7 +73,8 @@ def test_the_cephfs_collective_records_give_osds_aggregators_and_the_write_phase
 
 def test_bytes_per_osd_from_the_recorded_object_sizes(tmp_path):
     """count4-unit1m-sized: 10 MiB in objects of 3, 3, 2, 2 MiB on osd.3, osd.0, osd.0, osd.3
-    (its spread file, rados stat): 5 MiB on each of 2 OSDs, an even 1.0, 50% on the fullest."""
+    (its spread file, rados stat): 5 MiB on each of 2 OSDs, an even 1.0, 50% on the fullest; its
+    files file (getfattr): stripe_unit=1048576."""
     stage = tmp_path / "stage"
     shutil.copytree(DATA / "cephfs" / "count4-unit1m-sized", stage)
     lay = observed_layout(cephfs.FILE_SYSTEM, stage,
@@ -78,10 +82,26 @@ def test_bytes_per_osd_from_the_recorded_object_sizes(tmp_path):
     got = by_name(cephfs.FILE_SYSTEM.evidence(lay))
     assert {n: e.value for n, e in got.items()} == {
         "osds_with_data": 2.0, "objects_written": 4.0, "objects_per_osd_balance": 1.0,
-        "bytes_per_osd_balance": 1.0, "fullest_osd_share": 50.0}
+        "bytes_per_osd_balance": 1.0, "fullest_osd_share": 50.0, "stripe_unit_in_effect": float(MIB)}
     lay["applied"], lay["reason"] = False, "ext4: no striping"
     assert {e.why for e in cephfs.FILE_SYSTEM.evidence(lay)} == {
         "CephFS layout not applied: ext4: no striping"}
+
+
+def test_lustre_stripe_size_in_effect_from_lfs_getstripe(tmp_path):
+    """getstripe_dir_listing.txt: the directory's default, then two files of stripe size 4194304
+    over OSTs 0-7, as requested; files that disagree give none."""
+    from iolab.layers.storage import lustre
+
+    (tmp_path / lustre.GETSTRIPE_FILE).write_text((DATA / "lustre" / "getstripe_dir_listing.txt").read_text())
+    (tmp_path / lustre.SETSTRIPE_FILE).write_text("exit=0\n")
+    (tmp_path / FSTYPE_FILE).write_text("lustre\n")
+    lay = observed_layout(lustre.FILE_SYSTEM, tmp_path, {"stripe_count": -1, "stripe_size": 4 * MIB})
+    got = by_name(lustre.FILE_SYSTEM.evidence(lay))
+    assert (got["osts_with_data"].value, got["stripe_size_in_effect"].value) == (8.0, 4.0 * MIB)
+    lay["files"][2]["stripe_size"] = MIB
+    assert by_name(lustre.FILE_SYSTEM.evidence(lay))["stripe_size_in_effect"].why == (
+        "the data files' stripe sizes differ: [1048576, 4194304]")
 
 
 # --- Darshan: the recorded logs, read by the layer's reader as a record's part would be ------

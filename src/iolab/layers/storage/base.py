@@ -138,6 +138,22 @@ def unlaid(fs: FileSystem, lay: dict) -> str | None:
     return None
 
 
+def one_setting(values: list, what: str, witness: str, missing: str):
+    """The one value of a layout setting the data files share, as `witness` printed them (a
+    piece of evidence): NotRecorded where it showed none, a file without it (`missing` says
+    why), or files that differ."""
+    from ..base import NotRecorded
+
+    found = set(values)
+    if not found:
+        raise NotRecorded(f"{witness} showed no data file")
+    if None in found:
+        raise NotRecorded(missing)
+    if len(found) > 1:
+        raise NotRecorded(f"the data files' {what}s differ: {sorted(found)}")
+    return found.pop()
+
+
 def failed_setting(stage: Path, log_file: str, what: str) -> str | None:
     """Why the job's layout command failed, from its log (its output, then `exit=N`); None
     when it ended with exit=0."""
