@@ -456,3 +456,8 @@ class Layer(ColumnSource):
         """One entry per declared spec for an ok record: a value, or None with why (its part is
         absent, or damaged, or lacks what the spec needs)."""
         return []
+
+    def rules(self) -> tuple:
+        """The rules of thumb its evidence and parameters speak of (layers/rule.Rule), declared
+        (docs/rules.md lists them; analysis/rules.py checks them over a run's cases)."""
+        return ()

@@ -118,6 +118,11 @@ class FileSystem:
 
     # (layers.base.EvidenceSpec) what its server-side witnesses say of where the data went
     evidence_specs: tuple = ()
+    # the bytes each target takes in turn, as its parameter (without the prefix) asks for it
+    # and as a piece of its evidence says it was applied (storage/rules.py: transfers that are
+    # not a multiple of it); "" where it has none
+    unit_key = ""
+    unit_evidence = ""
 
     def evidence(self, lay: dict) -> list:
         """Each of its evidence_specs from its part of a record (lay: {} where the record has

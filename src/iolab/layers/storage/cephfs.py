@@ -553,6 +553,8 @@ class CephFS(FileSystem):
         return key in FIELDS
 
     evidence_specs = SPECS
+    unit_key = "stripe_unit"
+    unit_evidence = "stripe_unit_in_effect"
 
     def evidence(self, lay: dict) -> list:
         why = unlaid(self, lay)

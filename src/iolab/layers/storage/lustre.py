@@ -419,6 +419,8 @@ class Lustre(FileSystem):
         return check_request(req, None)
 
     evidence_specs = EVIDENCE
+    unit_key = "stripe_size"
+    unit_evidence = "stripe_size_in_effect"
 
     def evidence(self, lay: dict) -> list:
         why = unlaid(self, lay)
