@@ -170,7 +170,10 @@ class Rule:
     owner: str = ""                     # the layer that declares it (the registry sets it)
 
     def limit(self, name: str) -> float:
-        return next(lim.value for lim in self.limits if lim.name == name)
+        for lim in self.limits:
+            if lim.name == name:
+                return lim.value
+        raise KeyError(f"rule {self.name} declares no threshold {name!r}")
 
     def check_repetition(self, evidence: Mapping, index: int, params: dict):
         """Finding, Clear or CannotCheck of the repetition at `index` of the case's Series."""
