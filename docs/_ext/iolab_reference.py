@@ -1,11 +1,12 @@
 """The reference pages, generated from the code when the docs are built (a Sphinx extension).
 
-Six pages, each read from the one place iolab itself reads: the experiment YAML from the JSON
+Seven pages, each read from the one place iolab itself reads: the experiment YAML from the JSON
 schema (iolab.experiment.schema.experiment_schema(), with the layers' and benchmarks' fragments
 merged in), every verb of `iolab` from its argument parser (iolab.cli.build_parser), each
 benchmark's parameters and metrics from its descriptor (iolab.benchmarks.registry()), the
 evidence a run's digest keeps per case as the layers and benchmarks declare it
-(iolab.results.evidence.specs()), the system config's extras['iolab'] keys from their schema
+(iolab.results.evidence.specs()), the rules of thumb the layers declare
+(iolab.layers.registry.rules()), the system config's extras['iolab'] keys from their schema
 (iolab.experiment.site), and the figures the bench scripts recorded (docs/perf/*.json) on the
 Performance page. A key or a verb
 added to the code is on its page at the next build; tests/unit/test_docs.py checks that none is
@@ -190,6 +191,29 @@ def evidence_page() -> str:
     return "\n".join(out + [""])
 
 
+def rules_page() -> str:
+    from iolab.layers.registry import rules
+
+    out = ["# Rules of thumb", "",
+           "Generated from the layers' declarations (`rules()`, `iolab.layers.rule.Rule`): each",
+           "rule of thumb `iolab why` checks on a run's cases, where it comes from, its",
+           "thresholds with their units, and what must be recorded to check it. A rule is",
+           "checked on each ok repetition from what that repetition recorded; where a value it",
+           "needs was not recorded, the case cannot be checked, and says what is missing:",
+           "[how rules are checked, and what separating the best case means](../analysis.md#rules-of-thumb).",
+           ""]
+    for rule in rules():
+        out += [f"## {_code(rule.name)}", "", f"**{_cell(rule.title)}** ({rule.owner}): "
+                f"{_cell(rule.help)}.", "", f"From: {_cell(rule.source)}.", ""]
+        if rule.limits:
+            out += ["| threshold | value | meaning |", "|---|---|---|"]
+            out += [f"| {_code(lim.name)} | {_cell(lim.shown())} | {_cell(lim.what)} |"
+                    for lim in rule.limits]
+            out += [""]
+        out += [f"Needs: {_cell(rule.needs)}.", ""]
+    return "\n".join(out)
+
+
 def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
     return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
 
@@ -304,7 +328,8 @@ def performance_page(folder: Path = PERF) -> str:
 
 PAGES = {"experiment-yaml.md": experiment_page, "cli.md": cli_page,
          "benchmarks.md": benchmarks_page, "system-config.md": system_page,
-         "performance.md": performance_page, "evidence.md": evidence_page}
+         "performance.md": performance_page, "evidence.md": evidence_page,
+         "rules.md": rules_page}
 
 
 def write(outdir: Path) -> list[Path]:

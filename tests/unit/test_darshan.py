@@ -218,6 +218,11 @@ def test_coll_writer_ranks_from_dxt():
     mpiio_writers = {r["rank"] for r in traced if r["module"] == "DXT_MPIIO" and r["write_count"]}
     assert (posix_writers, mpiio_writers) == ({0}, {0, 1, 2, 3})
     [shared] = s["shared_files"]
+    # darshan-parser, the file's shared record: POSIX_F_FASTEST/SLOWEST_RANK_TIME 0.001855 and
+    # 0.032212 s, POSIX_F_READ/WRITE/META_TIME 0.018911 + 0.010530 + 0.009511 s
+    assert shared.pop("rank_times") == pytest.approx(
+        {"fastest_s": 0.001855, "slowest_s": 0.032212, "total_s": 0.018911 + 0.010530 + 0.009511},
+        abs=1e-6)
     assert shared == {"path": COLL_FILE, "bytes_written": 32 * MIB, "writer_ranks": len(posix_writers),
                       "writer_ranks_source": "dxt", "mpiio_bytes_written": 32 * MIB,
                       "mpiio_writer_ranks": len(mpiio_writers),
@@ -491,6 +496,16 @@ def shared_record(written, read=0, var=0.0, fastest=(0, 0), slowest=(1, 0), writ
         "POSIX_FASTEST_RANK": fastest[0], "POSIX_FASTEST_RANK_BYTES": fastest[1],
         "POSIX_SLOWEST_RANK": slowest[0], "POSIX_SLOWEST_RANK_BYTES": slowest[1]},
         "fcounters": {"POSIX_F_VARIANCE_RANK_BYTES": var}}
+
+
+def test_rank_times_from_the_ranks_records_where_darshan_kept_them_apart():
+    """Without the reduction to one record (a file not every rank opened), the fastest and
+    slowest rank are the ranks' own read + write + metadata times; a -1 (untracked) is none."""
+    recs = [posix_record(rank=r, rid=7) for r in range(3)]
+    for rec, (read, write, meta) in zip(recs, ((0.5, 1.0, 0.25), (0.0, 0.125, -1.0), (2.0, 0.0, 0.0))):
+        rec["fcounters"] = {"POSIX_F_READ_TIME": read, "POSIX_F_WRITE_TIME": write,
+                            "POSIX_F_META_TIME": meta}
+    assert aggregators.rank_times(recs) == {"fastest_s": 0.125, "slowest_s": 2.0, "total_s": 3.875}
 
 
 def test_writer_ranks_from_each_source():

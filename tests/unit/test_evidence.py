@@ -20,6 +20,7 @@ from iolab.layers.base import EvidenceSpec, gather
 from iolab.layers.darshan import summarize
 from iolab.layers.darshan.evidence import evidence as darshan_evidence
 from iolab.layers.storage import cephfs
+from iolab.layers.storage.base import FSTYPE_FILE
 from iolab.layers.storage.layer import observed_layout
 from iolab.parsers import fio_json
 from iolab.results import digest, evidence
@@ -53,6 +54,8 @@ def test_the_cephfs_collective_records_give_osds_aggregators_and_the_write_phase
     assert (four["osds_with_data"].value, four["objects_per_osd_balance"].value) == (3.0, 1.125)
     assert (one["aggregators_in_effect"].value, four["aggregators_in_effect"].value) == (1.0, 4.0)
     assert four["collective_buffer_in_effect"].value == 16777216.0
+    # IOR echoed transferSize 1048576; getfattr printed stripe_unit=1048576 (cb*-iolab-cephfs-files)
+    assert (four["request_size"].value, four["stripe_unit_in_effect"].value) == (float(MIB),) * 2
     assert four["write_open_close_share"].value == pytest.approx(100 * (1.2191 + 0.1022) / 5.0759)
     assert [(e.source, e.unit) for e in (four["osds_with_data"], four["aggregators_in_effect"],
                                          four["write_open_close_share"])] == [
@@ -70,7 +73,8 @@ def test_the_cephfs_collective_records_give_osds_aggregators_and_the_write_phase
 
 def test_bytes_per_osd_from_the_recorded_object_sizes(tmp_path):
     """count4-unit1m-sized: 10 MiB in objects of 3, 3, 2, 2 MiB on osd.3, osd.0, osd.0, osd.3
-    (its spread file, rados stat): 5 MiB on each of 2 OSDs, an even 1.0, 50% on the fullest."""
+    (its spread file, rados stat): 5 MiB on each of 2 OSDs, an even 1.0, 50% on the fullest; its
+    files file (getfattr): stripe_unit=1048576."""
     stage = tmp_path / "stage"
     shutil.copytree(DATA / "cephfs" / "count4-unit1m-sized", stage)
     lay = observed_layout(cephfs.FILE_SYSTEM, stage,
@@ -78,10 +82,26 @@ def test_bytes_per_osd_from_the_recorded_object_sizes(tmp_path):
     got = by_name(cephfs.FILE_SYSTEM.evidence(lay))
     assert {n: e.value for n, e in got.items()} == {
         "osds_with_data": 2.0, "objects_written": 4.0, "objects_per_osd_balance": 1.0,
-        "bytes_per_osd_balance": 1.0, "fullest_osd_share": 50.0}
+        "bytes_per_osd_balance": 1.0, "fullest_osd_share": 50.0, "stripe_unit_in_effect": float(MIB)}
     lay["applied"], lay["reason"] = False, "ext4: no striping"
     assert {e.why for e in cephfs.FILE_SYSTEM.evidence(lay)} == {
         "CephFS layout not applied: ext4: no striping"}
+
+
+def test_lustre_stripe_size_in_effect_from_lfs_getstripe(tmp_path):
+    """getstripe_dir_listing.txt: the directory's default, then two files of stripe size 4194304
+    over OSTs 0-7, as requested; files that disagree give none."""
+    from iolab.layers.storage import lustre
+
+    (tmp_path / lustre.GETSTRIPE_FILE).write_text((DATA / "lustre" / "getstripe_dir_listing.txt").read_text())
+    (tmp_path / lustre.SETSTRIPE_FILE).write_text("exit=0\n")
+    (tmp_path / FSTYPE_FILE).write_text("lustre\n")
+    lay = observed_layout(lustre.FILE_SYSTEM, tmp_path, {"stripe_count": -1, "stripe_size": 4 * MIB})
+    got = by_name(lustre.FILE_SYSTEM.evidence(lay))
+    assert (got["osts_with_data"].value, got["stripe_size_in_effect"].value) == (8.0, 4.0 * MIB)
+    lay["files"][2]["stripe_size"] = MIB
+    assert by_name(lustre.FILE_SYSTEM.evidence(lay))["stripe_size_in_effect"].why == (
+        "the data files' stripe sizes differ: [1048576, 4194304]")
 
 
 # --- Darshan: the recorded logs, read by the layer's reader as a record's part would be ------
@@ -113,8 +133,9 @@ def test_darshan_evidence_of_two_and_four_aggregators():
     assert {e.unit for e in (two["write_ops"], two["bytes_written"], two["small_write_share"],
                              two["aggregators_that_wrote"])} == {"count", "B", "%", "ranks"}
     # kept by no summary iolab records: said so, with what it would take
-    assert two["rank_time_spread"].value is None
-    assert two["rank_time_spread"].why == "the Darshan summary iolab records keeps no per-rank times"
+    assert two["sequential_write_share"].value is None
+    assert two["sequential_write_share"].why == ("the Darshan summary iolab records keeps no "
+                                                 "sequential or consecutive counts")
 
 
 def test_darshan_evidence_of_fio_block_sizes_and_an_unobservable_writer_count():
@@ -137,6 +158,67 @@ def test_darshan_evidence_of_fio_block_sizes_and_an_unobservable_writer_count():
     assert hidden["aggregators_that_wrote"].value is None
     assert "not observable (between 1 and 2)" in hidden["aggregators_that_wrote"].why
     assert "DXT" in hidden["aggregators_that_wrote"].why
+
+
+def test_hosts_that_wrote_from_dxt_on_four_nodes():
+    """The 4-node ROMIO logs (README): darshan-dxt-parser shows the test file's POSIX writes by
+    rank 0 on node1 alone with cb_nodes 1, by ranks 0, 2, 4 and 6 on node1..node4 with cb_nodes
+    4; each host's aggregator also read (read-modify-write). The one-node logs name one host
+    ('vm'). Without DXT the hosts are not recorded, never 0; a summary made before they were kept
+    says so."""
+    one, four = (by_name(darshan_evidence(darshan_part(f"ior_romio_cb{n}_enable_dxt_4nodes.darshan")))
+                 for n in (1, 4))
+    assert (one["hosts_that_wrote"].value, four["hosts_that_wrote"].value) == (1.0, 4.0)
+    assert (one["hosts_that_read"].value, four["hosts_that_read"].value) == (1.0, 4.0)
+    assert (one["aggregators_that_wrote"].value, four["aggregators_that_wrote"].value) == (1.0, 4.0)
+    assert one["hosts_that_wrote"].unit == "hosts" and one["hosts_that_wrote"].source == "darshan"
+    part = darshan_part("ior_romio_cb4_enable_dxt_4nodes.darshan")
+    assert part["darshan"]["summary"]["hosts"]["write"]["names"] == ["node1", "node2", "node3", "node4"]
+    local = by_name(darshan_evidence(darshan_part("ior_romio_cb2_enable_dxt_4r.darshan")))
+    assert local["hosts_that_wrote"].value == 1.0
+    blind = by_name(darshan_evidence(darshan_part("ior_romio_write_hints_2r.darshan")))
+    for name in ("hosts_that_wrote", "hosts_that_read"):
+        assert blind[name].value is None and blind[name].why.startswith("the log has no DXT")
+    # the fio log has no DXT and no reads: no host read, as its counters say
+    fio = by_name(darshan_evidence(darshan_part("fio_write_4k_1job.darshan")))
+    assert (fio["hosts_that_wrote"].value, fio["hosts_that_read"].value) == (None, 0.0)
+    del part["darshan"]["summary"]["hosts"]
+    old = by_name(darshan_evidence(part))["hosts_that_wrote"]
+    assert old.value is None and "made before iolab kept the hosts" in old.why
+
+
+def test_the_fastest_and_slowest_rank_on_the_shared_file():
+    """darshan-parser of the 4-node logs, the test file's shared record: cb_nodes 1: fastest rank
+    0.003814 s, slowest 1.086273 s, read + write + metadata time 0.498592 + 0.680969 + 0.000473 s;
+    cb_nodes 4: 0.014788 s, 0.851333 s, 0.852515 + 2.058649 + 0.005543 s (Darshan's fcounters,
+    printed to 6 decimals). With collective buffering the aggregators do the POSIX I/O: Drishti's
+    stragglers measure, (slowest - fastest) / all, is 91.7% and 28.7%."""
+    one, four = (by_name(darshan_evidence(darshan_part(f"ior_romio_cb{n}_enable_dxt_4nodes.darshan")))
+                 for n in (1, 4))
+    for got, (fast, slow, total) in ((one, (0.003814, 1.086273, 0.498592 + 0.680969 + 0.000473)),
+                                     (four, (0.014788, 0.851333, 0.852515 + 2.058649 + 0.005543))):
+        assert got["fastest_rank_time"].value == pytest.approx(fast, abs=1e-6)
+        assert got["slowest_rank_time"].value == pytest.approx(slow, abs=1e-6)
+        assert got["rank_time_spread"].value == pytest.approx(slow / fast, rel=1e-3)
+        assert got["rank_time_imbalance"].value == pytest.approx(100 * (slow - fast) / total, abs=1e-3)
+    assert round(one["rank_time_imbalance"].value, 1) == 91.7
+    assert four["rank_time_imbalance"].unit == "%" and four["fastest_rank_time"].unit == "s"
+    fio = by_name(darshan_evidence(darshan_part("fio_write_4k_1job.darshan")))
+    assert fio["rank_time_imbalance"].why == "no shared file was written"
+
+
+def test_hosts_from_dxt_that_stopped_tracing_are_a_lower_bound_not_a_count():
+    """DXT stops tracing at its memory limit: with node4's aggregator's record gone from the
+    cb_nodes 4 log, DXT holds 12 of the 16 POSIX writes, and the hosts are at least 3."""
+    from iolab.layers.darshan.reader import read_raw
+    from iolab.layers.darshan.summary import build
+
+    raw = read_raw(DATA / "darshan-recorded" / "ior_romio_cb4_enable_dxt_4nodes.darshan")
+    raw["dxt"]["DXT_POSIX"] = [d for d in raw["dxt"]["DXT_POSIX"] if d["hostname"] != "node4"]
+    got = by_name(darshan_evidence({"darshan": {"status": "ok", "summary": build(raw, "log")}}))
+    assert got["hosts_that_wrote"].value is None
+    assert got["hosts_that_wrote"].why == ("DXT traced 12 of the 16 POSIX writes (it stops at its "
+                                          "memory limit): at least 3 host(s)")
 
 
 def test_a_damaged_summary_gives_not_recorded_with_the_reason_never_0_nor_a_crash():
@@ -202,7 +284,7 @@ def test_a_real_run_s_evidence_per_case_and_repetition_through_the_run():
         assert ev["write_ops"].values == [32.0, 32.0] and ev["bytes_written"].values == [32.0 * MIB] * 2
         assert ev["write_ops"].unit == "count" and ev["write_ops"].source == "darshan"
         assert ev["rank_time_spread"].reasons() == [
-            "the Darshan summary iolab records keeps no per-rank times"]
+            "this record's Darshan summary was made before iolab kept per-rank times"]
     for rec in run.records:
         summary = rec.observed.get("darshan")["summary"]
         assert (summary["modules"]["POSIX"]["writes"], summary["aggregators"]["observed"]) == (32, 4)

@@ -276,13 +276,14 @@ WITNESSES = {
 LAYER_LOOPS = ("iolab.rfm.plan", "iolab.rfm.observe", "iolab.rfm.jobscript", "iolab.rfm.recording",
                "iolab.results.record", "iolab.results.digest", "iolab.results.evidence",
                "iolab.analysis.report",
-               "iolab.analysis.columns",
+               "iolab.analysis.columns", "iolab.analysis.rules",
                "iolab.campaigns.search.space", "iolab.campaigns.search.observations",
                "iolab.campaigns.search.strategies", "iolab.campaigns.search.answer",
                "iolab.campaigns.search.rounds", "iolab.present.search", "iolab.present.plots",
                "iolab.present.plotspec",
                "iolab.experiment.matrix")
-LAYER_FACE = {"iolab.layers.base", "iolab.layers.registry"}
+# what a layer is, and the registry; what a rule of thumb is (layers/rule.py), beside them
+LAYER_FACE = {"iolab.layers.base", "iolab.layers.registry", "iolab.layers.rule"}
 
 
 def _code_words(text: str) -> list[tuple[int, str]]:

@@ -97,11 +97,19 @@ def _open_close_share(op: str):
     return read
 
 
+def _transfer_size(m):
+    if "transferSize" not in m.echo:
+        raise NotRecorded("IOR's output did not echo its transfer size")
+    return m.echo["transferSize"]
+
+
 def _not_kept(m):
     raise NotRecorded("the record keeps IOR's mean over its iterations, not each one's time")
 
 
 EVIDENCE = tuple(EvidenceSpec(name, unit, "ior", text, kind, read) for name, unit, text, kind, read in (
+    ("request_size", "B", "bytes per request (IOR's transfer size, as it echoed it)", "bytes",
+     _transfer_size),
     ("write_iteration_spread", "%", "spread of write bandwidth over IOR's iterations in one job: "
      "(max - min) / mean", "share", _iteration_spread("write")),
     ("read_iteration_spread", "%", "the same for reads", "share", _iteration_spread("read")),

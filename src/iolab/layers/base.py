@@ -463,3 +463,8 @@ class Layer(ColumnSource):
         """How a user gets the evidence of `source` (one of its specs' sources) recorded where
         it was not: `iolab why` says it beside what is missing."""
         return None
+
+    def rules(self) -> tuple:
+        """The rules of thumb its evidence and parameters speak of (layers/rule.Rule), declared
+        (docs/rules.md lists them; analysis/rules.py checks them over a run's cases)."""
+        return ()

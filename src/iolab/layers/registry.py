@@ -196,6 +196,14 @@ def evidence_hint(source: str) -> str | None:
     return next((h for layer in registry() if (h := layer.evidence_hint(source))), None)
 
 
+def rules() -> tuple:
+    """Every layer's rules of thumb (layers/rule.Rule), in the layers' order, each with the name
+    of the layer that declares it."""
+    from dataclasses import replace
+
+    return tuple(replace(rule, owner=layer.name) for layer in registry() for rule in layer.rules())
+
+
 def evidence(observed, params: dict) -> list[Evidence]:
     """What every layer measured of an ok record that may explain its result (base.Evidence)."""
     return [e for layer in registry() for e in layer.evidence(observed, params)]

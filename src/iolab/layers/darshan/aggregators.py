@@ -31,6 +31,7 @@ WRITES = {
     "MPI-IO": ("MPIIO_INDEP_WRITES", "MPIIO_COLL_WRITES", "MPIIO_SPLIT_WRITES", "MPIIO_NB_WRITES"),
 }
 PREFIX = {"POSIX": "POSIX_", "MPI-IO": "MPIIO_"}
+MAX_HOSTS = 64                          # host names a summary keeps (the count is whole)
 HOW_TO_SEE = ("run with DXT (DARSHAN_MOD_ENABLE=DXT_POSIX,DXT_MPIIO) or "
               "DARSHAN_DISABLE_SHARED_REDUCTION=1 to count the writer ranks")
 
@@ -77,6 +78,35 @@ def writer_ranks(records: list[dict], dxt: list[dict] | None, nprocs: int, modul
             return {"writer_ranks": lo, "source": "fastest_slowest"}
     return {"writer_ranks": "unknown", "source": None, "bounds": [lo, hi],
             "why": f"Darshan reduced the file to one shared record (rank -1); {HOW_TO_SEE}"}
+
+
+def hosts(records: list[dict], dxt: list[dict] | None) -> dict:
+    """How many distinct hosts' ranks issued POSIX writes and reads to the application's files,
+    from DXT: each DXT record names its rank's host. As writer_ranks does per file, the count is
+    exact only where DXT traced every request the counters saw; without DXT, nothing else in
+    the log says which host a rank ran on.
+
+    records: the application's POSIX counter records; dxt: their DXT_POSIX records, or None when
+    the log has none. {"write"|"read": {"hosts": int | None, "names": [...] (at most 64), "why":
+    str | None}}.
+    """
+    out = {}
+    for op, counter in (("write", "POSIX_WRITES"), ("read", "POSIX_READS")):
+        total = sum(max(r["counters"].get(counter, 0), 0) for r in records)
+        if total == 0:
+            out[op] = {"hosts": 0, "names": [], "why": None}
+            continue
+        if dxt is None:
+            out[op] = {"hosts": None, "names": [], "why": "the log has no DXT: nothing else in it "
+                       "says which host a rank ran on (darshan: {dxt: true})"}
+            continue
+        names = sorted({d["hostname"] for d in dxt if d[f"{op}_count"] > 0})
+        traced = sum(d[f"{op}_count"] for d in dxt)
+        why = None if traced == total else (
+            f"DXT traced {traced} of the {total} POSIX {op}s (it stops at its memory limit): "
+            f"at least {len(names)} host(s)")
+        out[op] = {"hosts": None if why else len(names), "names": names[:MAX_HOSTS], "why": why}
+    return out
 
 
 def _by_id(records) -> dict:
@@ -130,6 +160,7 @@ def shared_files(records: dict, dxt: dict, names: dict, nprocs: int) -> list[dic
                 entry.update(writer_ranks="unknown", writer_ranks_source=None)
         if who["writer_ranks"] == "unknown":
             entry.update(writer_ranks_bounds=who["bounds"], why=who["why"])
+        entry["rank_times"] = rank_times(recs) if layer == "POSIX" else None
         if rid in mpiio:
             entry["aggregation"] = aggregation(
                 mpiio[rid], None if dxt_posix is None else dxt_posix.get(rid, []),
@@ -137,6 +168,23 @@ def shared_files(records: dict, dxt: dict, names: dict, nprocs: int) -> list[dic
         out.append(entry)
     out.sort(key=lambda e: (-max(e["bytes_written"], e.get("mpiio_bytes_written", 0)), e["path"]))
     return out
+
+
+def rank_times(records: list[dict]) -> dict:
+    """The I/O time (read, write and metadata) of a shared file's fastest and slowest rank, and
+    of all its ranks together, in seconds: from the shared record's own counters where Darshan
+    reduced the file to one (rank -1), else from the ranks' records. {"fastest_s", "slowest_s",
+    "total_s"}."""
+    def spent(f: dict) -> float:
+        return sum(max(f.get(f"POSIX_F_{k}_TIME", 0.0), 0.0) for k in ("READ", "WRITE", "META"))
+
+    shared = [r for r in records if r["rank"] == -1]
+    if shared:
+        f = shared[0]["fcounters"]
+        return {"fastest_s": max(f.get("POSIX_F_FASTEST_RANK_TIME", 0.0), 0.0),
+                "slowest_s": max(f.get("POSIX_F_SLOWEST_RANK_TIME", 0.0), 0.0), "total_s": spent(f)}
+    times = [spent(r["fcounters"]) for r in records]
+    return {"fastest_s": min(times), "slowest_s": max(times), "total_s": sum(times)}
 
 
 def aggregation(mpiio: list[dict], dxt_posix: list[dict] | None, dxt_mpiio: list[dict] | None,

@@ -1,7 +1,8 @@
 """What a case's Darshan summary says that may explain its result (issue 39): bytes and calls,
-request sizes, alignment, metadata time, collective against independent MPI-IO, the ranks that
-wrote the shared files. Read from the summary a record holds (summary.py), never from the log
-again; what the summary does not keep (per-rank times, sequential counts, DXT timings) is
+request sizes, alignment, metadata time, collective against independent MPI-IO, the ranks and
+hosts that wrote, the fastest and slowest rank on a shared file. Read from the summary a record
+holds (summary.py), never from the log again; what the summary does not keep (sequential
+counts, DXT timings), or an older summary did not, is
 declared all the same and given as not recorded, with why, so a reader learns how to get it.
 """
 
@@ -91,6 +92,48 @@ def _writers(s: dict):
     return agg["observed"]
 
 
+def _rank_times(s: dict) -> dict:
+    """The per-rank times of the largest written shared file (summary's shared_files[0])."""
+    files = s["shared_files"]
+    if not files:
+        raise NotRecorded("no shared file was written")
+    if "rank_times" not in files[0]:
+        raise NotRecorded("this record's Darshan summary was made before iolab kept per-rank times")
+    if files[0]["rank_times"] is None:
+        raise NotRecorded("Darshan's POSIX module never saw the largest shared file (MPI-IO's only)")
+    return files[0]["rank_times"]
+
+
+def _rank_time(which: str):
+    return lambda s: _rank_times(s)[f"{which}_s"]
+
+
+def _rank_spread(s: dict):
+    t = _rank_times(s)
+    if not t["fastest_s"]:
+        raise NotRecorded("the fastest rank spent no time on the shared file")
+    return t["slowest_s"] / t["fastest_s"]
+
+
+def _rank_imbalance(s: dict):
+    t = _rank_times(s)
+    if not t["total_s"]:
+        raise NotRecorded("no time was spent on the shared file")
+    return 100.0 * (t["slowest_s"] - t["fastest_s"]) / t["total_s"]
+
+
+def _hosts(op: str):
+    def read(s: dict):
+        if "hosts" not in s:
+            raise NotRecorded("this record's Darshan summary was made before iolab kept the hosts "
+                              "DXT names")
+        got = s["hosts"][op]
+        if got["hosts"] is None:
+            raise NotRecorded(got["why"])
+        return got["hosts"]
+    return read
+
+
 def _not_kept(what: str):
     def read(s: dict):
         raise NotRecorded(NOT_KEPT.format(what=what))
@@ -128,14 +171,19 @@ SPECS = (
           _collective_share),
     _spec("aggregators_that_wrote", "ranks", "most ranks that wrote one shared file (DXT, per-rank "
           "records or the shared record's bounds)", "count", _writers),
+    _spec("hosts_that_wrote", "hosts", "distinct hosts whose ranks issued POSIX writes (DXT)",
+          "count", _hosts("write")),
+    _spec("hosts_that_read", "hosts", "distinct hosts whose ranks issued POSIX reads (DXT)",
+          "count", _hosts("read")),
     _spec("shared_files_written", "count", "written files that more than one rank opened", "count",
           lambda s: s["shared_files_written"]),
-    _spec("fastest_rank_time", "s", "I/O time of the fastest rank on a shared file", "time",
-          _not_kept("per-rank times")),
-    _spec("slowest_rank_time", "s", "I/O time of the slowest rank on a shared file", "time",
-          _not_kept("per-rank times")),
-    _spec("rank_time_spread", "ratio", "slowest over fastest rank's I/O time on a shared file",
-          "ratio", _not_kept("per-rank times")),
+    _spec("fastest_rank_time", "s", "I/O time (read, write, metadata) of the fastest rank on the "
+          "largest written shared file", "time", _rank_time("fastest")),
+    _spec("slowest_rank_time", "s", "the same of its slowest rank", "time", _rank_time("slowest")),
+    _spec("rank_time_spread", "ratio", "slowest over fastest rank's I/O time on that file", "ratio",
+          _rank_spread),
+    _spec("rank_time_imbalance", "%", "slowest minus fastest rank's I/O time over all its ranks' "
+          "(Drishti's stragglers measure)", "share", _rank_imbalance),
     _spec("sequential_write_share", "%", "POSIX writes after the previous one's offset", "share",
           _not_kept("sequential or consecutive counts")),
     _spec("consecutive_write_share", "%", "POSIX writes right where the previous one ended",

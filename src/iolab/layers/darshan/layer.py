@@ -96,6 +96,11 @@ class DarshanLayer(Layer):
             out.append(f"Darshan requested but not run: {dar.get('reason')}")
         return out
 
+    def rules(self) -> tuple:
+        from .rules import RULES
+
+        return RULES
+
     def evidence_specs(self) -> tuple:
         from .evidence import SPECS
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ...errors import IolabError
 
+PREFIX = "mpiio."                      # the layer's parameters
 AGGREGATOR_KEYS = ("aggregators", "aggregators_per_node")
 ROMIO_HINTS_FILE = "iolab-romio-hints.txt"
 ROMIO_TEMPLATE = "mpiio/romio-hints.j2"

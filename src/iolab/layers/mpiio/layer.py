@@ -9,7 +9,7 @@ from ...errors import IolabError
 from ..base import Contribution, EvidenceSpec, JobView, Layer, NotRecorded, all_missing, gather
 from . import hints as H
 
-PREFIX = "mpiio."
+PREFIX = H.PREFIX
 OBSERVED = "mpiio_hints"
 # The hint the MPI library prints for an aggregator parameter.
 EFFECTIVE_HINT = {"mpiio.cb_nodes": "cb_nodes", "mpiio.aggregators": "cb_nodes",
@@ -176,6 +176,11 @@ class MpiioLayer(Layer):
 
     def reports_effective(self, key: str) -> bool:
         return key.startswith(PREFIX)
+
+    def rules(self) -> tuple:
+        from .rules import RULES
+
+        return RULES
 
     def evidence_specs(self) -> tuple:
         return EVIDENCE

@@ -118,6 +118,11 @@ class FileSystem:
 
     # (layers.base.EvidenceSpec) what its server-side witnesses say of where the data went
     evidence_specs: tuple = ()
+    # the bytes each target takes in turn, as its parameter (without the prefix) asks for it
+    # and as a piece of its evidence says it was applied (storage/rules.py: transfers that are
+    # not a multiple of it); "" where it has none
+    unit_key = ""
+    unit_evidence = ""
 
     def evidence(self, lay: dict) -> list:
         """Each of its evidence_specs from its part of a record (lay: {} where the record has
@@ -136,6 +141,22 @@ def unlaid(fs: FileSystem, lay: dict) -> str | None:
     if lay.get("applied") is False:
         return f"{fs.title} layout not applied: {lay.get('reason') or 'no reason recorded'}"
     return None
+
+
+def one_setting(values: list, what: str, witness: str, missing: str):
+    """The one value of a layout setting the data files share, as `witness` printed them (a
+    piece of evidence): NotRecorded where it showed none, a file without it (`missing` says
+    why), or files that differ."""
+    from ..base import NotRecorded
+
+    found = set(values)
+    if not found:
+        raise NotRecorded(f"{witness} showed no data file")
+    if None in found:
+        raise NotRecorded(missing)
+    if len(found) > 1:
+        raise NotRecorded(f"the data files' {what}s differ: {sorted(found)}")
+    return found.pop()
 
 
 def failed_setting(stage: Path, log_file: str, what: str) -> str | None:

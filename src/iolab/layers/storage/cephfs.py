@@ -23,7 +23,8 @@ from pathlib import Path
 from ... import shell
 from ...units import format_size
 from ..base import EvidenceSpec, NotRecorded, all_missing, gather
-from .base import FSTYPE_FILE, FileSystem, Refusal, failed_setting, mount_of, settle, unlaid
+from .base import (FSTYPE_FILE, FileSystem, Refusal, failed_setting, mount_of, one_setting, settle,
+                   unlaid)
 
 SETLAYOUT_FILE = "iolab-cephfs-setlayout.txt"
 FILES_FILE = "iolab-cephfs-files.txt"
@@ -513,6 +514,17 @@ EVIDENCE = tuple(EvidenceSpec(name, unit, "cephfs", text, kind, read) for name, 
 ))
 
 
+def _stripe_unit(files: list) -> int:
+    return one_setting([(f.get("layout") or {}).get("stripe_unit") for f in files], "stripe unit",
+                       "getfattr", "getfattr printed no layout of a data file")
+
+
+# What the files' layouts say (getfattr -n ceph.file.layout)
+LAYOUT_EVIDENCE = (EvidenceSpec("stripe_unit_in_effect", "B", "cephfs", "the data files' stripe "
+                                "unit, as their layouts say (getfattr)", "bytes", _stripe_unit),)
+SPECS = EVIDENCE + LAYOUT_EVIDENCE
+
+
 class CephFS(FileSystem):
     name = "cephfs"
     title = "CephFS"
@@ -540,12 +552,16 @@ class CephFS(FileSystem):
     def reports_effective(self, key: str) -> bool:
         return key in FIELDS
 
-    evidence_specs = EVIDENCE
+    evidence_specs = SPECS
+    unit_key = "stripe_unit"
+    unit_evidence = "stripe_unit_in_effect"
 
     def evidence(self, lay: dict) -> list:
         why = unlaid(self, lay)
-        return all_missing(EVIDENCE, why) if why else gather(
-            EVIDENCE, lay.get("spread") or {}, "the CephFS spread")
+        if why:
+            return all_missing(SPECS, why)
+        return gather(EVIDENCE, lay.get("spread") or {}, "the CephFS spread") + gather(
+            LAYOUT_EVIDENCE, lay.get("files") or [], "the CephFS layouts")
 
     def columns(self, lay: dict) -> dict[str, tuple[float, str]]:
         spread = lay.get("spread") or {}

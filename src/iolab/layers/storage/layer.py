@@ -222,6 +222,11 @@ class StorageLayer(Layer):
         return [(key, *value) for name in names for key, value in given.items()
                 if key == name or key.startswith(name + ".")]
 
+    def rules(self) -> tuple:
+        from .rules import RULES
+
+        return RULES
+
     def evidence_specs(self) -> tuple:
         return tuple(spec for fs in file_systems() for spec in fs.evidence_specs)
 

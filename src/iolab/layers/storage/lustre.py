@@ -13,7 +13,7 @@ from pathlib import Path
 from ... import shell
 from ...units import parse_size, size_arg
 from ..base import DerivedColumn, EvidenceSpec, NotRecorded, all_missing, gather
-from .base import FSTYPE_FILE, FileSystem, Refusal, failed_setting, settle, unlaid
+from .base import FSTYPE_FILE, FileSystem, Refusal, failed_setting, one_setting, settle, unlaid
 from .lfs_text import (LAYOUT_KEYS, STRIPE_SIZE_UNIT, parse_getdirstripe, parse_getstripe,
                        parse_lfs_df)
 
@@ -397,8 +397,15 @@ def _osts(files: list) -> int:
     return len(found)
 
 
+def _stripe_size(files: list) -> int:
+    return one_setting([f.get("stripe_size") for f in files[1:]], "stripe size", "lfs getstripe",
+                       "a data file's layout has components, each with its stripe size")
+
+
 EVIDENCE = (EvidenceSpec("osts_with_data", "OSTs", "lustre", "OSTs that hold objects of the data "
-                         "files (lfs getstripe)", "count", _osts),)
+                         "files (lfs getstripe)", "count", _osts),
+            EvidenceSpec("stripe_size_in_effect", "B", "lustre", "the data files' stripe size, as "
+                         "lfs getstripe printed it", "bytes", _stripe_size))
 
 
 class Lustre(FileSystem):
@@ -412,6 +419,8 @@ class Lustre(FileSystem):
         return check_request(req, None)
 
     evidence_specs = EVIDENCE
+    unit_key = "stripe_size"
+    unit_evidence = "stripe_size_in_effect"
 
     def evidence(self, lay: dict) -> list:
         why = unlaid(self, lay)
