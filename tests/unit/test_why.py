@@ -173,3 +173,20 @@ def test_a_part_past_the_page_s_limit_is_named_not_explained(tmp_path, monkeypat
     (entry,) = text.section(_run("why-fio-block-size"), tmp_path)
     assert entry["plot"] is None and "3 cases, past the page's 2" in entry["text"]
     assert "iolab why why-fio-block-size" in entry["text"]
+
+
+def test_the_rules_of_thumb_name_the_cases_they_fire_on_and_whether_they_separate_the_best():
+    from iolab.analysis.rules import ALL_BUT_BEST
+
+    fio = {r.rule.name: r for r in _one("why-fio-block-size").rules}
+    small = fio["small_writes"]
+    e = _one("why-fio-block-size")
+    assert [e.labels[c] for c in small.applies] == ["bs=4KiB"]
+    assert small.separation.separates is False      # 64 KiB wins, 1 MiB is clear too
+    coll = _one("cephfs-collective")
+    agg = {r.rule.name: r for r in coll.rules}["aggregators_below_nodes"]
+    assert [coll.labels[c] for c in agg.applies] == ["mpiio.cb_nodes=1"]
+    assert agg.separation.separates and agg.separation.direction == ALL_BUT_BEST
+    out = cli("why", "cephfs-collective").stdout
+    assert "aggregators_below_nodes (fewer aggregators than nodes):" in out
+    assert "mpiio.cb_nodes=1: applies (" in out and "aggregators_in_effect 1 ranks" in out

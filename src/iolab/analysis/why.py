@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from ..experiment.matrix import show_value
 from ..results import evidence as evidence_fold
+from . import rules
 from .association import ALPHA, Association, Spread, associate, metric_spread
 from .compare import direction
 
@@ -84,6 +85,7 @@ class Explanation:
     constant: list[tuple[str, str, float]] = field(default_factory=list)  # same everywhere
     restated: list[str] = field(default_factory=list)     # the metric's own time, not evidence
     sources: set[str] = field(default_factory=set)         # with a value for some case
+    rules: list = field(default_factory=list)              # rules.RuleOverCases, best first
     missing: list[Missing] = field(default_factory=list)
     along: list[Along] = field(default_factory=list)
 
@@ -157,6 +159,7 @@ def _explain_part(run, part, metric: str, by: str | None) -> Explanation:
         exp.reason = (f"the cases' {metric} differs beyond noise (one-way ANOVA F = "
                       f"{exp.spread.f:.3g} on {exp.spread.df_between} and "
                       f"{exp.spread.df_within} df, p {p_text(exp.spread.p)})")
+    exp.rules = rules.over_cases([part.cases[c] for c in order], best=order[0])
     series = _evidence(part, order)
     _sort_evidence(exp, series, values)
     exp.along = [_along(part, k, values, series, metric) for k in part.varied if by in (None, k)]
@@ -310,11 +313,21 @@ def as_json(e: Explanation) -> dict:
         "restates_metric": e.restated,
         "not_recorded": [{"name": m.name, "source": m.source, "reasons": list(m.reasons),
                           "cases": m.cases, "how": m.how} for m in e.missing],
+        "rules": [_rule_json(r) for r in e.rules],
         "along": [{"param": a.param, "values": list(a.values),
                    "metric_p": None if a.spread is None else a.spread.p,
                    "changed": [{"name": n, "unit": u, "first": f, "last": la}
                                for n, u, f, la in a.changed]} for a in e.along],
     }
+
+
+def _rule_json(r) -> dict:
+    sep = r.separation
+    return {"rule": r.rule.name, "title": r.rule.title, "source": r.rule.source,
+            "cases": {c: {"state": check.state, "text": check.text} for c, check in r.checks.items()},
+            "separates": None if sep is None else sep.separates,
+            "separation": None if sep is None else sep.text,
+            "direction": None if sep is None else sep.direction}
 
 
 def _mean(xs) -> float:

@@ -75,6 +75,7 @@ def render(e: Explanation, limit: int = 8) -> str:
             lines.append(f"No recorded evidence moved with {e.metric} beyond noise (p < {ALPHA:g} "
                          f"after Holm's correction): the mechanism is not among what was recorded.")
     lines += _ruled_out(e)
+    lines += _rules(e)
     lines += _along(e)
     lines += _missing(e)
     return "\n".join(lines)
@@ -93,6 +94,40 @@ def _ruled_out(e: Explanation) -> list[str]:
     if e.restated:
         out += ["", f"Left out, as they move with {e.metric} by construction (its own time, or "
                 f"shares of the job's time): {', '.join(e.restated)}."]
+    return out
+
+
+def _rules(e: Explanation) -> list[str]:
+    """Each rule of thumb that applies somewhere, with the values that made it and whether it
+    separates the best case from the rest; the others in a line each kind."""
+    from ..layers.rule import APPLIES, CANNOT, MIXED, CannotCheck, Finding
+
+    if not e.rules:
+        return []
+    out = ["", "Rules of thumb, checked on each repetition (docs/reference/rules.md):"]
+    quiet, unchecked = [], {}
+    for r in e.rules:
+        hit = [c for c in r.checks if r.checks[c].state in (APPLIES, MIXED)]
+        if not hit:
+            if all(check.state == CANNOT for check in r.checks.values()):
+                cannot = next(iter(r.checks.values())).first(CannotCheck)
+                unchecked.setdefault(cannot.needs if cannot else "", []).append(r.rule.name)
+            else:
+                quiet.append(r.rule.name)
+            continue
+        out.append(f"  {r.rule.name} ({r.rule.title}):")
+        for c in hit:
+            finding = r.checks[c].first(Finding)
+            values = ", ".join(x.shown() for x in finding.readings) if finding else ""
+            state = "applies" if r.checks[c].state == APPLIES else r.checks[c].text
+            out.append(f"    {e.labels[c]}: {state}" + (f" ({values})" if values else ""))
+        if r.separation is not None:
+            out.append(f"    best against the rest: {r.separation.text}")
+    if quiet:
+        out.append(f"  Applies to no case: {', '.join(quiet)}.")
+    for needs, names in unchecked.items():
+        out.append(f"  Cannot be checked on any case: {', '.join(names)}"
+                   + (f" (needs {needs})" if needs else "") + ".")
     return out
 
 
