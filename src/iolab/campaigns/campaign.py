@@ -54,16 +54,7 @@ def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None
     writing_to(res, cont, take_over=not dry_run)
     before = {p.name for p in list_runs(res, cont.experiment)}
     with tempfile.TemporaryDirectory(prefix=f"iolab-{cont.kind}-") as tmp:
-        env = dict(os.environ, **{RESUME_ENV: str(cont.write(Path(tmp) / "continuation.json"))})
-        if cont.profile:
-            env["IOLAB_PROFILE"] = cont.profile
-        if "RFM_COLORIZE" not in env and (log or not sys.stdout.isatty()):
-            env["RFM_COLORIZE"] = "n"     # colour codes only for a terminal (as scripts/run)
-        for name, value in (env_changes or {}).items():
-            if value is None:
-                env.pop(name, None)
-            else:
-                env[name] = value
+        env = reframe_env(cont, cont.write(Path(tmp) / "continuation.json"), log, env_changes)
         sibling = Path(sys.executable).parent / "reframe"
         cmd = [str(sibling) if sibling.is_file() else "reframe", "-C", str(Path(config).resolve()),
                "-c", "reframe/", "-R", "-r", "-n", f"^{class_name(cont.experiment)}\\b"]
@@ -81,6 +72,25 @@ def run_reframe(root: Path, cont: Continuation, config: Path, system: str | None
                                     stderr=subprocess.STDOUT if out else None).returncode
     new = [p for p in list_runs(res, cont.experiment) if p.name not in before]
     return status, (new[-1] if new else None)
+
+
+def reframe_env(cont: Continuation, cont_file: Path, log: Path | None = None,
+                env_changes: dict | None = None) -> dict:
+    """The environment ReFrame runs a continuation in: this one, the continuation file, its
+    profile, and `env_changes` (None removes a variable)."""
+    import sys
+
+    env = dict(os.environ, **{RESUME_ENV: str(cont_file)})
+    if cont.profile:
+        env["IOLAB_PROFILE"] = cont.profile
+    if "RFM_COLORIZE" not in env and (log or not sys.stdout.isatty()):
+        env["RFM_COLORIZE"] = "n"     # colour codes only for a terminal (as scripts/run)
+    for name, value in (env_changes or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
 
 
 def writing_to(results: Path, cont: Continuation, take_over: bool) -> None:
@@ -162,14 +172,14 @@ def _sha256(path: Path) -> str | None:
 
 def changes(chain: Run, project_root: Path) -> list[str]:
     """What a continuation would run differently from the chain, in words."""
-    out = []
-    first = chain_of(chain)[0]
-    man = first.manifest
     yaml_path = project_root / "experiments" / f"{chain.experiment_id}.yaml"
     try:
         text = yaml_path.read_text()
     except OSError as exc:
         return [f"experiments/{yaml_path.name} cannot be read: {exc.strerror}"]
+    first = chain_of(chain)[0]
+    man = first.manifest
+    out = []
     now = hashlib.sha256(text.encode()).hexdigest()
     if man.experiment_sha256 and now != man.experiment_sha256:
         diff = [line for line in difflib.unified_diff(
@@ -178,7 +188,13 @@ def changes(chain: Run, project_root: Path) -> list[str]:
         shown = "; ".join(diff[:6]) + (f"; … {len(diff) - 6} more" if len(diff) > 6 else "")
         out.append(f"experiments/{yaml_path.name} changed since run {first.run_id} "
                    f"(sha256 {man.experiment_sha256[:12]} -> {now[:12]}): {shown}")
-    lock_then = man.get("spack_lock_sha256")
+    return out + stack_changes(chain, project_root)
+
+
+def stack_changes(chain: Run, project_root: Path) -> list[str]:
+    """What the stack here would run differently from the chain: spack.lock, a benchmark binary."""
+    out = []
+    lock_then = chain_of(chain)[0].manifest.get("spack_lock_sha256")
     lock_now = _sha256(project_root / "spack.lock")
     if lock_then and lock_now and lock_then != lock_now:
         out.append(f"spack.lock changed (sha256 {lock_then[:12]} -> {lock_now[:12]})")
@@ -228,11 +244,21 @@ def reproduction_project(run: Run, checkout: Path, into: Path) -> Path:
     text = run.manifest.experiment_yaml
     if not text:
         raise IolabError(f"run {run.run_id} has no copy of its experiment YAML: it cannot be reproduced")
+    return project_for(run.experiment_id, text, checkout, into, lock=False)
+
+
+def project_for(experiment_id: str, text: str, checkout: Path, into: Path, lock: bool = True) -> Path:
+    """A project holding one experiment YAML (`text`, as a run recorded it) and the checkout's
+    ReFrame loader and configurations, with `lock` its spack.lock too (a run's manifest records
+    the project's, as for `scripts/run`): a run made in it never reads or writes the checkout's
+    experiments/."""
     (into / "experiments").mkdir(parents=True)
-    (into / "experiments" / f"{run.experiment_id}.yaml").write_text(text)
+    (into / "experiments" / f"{experiment_id}.yaml").write_text(text, encoding="utf-8")
     (into / "reframe").mkdir()
     shutil.copy(checkout / "reframe" / "experiments.py", into / "reframe" / "experiments.py")
     shutil.copytree(checkout / "reframe" / "config", into / "reframe" / "config")
+    if lock and (checkout / "spack.lock").is_file():
+        shutil.copy(checkout / "spack.lock", into / "spack.lock")
     return into
 
 
@@ -247,8 +273,7 @@ def reproduce_differences(run: Run, checkout: Path) -> list[str]:
     host_then, host_now = run.manifest.host.get("hostname"), host_info().get("hostname")
     if host_then and host_then != host_now:
         out.append(f"another host: the run was on {host_then}, this is {host_now}")
-    out += [c for c in changes(run, checkout) if not c.startswith("experiments/")]
-    return out
+    return out + stack_changes(run, checkout)
 
 
 @dataclass

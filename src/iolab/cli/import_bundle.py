@@ -30,11 +30,16 @@ def run(args) -> int:
     done = import_bundle(args.file, results_root(project_dir()), site=args.site,
                          project_root=project_dir())
     print(f"{args.file}: sha256 {sha256_of(args.file)[1]}; every file and chain verified")
-    for run_id in done.stored:
-        print(f"stored {done.experiment} run {run_id}@{done.site} in {done.target / run_id}")
-    for run_id in done.present:
-        print(f"{done.experiment} run {run_id}@{done.site} is already there, the same bytes")
+    print_stored(done)
     first = (done.stored or done.present)[0]
     print(f"read it with `iolab verify {done.experiment} {first}@{done.site}` or "
           f"`iolab table {done.experiment} --run {first}@{done.site}`")
     return 0
+
+
+def print_stored(done) -> None:
+    """Which runs a bundle's import stored, and which were there already (an Imported)."""
+    for run_id in done.stored:
+        print(f"stored {done.experiment} run {run_id}@{done.site} in {done.target / run_id}")
+    for run_id in done.present:
+        print(f"{done.experiment} run {run_id}@{done.site} is already there, the same bytes")

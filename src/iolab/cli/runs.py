@@ -99,6 +99,10 @@ def run(args) -> int:
         original = state.manifest.get("reproduces")
         if isinstance(original, dict):
             line += f"; reproduces {original.get('run')} (never the default 'latest')"
+        source = state.manifest.get("reruns")      # `iolab reproduce FILE --system`
+        if isinstance(source, dict):
+            site, runs = source.get("site"), source.get("runs") or []
+            line += f"; re-runs {', '.join(f'{r}@{site}' for r in runs)} from bundle {source.get('bundle')}"
         if stands.parent:
             line += f"; continues {stands.parent}"
         elif chain is not None:

@@ -21,6 +21,8 @@ sha256, which then differs from the one its site printed (the chain is not a sig
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import gzip
 import hashlib
 import json
@@ -373,31 +375,62 @@ class Imported:
     target: Path
 
 
-def import_bundle(file: Path, root: Path, *, site: str | None = None, project_root=None,
-                  limits: Limits = Limits()) -> Imported:
-    """Check the bundle whole, then store its runs under root/<id>/@<site>/ (site: the
-    bundle's, unless given). A run already there is left as it is when its bytes are the
-    bundle's, and refused when they differ."""
+@dataclass
+class Verified:
+    """A bundle checked whole, its members in a private directory (nothing in the results yet):
+    what a caller may read before it stores the runs (`iolab reproduce FILE` chooses the
+    experiment as run and checks the system first)."""
+    file: Path
+    contents: Contents
+    staged: Path                # <private directory>/<experiment>: one directory per run
+
+    def manifest(self, run_id: str) -> dict:
+        return read_typed(self.staged / run_id)[0]
+
+    @functools.cached_property
+    def sha256(self) -> str:
+        """What identifies the bundle (its site prints it when it writes it)."""
+        return sha256_of(self.file)[1]
+
+    def store(self, root: Path, site: str | None = None) -> Imported:
+        """The runs stored under root/<id>/@<site>/ (site: the bundle's, unless given). A run
+        already there is left as it is when its bytes are the bundle's, and refused when they
+        differ."""
+        if site is not None:
+            check_site(site, "--site")
+        site = site or self.contents.site
+        target = site_dir(root, self.contents.experiment, site)
+        new, same = [], []
+        for run_id in sorted(self.contents.runs):
+            if not os.path.lexists(target / run_id):
+                new.append(run_id)
+                continue
+            diff = _differs(target / run_id, self.staged / run_id)
+            if diff:
+                raise Refused(f"run {run_id} is already stored for site {site} with other "
+                              f"content ({diff})", file=str(self.file),
+                              hint="nothing was written; --site NAME keeps both apart")
+            same.append(run_id)
+        _store(self.staged, new, target, Path(root))
+        return Imported(self.contents.experiment, site, new, same, target)
+
+
+@contextlib.contextmanager
+def verified(file: Path, project_root=None, limits: Limits = Limits()):
+    """The bundle checked whole (every member, every run's chain) into a private directory that
+    is gone when the block ends: a Verified. Refused at the first problem."""
     file = Path(file)
-    if site is not None:
-        check_site(site, "--site")
     with tempfile.TemporaryDirectory(prefix="iolab-bundle-") as tmp:
         contents = unpack(file, Path(tmp), limits)
         staged = Path(tmp) / contents.experiment
         _check_runs(staged, contents, file, project_root)
-        site = site or contents.site
-        target = site_dir(root, contents.experiment, site)
-        new, same = [], []
-        for run_id in sorted(contents.runs):
-            if not os.path.lexists(target / run_id):
-                new.append(run_id)
-                continue
-            diff = _differs(target / run_id, staged / run_id)
-            if diff:
-                raise Refused(f"run {run_id} is already stored for site {site} with other "
-                              f"content ({diff})", file=str(file),
-                              hint="nothing was written; --site NAME keeps both apart")
-            same.append(run_id)
-        _store(staged, new, target, Path(root))
-    return Imported(contents.experiment, site, new, same, target)
+        yield Verified(file, contents, staged)
 
+
+def import_bundle(file: Path, root: Path, *, site: str | None = None, project_root=None,
+                  limits: Limits = Limits()) -> Imported:
+    """Check the bundle whole, then store its runs under root/<id>/@<site>/ (Verified.store)."""
+    if site is not None:
+        check_site(site, "--site")
+    with verified(file, project_root, limits) as bundle:
+        return bundle.store(root, site)

@@ -18,6 +18,7 @@ from ..errors import IolabError
 from ..experiment.order import Order
 
 RESUME_ENV = "IOLAB_RESUME"
+RERUN = "rerun"
 
 
 @dataclass
@@ -30,10 +31,14 @@ class Continuation:
     changes: list[str] = field(default_factory=list)    # allowed differences, in words
     added: list[str] = field(default_factory=list)      # why jobs that were ok run again
     kind: str = "resume"              # resume: continues the chain; reproduce: a run of its own;
-                                      # search: a round of a search (the first has no parent)
+                                      # search: a round of a search (the first has no parent);
+                                      # rerun: every job of another site's run, a run of its own
     round: int | None = None          # search: which round
     order: dict | None = None         # the chain's run order (experiment/order.py), kept by
                                       # its continuations; None: the new run draws its own
+    source: dict | None = None        # rerun: the site, runs and bundle it re-runs
+    code: dict | None = None          # rerun: the checkout's git state (the project it runs in
+                                      # is a directory made for it, outside git)
 
     def write(self, path: Path) -> Path:
         path.write_text(json.dumps(asdict(self), indent=1) + "\n")
@@ -48,7 +53,7 @@ class Continuation:
             raise IolabError(f"{RESUME_ENV}={path}: not a continuation file: {exc}") from None
 
     def wants(self, part: str, case_id: str, repetition: int) -> bool:
-        return [part, case_id, repetition] in self.jobs
+        return self.kind == RERUN or [part, case_id, repetition] in self.jobs
 
     def manifest_extra(self) -> dict:
         if self.kind == "search":
@@ -56,6 +61,8 @@ class Continuation:
             return {"search_round": self.round, "search_jobs": len(self.jobs), **chain}
         if self.kind == "reproduce":
             return {"reproduces": {"run": self.parent, "jobs": self.jobs}, "differences": self.changes}
+        if self.kind == RERUN:
+            return {**(self.code or {}), "reruns": self.source, "differences": self.changes}
         return {"parent": self.parent, "chain_root": self.root, "resumed_jobs": len(self.jobs),
                 "allowed_changes": self.changes}
 
@@ -83,6 +90,13 @@ def skip_done(test, case) -> None:
     if test.repetition > max(test._iolab_repetitions, test._iolab_reference_reps.get(case.case_id, 0)):
         test.skip("iolab: not a job of this run (a repetition after the experiment's is a drift "
                   "reference's)")
+
+
+def profile(experiment: str) -> tuple[bool, str | None]:
+    """(whether a rerun fixes the profile, the profile): a rerun runs its source's profile, none
+    included, whatever IOLAB_PROFILE or the system would choose."""
+    cont = current(experiment)
+    return (True, cont.profile) if cont is not None and cont.kind == RERUN else (False, None)
 
 
 def manifest_extra(experiment: str) -> dict:

@@ -74,11 +74,14 @@ def _system_uses_spack() -> bool:
 
 
 def _load(yaml_path: Path):
-    """The experiment, with the profile this session selects: each YAML is read once per process
-    (the loader and the experiment's shim both ask for it)."""
+    """The experiment, with the profile this session selects (a rerun's: its source's, none
+    included): each YAML is read once per process (the loader and the experiment's shim both
+    ask for it)."""
     key = yaml_path.resolve()
     if key not in _LOADED:
-        _LOADED[key] = load_experiment(yaml_path, choose_profile=selected_profile)
+        fixed, profile = continuation.profile(yaml_path.stem)
+        _LOADED[key] = load_experiment(yaml_path, profile) if fixed else load_experiment(
+            yaml_path, choose_profile=selected_profile)
     return _LOADED[key]
 
 
