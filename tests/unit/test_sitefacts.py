@@ -1,6 +1,6 @@
-"""What a run recorded of its system (results/sitefacts.py, the layers' system_facts), on real
-recorded runs: CephFS layouts from ceph-fuse, ROMIO's printed hints, the real lfs's formatting of
-Lustre layouts."""
+"""What a run recorded of its system (results/sitefacts.py, the layers' system_facts) and how two
+runs' facts read side by side (analysis/sites.differences), on real recorded runs: CephFS
+layouts from ceph-fuse, ROMIO's printed hints, the real lfs's formatting of Lustre layouts."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
+from iolab.analysis.sites import differences
 from iolab.layers import registry
 from iolab.layers.storage import lustre
 from iolab.layers.storage.cephfs import FIELDS
@@ -16,6 +17,7 @@ from iolab.layers.storage.layer import observed_layout
 from iolab.results import sitefacts
 from iolab.results.record import Observed
 from iolab.results.run import load_run
+from iolab.results.sitefacts import Fact
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 NOSUCHPOOL = DATA / "cephfs" / "runs" / "cephfs-nosuchpool" / "20261128T185054Z-777c7d"
@@ -102,3 +104,23 @@ def test_a_recorded_run_s_facts_come_from_its_manifest_and_records():
     assert facts["file system (scratch)"].value == recs[0]["observed"]["lustre"]["fs_type"]
     assert not [k for k in facts if k.startswith("package ")], "no spack.lock in this run"
 
+
+def test_differences_say_not_recorded_and_group_what_one_run_lacks():
+    def f(group, key, value):
+        return Fact(group, key, value)
+    a = [f("system", "system", "local:default"), f("MPI", "MPI runtime", "openmpi"),
+         f("stack", "spack.lock sha256", "1ecd64cf2064")]
+    b = [f("system", "system", "local-romio:default"), f("MPI", "MPI runtime", "openmpi"),
+         f("hints", "MPI-IO cb_nodes", "1"), f("hints", "MPI-IO cb_buffer_size", "16777216"),
+         f("code", "ReFrame", "4.10.4")]
+    assert differences(a, b) == [
+        "system: local:default vs local-romio:default",
+        "spack.lock sha256: 1ecd64cf2064 vs not recorded",
+        "hints: not recorded vs cb_nodes 1, cb_buffer_size 16777216",
+        "ReFrame: not recorded vs 4.10.4"]
+    assert differences(b, a) == [
+        "system: local-romio:default vs local:default",
+        "hints: cb_nodes 1, cb_buffer_size 16777216 vs not recorded",
+        "ReFrame: 4.10.4 vs not recorded",
+        "spack.lock sha256: not recorded vs 1ecd64cf2064"]
+    assert differences(a, list(a)) == []
