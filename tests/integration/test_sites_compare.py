@@ -174,6 +174,11 @@ def test_two_runs_of_one_site_are_the_same_system(away):
     assert out.returncode == 0, str(out)
     said = _section(out.stdout, "What differed between the two systems")
     assert len(said) == 1 and said[0].startswith("Same system: none of the ")
+    # the same records are never pooled across two sites, whatever their system
+    pooled = iolab(["table", EXPERIMENT, "--runs", "latest@north", "latest@north-again"],
+                   away["env"])
+    name = away["runs"]["north"].name
+    assert f"run {name}@north-again not pooled: site north vs north-again" in pooled.stdout
 
 
 def test_a_site_that_is_not_there_is_one_line(away):
@@ -184,10 +189,24 @@ def test_a_site_that_is_not_there_is_one_line(away):
     assert "sites with its runs: north" in lines[0]
 
 
-def test_an_imported_run_tables_as_at_home(away):
+def test_an_imported_run_tables_as_at_home_and_a_page_shows_each_site(away, tmp_path):
     home = away["homes"]["south"]
     run = away["runs"]["south"]
     there = iolab(["table", EXPERIMENT, "--run", f"{run.name}@south"], away["env"])
     here = home.iolab("table", EXPERIMENT)
     assert there.returncode == here.returncode == 0, str(there)
     assert there.stdout == here.stdout
+
+    page = tmp_path / "page"
+    done = iolab(["publish", EXPERIMENT, "--runs", "latest@north", "latest@south", "--out",
+                  str(page)], away["env"])
+    assert done.returncode == 0, str(done)
+    report = (page / "report.md").read_text()
+    north = away["runs"]["north"].name
+    assert f"| {north}@north | north | " in report and f"| {run.name}@south | south | " in report
+    side = report.split("## Sites side by side\n", 1)[1].split("\n## ", 1)[0]
+    shown = {line for line in side.split("#### What differed between the two systems\n", 1)[1]
+             .split("\n####", 1)[0].splitlines() if line.startswith("- ")}
+    assert shown == _expected_differences(away["runs"]["north"], run)
+    html = (page / "index.html").read_text()
+    assert '<section id="sites">' in html and "<th>Site</th>" in html
