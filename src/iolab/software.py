@@ -260,6 +260,10 @@ def _concrete(data) -> list[tuple[str, dict]]:
             if isinstance(spec, dict) and isinstance(spec.get("name"), str)]
 
 
+def _list(value) -> list:
+    return value if isinstance(value, list) else []
+
+
 def lock_packages(data) -> dict[str, dict]:
     """name -> {version, hash, external} of every spec in a parsed spack.lock (the first of a
     name); {} for anything that is no lock."""
@@ -272,8 +276,9 @@ def lock_packages(data) -> dict[str, dict]:
 
 def lock_providers(data, virtual: str) -> list[str]:
     """The packages a parsed spack.lock's specs depend on for a virtual package ("mpi")."""
-    found = {dep.get("name") for _, spec in _concrete(data) for dep in spec.get("dependencies") or ()
-             if isinstance(dep, dict) and virtual in ((dep.get("parameters") or {}).get("virtuals") or ())}
+    found = {dep.get("name") for _, spec in _concrete(data) for dep in _list(spec.get("dependencies"))
+             if isinstance(dep, dict) and isinstance(dep.get("parameters"), dict)
+             and virtual in _list(dep["parameters"].get("virtuals"))}
     return sorted(n for n in found if isinstance(n, str))
 
 

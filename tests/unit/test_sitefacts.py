@@ -124,3 +124,25 @@ def test_differences_say_not_recorded_and_group_what_one_run_lacks():
         "ReFrame: 4.10.4 vs not recorded",
         "spack.lock sha256: not recorded vs 1ecd64cf2064"]
     assert differences(a, list(a)) == []
+
+
+def test_another_site_s_manifest_of_any_json_gives_facts_as_text(tmp_path):
+    """A bundle's manifest and lock are another site's JSON: values of other types are shown as
+    text, and a lock's malformed parts are left out, never a traceback."""
+    run = tmp_path / "first-fio" / FIRST_FIO.name
+    shutil.copytree(FIRST_FIO, run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest.update(system=5, iolab=3, git=7, reframe=[1], host={"cpus": "x", "mem_total_kib": "y"},
+                    system_extras={"mpi_flavour": "nope", "stack": 5, "gone": None})
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    (run / "spack.lock").write_text(json.dumps({"concrete_specs": {
+        "a": {"name": "openmpi", "version": 5}, "b": [], "c": {"name": "ior", "dependencies": [
+            {"name": "openmpi", "parameters": {"virtuals": "mpi"}}, 3]}}}))
+    facts = {f.key: f.value for f in sitefacts.of(load_run(run))}
+    assert {k: facts[k] for k in ("system", "iolab", "ReFrame", "host CPUs", "host memory",
+                                  "mpi_flavour", "stack", "gone", "package openmpi", "package ior")} == {
+        "system": "5", "iolab": "3 (commit 7)", "ReFrame": "[1]", "host CPUs": "x",
+        "host memory": "y", "mpi_flavour": "nope", "stack": "5", "gone": "null",
+        "package openmpi": "5", "package ior": "null"}
+    # no MPI runtime for a flavour iolab does not know, no MPI library from a malformed `virtuals`
+    assert "MPI runtime" not in facts and "MPI library (spack.lock)" not in facts

@@ -53,28 +53,29 @@ def by_key(facts: list[Fact]) -> dict[str, Fact]:
 def _manifest_facts(run: Run) -> list[Fact]:
     from ..experiment import site as system
 
-    m = run.manifest
-    out = [Fact("system", "system", m.system or m.label)] if (m.system or m.label) else []
+    m = run.manifest        # another site's: any JSON, so every value is made text
+    out = [Fact("system", "system", _text(m.system or m.label))] if (m.system or m.label) else []
     site = system.recorded(m.system_extras)
     # as recorded (its `raw`), never a default in place of what a run did not record
     out += [Fact("system settings", key, value) for key, value in _flat(site.raw)]
-    runtime = layers.mpi_runtime(site) if site.raw.get("mpi_flavour") else None
-    if runtime:
-        out.append(Fact("MPI", "MPI runtime", runtime))
+    if site.raw.get("mpi_flavour") == site.mpi_flavour:     # one iolab knows
+        runtime = layers.mpi_runtime(site)
+        if runtime:
+            out.append(Fact("MPI", "MPI runtime", runtime))
     if m.iolab:
-        out.append(Fact("code", "iolab", m.iolab + (f" (commit {m.git[:12]})" if m.git else "")))
+        out.append(Fact("code", "iolab", _text(m.iolab)
+                        + (f" (commit {_text(m.git)[:12]})" if m.git else "")))
     if m.get("reframe"):
-        out.append(Fact("code", "ReFrame", str(m.get("reframe"))))
-    out.append(Fact("profile", "experiment profile", m.profile or "(base)"))
-    host = m.host
-    for key, name, shown in (("hostname", "host", str), ("platform", "host platform", str),
-                             ("cpus", "host CPUs", str),
-                             ("mem_total_kib", "host memory", lambda kib: format_bytes_human(kib * 1024))):
-        if host.get(key) not in (None, ""):
-            try:
-                out.append(Fact("host that ran ReFrame", name, shown(host[key])))
-            except TypeError:           # a value of another type, as written by hand
-                out.append(Fact("host that ran ReFrame", name, str(host[key])))
+        out.append(Fact("code", "ReFrame", _text(m.get("reframe"))))
+    out.append(Fact("profile", "experiment profile", _text(m.profile or "(base)")))
+    for key, name in (("hostname", "host"), ("platform", "host platform"), ("cpus", "host CPUs"),
+                      ("mem_total_kib", "host memory")):
+        value = m.host.get(key)
+        if value in (None, ""):
+            continue
+        if key == "mem_total_kib" and type(value) is int:
+            value = format_bytes_human(value * 1024)
+        out.append(Fact("host that ran ReFrame", name, _text(value)))
     return out
 
 
@@ -118,7 +119,7 @@ def _lock_facts(run: Run) -> list[Fact]:
 
     def shown(name: str) -> str:
         spec = packages[name]
-        return f"{spec['version']}" + (" (external)" if spec["external"] else "")
+        return _text(spec["version"]) + (" (external)" if spec["external"] else "")
     out = [Fact("MPI", "MPI library (spack.lock)", ", ".join(f"{n} {shown(n)}" for n in
                                                              software.lock_providers(lock, "mpi")
                                                              if n in packages))]
