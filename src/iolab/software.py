@@ -244,14 +244,42 @@ def lock_specs(lock_path) -> dict[str, dict]:
     import json
 
     try:
-        specs = json.loads(open(lock_path, "rb").read()).get("concrete_specs") or {}
-    except (OSError, ValueError, AttributeError):
+        data = json.loads(open(lock_path, "rb").read())
+    except (OSError, ValueError):
         return {}
-    out = {}
-    for digest, spec in specs.items():
-        if isinstance(spec, dict) and "name" in spec and not spec.get("external"):
+    out: dict[str, dict] = {}
+    for digest, spec in _concrete(data):
+        if not spec.get("external"):
             out.setdefault(spec["name"], {"version": spec.get("version"), "hash": digest})
     return out
+
+
+def _concrete(data) -> list[tuple[str, dict]]:
+    specs = data.get("concrete_specs") if isinstance(data, dict) else None
+    return [(digest, spec) for digest, spec in (specs.items() if isinstance(specs, dict) else ())
+            if isinstance(spec, dict) and isinstance(spec.get("name"), str)]
+
+
+def _list(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def lock_packages(data) -> dict[str, dict]:
+    """name -> {version, hash, external} of every spec in a parsed spack.lock (the first of a
+    name); {} for anything that is no lock."""
+    out: dict[str, dict] = {}
+    for digest, spec in _concrete(data):
+        out.setdefault(spec["name"], {"version": spec.get("version"), "hash": digest,
+                                      "external": bool(spec.get("external"))})
+    return out
+
+
+def lock_providers(data, virtual: str) -> list[str]:
+    """The packages a parsed spack.lock's specs depend on for a virtual package ("mpi")."""
+    found = {dep.get("name") for _, spec in _concrete(data) for dep in _list(spec.get("dependencies"))
+             if isinstance(dep, dict) and isinstance(dep.get("parameters"), dict)
+             and virtual in _list(dep["parameters"].get("virtuals"))}
+    return sorted(n for n in found if isinstance(n, str))
 
 
 def summarize(records) -> list[str]:
@@ -288,7 +316,7 @@ def summarize(records) -> list[str]:
             benchmarks.setdefault(f"{name} {binary.get('name') or ''}".strip(), (
                 binary.get("path"), version, stack.get("supplied_by"), binary.get("sha256"),
                 spack_hash if stack.get("supplied_by") == "spack" else None))
-        runtimes |= _runtime_versions(rec.observed, stack)
+        runtimes |= runtime_versions(rec.observed, stack)
     for label, (path, version, supplied_by, sha, spack_hash) in sorted(benchmarks.items()):
         lines.append(f"  {label}: {version or 'version not printed'}, {path or 'path unknown'}"
                      f"{f' ({supplied_by})' if supplied_by else ''}"
@@ -299,8 +327,9 @@ def summarize(records) -> list[str]:
     return lines
 
 
-def _runtime_versions(observed: dict, stack: dict) -> set[tuple[str, str]]:
-    """(package, version with its Spack hash) of each layer's runtime library the job ran with."""
+def runtime_versions(observed: dict, stack: dict, hashes: bool = True) -> set[tuple[str, str]]:
+    """(package, version with its Spack hash, or without with hashes=False) of each layer's
+    runtime library the job ran with."""
     from .layers.registry import registry
 
     out = set()
@@ -308,6 +337,6 @@ def _runtime_versions(observed: dict, stack: dict) -> set[tuple[str, str]]:
         lib = layer.runtime_library
         ver = lib and layer.runtime_version(observed, stack.get("versions") or {})
         if ver:
-            dhash = (stack.get("hashes") or {}).get(lib.package)
+            dhash = (stack.get("hashes") or {}).get(lib.package) if hashes else None
             out.add((lib.package, f"{ver}, Spack hash {dhash}" if dhash else ver))
     return out

@@ -67,6 +67,11 @@ def rfm_env(tmp_path):
     Where a real benchmark is absent, its stand-in from tests/bin (replaying recorded output)
     goes on PATH, so that benchmark's path through the pipeline still runs for real around it.
     """
+    return rfm_environment(tmp_path)
+
+
+def rfm_environment(tmp_path: Path) -> dict:
+    """rfm_env's environment, for a fixture of a wider scope."""
     env = dict(os.environ)
     env.update(IOLAB_RESULTS=str(tmp_path / "results"), IOLAB_RFM_OUTPUT=str(tmp_path / "rfm"),
                IOLAB_SCRATCH=str(tmp_path / "scratch"), IOR_STANDIN_LOG=str(tmp_path / "ior-args.log"),

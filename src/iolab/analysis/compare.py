@@ -21,7 +21,7 @@ from pathlib import Path
 from .. import benchmarks
 from ..layers import registry as layers
 from .. import stats
-from . import drift as drifts
+from . import doc, drift as drifts
 from ..errors import IolabError
 from .. import units
 from .published.study import coerce_param, param_text
@@ -31,6 +31,7 @@ from .report import (fmt_mean_ci, metric_label, note_mark, param_label, short_re
 from ..results.upgrade import current_ids
 from ..results import asrun, cache
 from ..results.run import Run, kept_at, load_run
+from ..results.runfiles import run_name
 
 TIME_UNITS = ("s", "ms", "us", "ns")
 
@@ -134,8 +135,13 @@ class Side:
     def system(self) -> str | None:
         return self.manifest.system or self.manifest.label
 
+    @property
+    def name(self) -> str:
+        """The run as commands name it: RUN, or RUN@SITE for another site's."""
+        return run_name(self.path)
+
     def describe(self) -> str:
-        return f"{self.label} = run {self.run_id} (system {self.system or 'unknown'})"
+        return f"{self.label} = run {self.name} (system {self.system or 'unknown'})"
 
     def tables(self, metrics):
         made = asrun.of(self.run)
@@ -224,6 +230,8 @@ class Comparison:
     label_b: str
     context: list[str]
     tables: list[MetricTable]
+    # of `context`, the lines saying which parts were not compared, and why
+    left_out: list[str] = field(default_factory=list)
 
 
 def _headers(table) -> list[str]:
@@ -283,13 +291,17 @@ def compare_runs(a: Side, b: Side, metrics: list[str] | None = None) -> Comparis
     if a.system != b.system:
         context.append(f"systems differ: {a.label} on {a.system or 'unknown'}, "
                        f"{b.label} on {b.system or 'unknown'}")
-    out = []
+    out, left_out = [], []
+
+    def leave_out(text: str) -> None:
+        context.append(text)
+        left_out.append(text)
     for part in [p for p in tables_b if p not in {t.part for t in tables_a}]:
-        context.append(f"{part}: left out, only in {b.label}")
+        leave_out(f"{part}: left out, only in {b.label}")
     for ta in tables_a:
         tb = tables_b.get(ta.part)
         if tb is None:
-            context.append(f"{ta.part}: left out, only in {a.label}")
+            leave_out(f"{ta.part}: left out, only in {a.label}")
             continue
         rows_b = {r.case_id: r for r in tb.rows} if tb else {}
         # runs recorded with 8-digit case ids pair with the same cases' 16-digit ids
@@ -321,12 +333,12 @@ def compare_runs(a: Side, b: Side, metrics: list[str] | None = None) -> Comparis
         if any(p.a.n and p.b.n for t in mine for p in t.pairs):
             out += mine
         else:
-            context.append(f"{ta.part}: left out, no metric to compare ({_outcomes(a.label, ta)}; "
-                           f"{_outcomes(b.label, tb)})")
+            leave_out(f"{ta.part}: left out, no metric to compare ({_outcomes(a.label, ta)}; "
+                      f"{_outcomes(b.label, tb)})")
     title = f"{a.experiment}: {a.label} vs {b.label}"
     kept = kept_at(a.run) if b.run.reading.key else None
-    return _kept_stats(_something(Comparison(title, a.label, b.label, context, out)), kept,
-                       ["runs", b.run.reading.key, metrics])
+    return _kept_stats(_something(Comparison(title, a.label, b.label, context, out, left_out)),
+                       kept, ["runs", b.run.reading.key, metrics])
 
 
 def _kept_stats(c: Comparison, kept: tuple | None, inputs) -> Comparison:
@@ -498,29 +510,50 @@ METHOD = ("B/A: ratio of the means, 95% CI by the delta method on log(B/A) with 
 
 
 def render_comparison(c: Comparison) -> str:
-    out = [f"## {c.title}", ""] + c.context + [""]
+    return doc.markdown(comparison_blocks(c))
+
+
+def comparison_blocks(c: Comparison) -> list[doc.Block]:
+    """The comparison as doc blocks: its title and context, a table per part and metric, the
+    method (Markdown for the terminal, HTML on a published page)."""
+    return head_blocks(c, c.context) + table_blocks(c) + method_blocks()
+
+
+def head_blocks(c: Comparison, context: list[str]) -> list[doc.Block]:
+    return [doc.heading(c.title, 2), doc.line(), *map(doc.line, context), doc.line()]
+
+
+def method_blocks() -> list[doc.Block]:
+    return [doc.line(METHOD), doc.line()]
+
+
+def table_blocks(c: Comparison) -> list[doc.Block]:
+    """A table per part and metric, each with its footnotes."""
+    out = []
     for t in c.tables:
         unit = f" ({t.unit})" if t.unit else ""
-        better = {"higher": "higher is better", "lower": "lower is better"}.get(t.better, "no better side")
         header = (t.headers or ["Case"]) + [f"{c.label_a} mean ± 95% CI{unit}", f"n {c.label_a}",
                                             f"{c.label_b} mean ± 95% CI{unit}", f"n {c.label_b}",
                                             "B/A", "95% CI of B/A", "Welch p", "B vs A", "Notes"]
-        out += [f"### {t.part} · {metric_label(t.metric)} ({t.metric}, {better})", "",
-                "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
         seen: list[str] = []
         better = t.better
         cells: dict[int, str] = {}      # a summary's cell, once (a baseline is in many rows)
+        rows = []
         for p in t.pairs:
             w = p.welch
             ci = p.ratio_ci
-            line = (p.key_values or [p.case_b or p.case_a or "-"]) + [
+            rows.append((p.key_values or [p.case_b or p.case_a or "-"]) + [
                 _cell(cells, p.a), str(p.a.n), _cell(cells, p.b), str(p.b.n), ratio_cell(p.ratio),
                 "-" if ci is None else f"{ci[0]:.2f}–{ci[1]:.2f}",
                 "-" if w is None else f"{w.p:.3g}", p.verdict(better),
-                footnoted(p.notes + set_aside_notes((c.label_a, p.a), (c.label_b, p.b)), seen)]
-            out.append("| " + " | ".join(line) + " |")
-        out.append("")
+                footnoted(p.notes + set_aside_notes((c.label_a, p.a), (c.label_b, p.b)), seen)])
+        out += [doc.heading(f"{t.part} · {metric_label(t.metric)} ({t.metric}, "
+                            f"{_better_words(t.better)})", 3), doc.line(), doc.table(header, rows),
+                doc.line()]
         if seen:
-            out += [f"{note_mark(i)} {n}" for i, n in enumerate(seen)] + [""]
-    out += [METHOD, ""]
-    return "\n".join(out)
+            out += [doc.line(f"{note_mark(i)} {n}") for i, n in enumerate(seen)] + [doc.line()]
+    return out
+
+
+def _better_words(better: str | None) -> str:
+    return {"higher": "higher is better", "lower": "lower is better"}.get(better, "no better side")

@@ -10,6 +10,7 @@ from .common import (ID_HELP, add_include_imported, add_set_aside, metrics_arg, 
 VERB = "compare"
 EXAMPLES = [
     "iolab compare quickstart RUN_A RUN_B",
+    "iolab compare quickstart RUN RUN_B@archer2     # against another site's run (import-bundle)",
     "iolab compare quickstart --by bs --baseline 4KiB",
     "iolab compare archer-fpp-vs-ssf RUN published:archer-fpp-ssf   # an IOR experiment",
 ]
@@ -21,8 +22,9 @@ def add_parser(sub) -> None:
                                    "ID RUN published:STUDY")
     s.add_argument("experiment", metavar="ID", help=ID_HELP)
     s.add_argument("runs", nargs="*", metavar="RUN",
-                   help="run ids (or unique prefixes/suffixes); published:STUDY for a study "
-                        "in results/published/")
+                   help="run ids (or unique prefixes/suffixes), RUN@SITE for another site's "
+                        "(imported with import-bundle); published:STUDY for a study in "
+                        "results/published/")
     s.add_argument("--metrics", help="comma-separated metric names (run comparisons)")
     s.add_argument("--by", metavar="KEY", help="pair each case with the baseline case differing only in KEY")
     s.add_argument("--baseline", metavar="VALUE", help="the baseline value of --by, e.g. 1 or 1MiB")
@@ -53,7 +55,7 @@ def run(args) -> int:
 
 
 def _compare(args) -> int:
-    from ..analysis.compare import Side, compare_by_param, compare_runs, render_comparison
+    from ..analysis.compare import Side, compare_by_param, render_comparison
     from ..analysis.published.study import PREFIX, load_study
     from ..results.choose import chosen_run
 
@@ -101,6 +103,8 @@ def _compare(args) -> int:
     if path_a == path_b:
         raise IolabError(f"{runs[0]} and {runs[1]} are the same run, {path_a.name}: compare two runs, "
                          "or one run's cases by a parameter (--by KEY --baseline VALUE)")
+    from ..analysis.sites import compare_sites, render_sites
+
     a, b = side(runs[0], "A"), side(runs[1], "B")
-    print(render_comparison(compare_runs(a, b, metrics_arg(args.metrics, a.run, b.run))))
+    print(render_sites(compare_sites(a, b, metrics_arg(args.metrics, a.run, b.run))))
     return 0

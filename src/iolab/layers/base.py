@@ -136,6 +136,16 @@ class ParamExample:
     other: str
 
 
+@dataclass(frozen=True)
+class SystemFact:
+    """One thing a job's witnesses saw of the system that its case did not ask for
+    (Layer.system_facts): set beside another run's, it says what differed between two systems."""
+
+    group: str          # its kind, named once where the other run recorded none of the kind
+    key: str            # as a difference reads: "<key>: A vs B"
+    value: str
+
+
 class NotRecorded(Exception):
     """Why a piece of evidence has no value in a record (str() is the reason, for a reader)."""
 
@@ -417,6 +427,12 @@ class Layer(ColumnSource):
     def file_system(self, observed) -> str | None:
         """The case directory's file-system type, where this layer read it."""
         return None
+
+    def system_facts(self, observed: dict) -> list[SystemFact]:
+        """What its part of a job's record says of the system beyond the case's request: the
+        case directory's file system and the layout fields it chose, the MPI-IO hints in effect
+        that no case asked for."""
+        return []
 
     def failing(self, observed: dict, verify) -> str | None:
         """A difference that the experiment's `verify` says must fail the case."""

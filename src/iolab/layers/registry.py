@@ -10,7 +10,8 @@ import importlib
 import pkgutil
 from functools import cache
 
-from .base import DerivedColumn, Evidence, EvidenceSpec, Layer, ParamExample, RuntimeLibrary
+from .base import (DerivedColumn, Evidence, EvidenceSpec, Layer, ParamExample, RuntimeLibrary,
+                   SystemFact)
 
 
 @cache
@@ -207,3 +208,8 @@ def rules() -> tuple:
 def evidence(observed, params: dict) -> list[Evidence]:
     """What every layer measured of an ok record that may explain its result (base.Evidence)."""
     return [e for layer in registry() for e in layer.evidence(observed, params)]
+
+
+def system_facts(observed) -> list[SystemFact]:
+    """What every layer's part of a record says of the system beyond its case's request."""
+    return [f for layer in registry() for f in layer.system_facts(observed)]

@@ -47,6 +47,8 @@ from ..experiment.reportspec import StudyLink
 from ..results import asrun, notes as run_notes, state as run_state
 from ..results.combine import load_chain
 from ..results.run import Run, chain_of, kept_at, run_dir
+from ..results.runfiles import run_name, site_of
+from ..analysis.sites import compare_sites, site_blocks
 from ..analysis.published.studies import compare_study, study_blocks
 from ..analysis.columns import run_tables
 from ..analysis.report import LEGEND, NOISY_MARK, OUTLIER_MARK, render, table_rows, tables_from
@@ -107,7 +109,8 @@ def provenance(run: Run) -> dict:
     reframe = manifest.get("reframe") or facts.reframe
     lock = manifest.get("spack_lock_sha256") or (sorted(stack_locks)[0] if len(stack_locks) == 1 else None)
     return {
-        "run_id": path.name,
+        "run_id": run_name(path),      # RUN@SITE for another site's run
+        "site": site_of(path),
         "path": str(path),
         "system": manifest.system or manifest.label or "unknown",
         "origin": manifest.origin or "-",
@@ -127,7 +130,7 @@ def provenance(run: Run) -> dict:
         "parts": parts,
         "state": run_state.of(run).describe(),
         # each run's records as checked (integrity.py): its final digest, or why none
-        "checked": [{"run_id": r.run_id,
+        "checked": [{"run_id": run_name(r.path),
                      "text": r.reading.verdict.describe() if r.reading.verdict else "in memory"}
                     for r in run_notes.runs_read(run)],
     }
@@ -372,7 +375,31 @@ def build_context(experiment_id: str, reports: list[RunReport]) -> dict:
         "has_findings": {fold: any(r.findings.get(fold) for r in reports)
                          for fold, _key in findings_folds()},
         "has_search": any(r.search for r in reports),
+        # runs of other sites (RUN@SITE): a Site column, and the sites side by side
+        "sites": any(r.provenance["site"] for r in reports),
+        "side_by_side": sites_side_by_side(runs),
     }
+
+
+def sites_side_by_side(runs: list[Run]) -> list[dict]:
+    """Where the page shows runs of two sites or more (this one's and imported RUN@SITE): the
+    first run set against each run of another site, as `iolab compare ID RUN_A RUN_B` prints
+    it (analysis/sites.py): what differed between the systems, the cases, drift, the verdicts."""
+    if len({site_of(r.path) for r in runs}) < 2:
+        return []
+    out = []
+    for other in runs[1:]:
+        if site_of(other.path) == site_of(runs[0].path):
+            continue
+        title = f"A = run {run_name(runs[0].path)} against B = run {run_name(other.path)}"
+        try:
+            blocks = site_blocks(compare_sites(Side("A", runs[0]), Side("B", other)))[2:]  # no title
+        except IolabError as exc:
+            out.append({"title": title, "error": str(exc), "blocks": [], "markdown": ""})
+            continue
+        out.append({"title": title, "error": "", "blocks": doc.as_dicts(blocks),
+                    "markdown": doc.markdown(blocks, shift=1)})
+    return out
 
 
 @dataclass
@@ -403,8 +430,8 @@ def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, for
     with tempfile.TemporaryDirectory(prefix="iolab-publish-") as tmp:
         staging = Path(tmp)
         reports = [run_report(p, staging, root, experiment_id,
-                              prefix=f"{p.name}-" if len(paths) > 1 else "", set_aside=set_aside,
-                              columns=columns)
+                              prefix=f"{run_name(p)}-" if len(paths) > 1 else "",
+                              set_aside=set_aside, columns=columns)
                    for p in paths]
         context = build_context(experiment_id, reports)
         files = {
@@ -417,7 +444,7 @@ def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, for
             (staging / name).write_text(text, encoding="utf-8")
         written = install(staging, out, previous)
     marker = {"tool": f"iolab {__version__}", "experiment": experiment_id,
-              "runs": [p.name for p in paths], "files": written,
+              "runs": [run_name(p) for p in paths], "files": written,
               "written": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
     target = OutDir(out)
     try:
@@ -426,4 +453,5 @@ def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, for
         target.close()
     notes = [f"run {r.provenance['run_id']}: {n}" for r in reports for n in r.run_notes]
     notes += [n for r in reports for n in r.plot_notes]
-    return Published(shown_out, written, [p.name for p in paths], sum(len(r.plots) for r in reports), notes)
+    return Published(shown_out, written, [run_name(p) for p in paths],
+                     sum(len(r.plots) for r in reports), notes)

@@ -35,7 +35,7 @@ from .files import oserror_text
 from .lock import LOCK
 from .lookup import find_run
 from .manifests import read_typed
-from .runfiles import DIGEST, MANIFEST, RECORDS, SITE_MARK, check_site
+from .runfiles import DIGEST, MANIFEST, RECORDS, check_site, site_of
 
 FORMAT = 1
 CONTENTS = "iolab-bundle.json"
@@ -106,8 +106,8 @@ def _runs(root: Path, experiment_id: str, runs: list[str]) -> list[Path]:
     out: list[Path] = []
     for name in runs or [None]:
         path = find_run(root, experiment_id, name, include_imported=True)
-        if path.parent.name.startswith(SITE_MARK):
-            raise IolabError(f"run {path.name} is site {path.parent.name[1:]!r}'s, imported from "
+        if site_of(path):
+            raise IolabError(f"run {path.name} is site {site_of(path)!r}'s, imported from "
                              "its bundle: bundle runs where they were made, or send that bundle")
         out += [p for p in chain_paths(path) if p not in out]
     return sorted(out, key=lambda p: p.name)

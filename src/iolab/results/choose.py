@@ -51,8 +51,10 @@ def pooled_runs(project_root: Path, exp_id: str, runs: list[str] | None, since: 
                 raise IolabError(f"--since {since!r}: give a date (2026-11-21), a UTC time "
                                  "(2026-11-21T10:00) or a run id")
             paths += [p for p in every if p.name[:len(stamp)] >= stamp]
-    index = ChainIndex.of(paths[0].parent) if paths else None
-    roots = list(dict.fromkeys(chain_paths(p, index)[0] for p in paths))
+    # one index per directory: named runs may be of several sites (RUN@SITE), whose run ids
+    # can be the same
+    indexes = {base: ChainIndex.of(base) for base in dict.fromkeys(p.parent for p in paths)}
+    roots = list(dict.fromkeys(chain_paths(p, indexes[p.parent])[0] for p in paths))
     if not roots:
         raise IolabError(f"no run of {exp_id!r} since {since!r}")
     state = pool_runs(roots, project_root)

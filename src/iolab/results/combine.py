@@ -12,15 +12,20 @@ from . import asrun
 from .chain import chain_paths
 from .record import Record
 from .run import Run, Sources, load_run, run_of
+from .runfiles import run_name, site_of
 
 
-PROVENANCE_KEYS = ("system", "binary sha256", "binary version", "spack.lock")
+# the last is the site a run was imported from ("here": this site's): two sites' systems may
+# share a name (local:default), and their binaries and lock too, and still be two machines
+PROVENANCE_KEYS = ("system", "binary sha256", "binary version", "spack.lock", "site")
 
 
-def provenance_key(rec: Record) -> tuple:
-    """What must agree for repetitions of a case from two runs to be pooled."""
+def provenance_key(rec: Record, site: str | None = None) -> tuple:
+    """What must agree for repetitions of a case from two runs to be pooled (`site`: where the
+    record's run was imported from; None: this site's)."""
     prov = rec.provenance
-    return (prov.system, prov.binary_sha256, prov.binary_version, prov.stack.get("spack_lock_sha256"))
+    return (prov.system, prov.binary_sha256, prov.binary_version, prov.stack.get("spack_lock_sha256"),
+            site or "here")
 
 
 def load_chain(path, project_root: Path | None = None) -> Run:
@@ -58,14 +63,16 @@ def pool_runs(paths, project_root: Path | None = None) -> Run:
     kept: list[Record] = []
     notes: dict[tuple, list[str]] = {}
     for run in runs:
+        site = site_of(run.path)
         for rec in run.records:
             key = (rec.part, rec.case_id)
-            want, got = ref.setdefault(key, provenance_key(rec)), provenance_key(rec)
+            got = provenance_key(rec, site)
+            want = ref.setdefault(key, got)
             if got == want:
                 kept.append(rec)
                 continue
             why = "; ".join(f"{k} {a} vs {b}" for k, a, b in zip(PROVENANCE_KEYS, want, got) if a != b)
-            note = f"run {run.run_id} not pooled: {why}"
+            note = f"run {run_name(run.path)} not pooled: {why}"
             if note not in notes.setdefault(key, []):
                 notes[key].append(note)
     kept = [dataclasses.replace(r, flags=list(r.flags) + notes[(r.part, r.case_id)])

@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 
 from ..errors import IolabError
-from .runfiles import MANIFEST, check_experiment_id, is_experiment_id, site_dir, split_site
+from .runfiles import (MANIFEST, SITE_MARK, check_experiment_id, is_experiment_id, site_dir,
+                       split_site)
 from .manifests import read_manifest_shared
 
 
@@ -41,6 +42,16 @@ def list_runs(root: Path, experiment_id: str, site: str | None = None) -> list[P
         except (IolabError, AttributeError):
             return (0, path.name)
     return sorted(_run_dirs(base), key=when)
+
+
+def sites_with_runs(root: Path, experiment_id: str) -> list[str]:
+    """The other sites whose runs of an experiment were imported here (results/<id>/@<site>/)."""
+    try:
+        found = sorted(p.name for p in (Path(root) / experiment_id).iterdir()
+                       if p.name.startswith(SITE_MARK))
+    except OSError:
+        return []
+    return [name[len(SITE_MARK):] for name in found if _run_dirs(Path(root) / experiment_id / name)]
 
 
 def no_runs_error(root: Path, experiment_id: str) -> IolabError:
@@ -89,8 +100,10 @@ def find_run(root: Path, experiment_id: str, run: str | None, include_imported: 
     run, site = split_site(run)
     runs = list_runs(root, experiment_id, site)
     if site and not runs:
+        known = sites_with_runs(root, experiment_id)
         raise IolabError(f"no runs of site {site!r} for experiment {experiment_id!r} under {root}",
-                         hint="`iolab import-bundle FILE` stores a site's runs")
+                         hint=(f"sites with its runs: {', '.join(known)}; " if known else "")
+                         + "`iolab import-bundle FILE` stores a site's runs")
     if not runs:
         raise no_runs_error(root, experiment_id)
     if site:

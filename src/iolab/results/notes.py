@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..errors import IolabError
 from . import asrun, state
 from .run import Run
-from .runfiles import RECORDS
+from .runfiles import RECORDS, run_name
 
 
 def of(run: Run) -> list[str]:
@@ -18,8 +18,8 @@ def of(run: Run) -> list[str]:
     out = []
     sources, reading = run.sources, run.reading
     if sources and sources.kind == "pool":
-        out.append(f"repetitions pooled from runs {', '.join(r.run_id for r in sources.runs)} "
-                   "where the provenance agrees (system, binary, Spack lock)")
+        out.append(f"repetitions pooled from runs {', '.join(run_name(r.path) for r in sources.runs)} "
+                   "where the provenance agrees (system, binary, Spack lock, site)")
     if sources and sources.kind == "chain":
         ids = [r.run_id for r in sources.runs]
         if len(ids) > 4:        # a search's rounds: the first, the last and how many between

@@ -87,6 +87,18 @@ def split_site(run: str | None) -> tuple[str | None, str | None]:
     return (name or None), check_site(site, f"run {run!r}: its site")
 
 
+def site_of(run_path: Path) -> str | None:
+    """The site a run was imported from (results/<id>/@<site>/<run-id>/); None: this site's."""
+    parent = Path(run_path).parent.name
+    return parent[len(SITE_MARK):] if parent.startswith(SITE_MARK) else None
+
+
+def run_name(run_path: Path) -> str:
+    """A run as commands name it: RUN, or RUN@SITE for another site's."""
+    site = site_of(run_path)
+    return Path(run_path).name + (f"{SITE_MARK}{site}" if site else "")
+
+
 def new_run_id(seed: str = "") -> str:
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     short = hashlib.sha256(f"{seed}{secrets.token_hex(8)}".encode()).hexdigest()[:6]

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 
 from ...errors import IolabError
-from ..base import Contribution, EvidenceSpec, JobView, Layer, NotRecorded, all_missing, gather
+from ..base import (Contribution, EvidenceSpec, JobView, Layer, NotRecorded, SystemFact,
+                    all_missing, gather)
 from . import hints as H
 
 PREFIX = H.PREFIX
@@ -151,6 +152,17 @@ class MpiioLayer(Layer):
         if hints and hints.get("requested") and hints.get("effective") is None:
             out.append(f"hints unverified under {hints['flavour']}")
         return out
+
+    def system_facts(self, observed) -> list[SystemFact]:
+        """The hints in effect that the case did not request: the MPI library's defaults (and
+        its choices for the case, such as cb_nodes), where it printed them."""
+        hints = observed.get(OBSERVED) or {}
+        effective = hints.get("effective")
+        if not isinstance(effective, dict):
+            return []
+        asked = hints.get("requested") or {}
+        return [SystemFact("MPI-IO defaults (hints in effect, not requested)", f"MPI-IO {k}", str(v))
+                for k, v in sorted(effective.items()) if k not in asked]
 
     def effective(self, observed, key: str):
         """The value in effect, typed as requested (cb_nodes 4 -> 4, aggregators -> cb_nodes,

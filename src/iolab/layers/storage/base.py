@@ -129,6 +129,12 @@ class FileSystem:
         none): values, or not recorded with why."""
         return []
 
+    def system_facts(self, lay: dict) -> dict[str, object]:
+        """What its witnesses of a laid-out case say of the file system itself, by name: the
+        layout fields a data file got that the case did not ask for (the defaults of the file
+        system or of its directory), and its number of targets where that was read."""
+        return {}
+
     def keeps_files(self, req: dict) -> bool:
         """Whether the benchmark must leave its files for the witnesses to read."""
         return bool(req)

@@ -563,6 +563,18 @@ class CephFS(FileSystem):
         return gather(EVIDENCE, lay.get("spread") or {}, "the CephFS spread") + gather(
             LAYOUT_EVIDENCE, lay.get("files") or [], "the CephFS layouts")
 
+    def system_facts(self, lay: dict) -> dict[str, object]:
+        if unlaid(self, lay):
+            return {}
+        asked = lay.get("requested") or {}
+        out: dict[str, object] = {f"default {k}": v for k, v in (lay.get("layout") or {}).items()
+                                  if k in FIELDS and k not in asked}
+        # every OSD of the cluster is listed there, 0 where the files have no object
+        osds = (lay.get("spread") or {}).get("bytes_per_osd")
+        if isinstance(osds, dict) and osds:
+            out["OSDs"] = len(osds)
+        return out
+
     def columns(self, lay: dict) -> dict[str, tuple[float, str]]:
         spread = lay.get("spread") or {}
         if not spread.get("files"):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..base import Contribution, JobView, Layer, ParamExample
+from ..base import Contribution, JobView, Layer, ParamExample, SystemFact
 from . import base, place
 from .base import file_systems, requests
 
@@ -157,6 +157,16 @@ class StorageLayer(Layer):
             if fstype:
                 return fstype
         return None
+
+    def system_facts(self, observed) -> list[SystemFact]:
+        target = (observed.get(STORAGE) or {}).get("target") or "scratch"
+        fstype = self.file_system(observed)
+        out = [SystemFact("file system", f"file system ({target})", fstype)] if fstype else []
+        for fs in file_systems():
+            found = fs.system_facts(observed.get(fs.observed_key) or {})
+            out += [SystemFact(f"{fs.title} defaults", f"{fs.title} {k}", str(v))
+                    for k, v in sorted(found.items())]
+        return out
 
     def failing(self, observed, verify) -> str | None:
         for fs in file_systems():

@@ -463,6 +463,20 @@ class Lustre(FileSystem):
     def observe(self, stage: Path, req: dict, out: dict) -> dict:
         return observe(stage, req, out)
 
+    def system_facts(self, lay: dict) -> dict[str, object]:
+        if unlaid(self, lay):
+            return {}
+        asked = lay.get("requested") or {}
+        data = (lay.get("files") or [])[1:]      # the first is the case directory's
+        out: dict[str, object] = {}
+        if data and not asked.get("components"):
+            # stripe_offset is where this file began, not a default
+            out = {f"default {k}": data[0][k] for k in ("stripe_count", "stripe_size", "pool")
+                   if k not in asked and data[0].get(k) not in (None, "")}
+        if lay.get("ost_count"):
+            out["OSTs"] = lay["ost_count"]
+        return out
+
     def special_value(self, key: str, value) -> str | None:
         return "all (-1)" if all_osts(key, value) else None
 
