@@ -39,6 +39,24 @@ def have(binary: str) -> bool:
     return shutil.which(binary) is not None
 
 
+def slurm_up() -> tuple[bool, str]:
+    """Whether the one-node Slurm of scripts/slurm-local is up, and why not."""
+    if not have("sinfo"):
+        return False, "Slurm is not installed (no sinfo on PATH); run scripts/slurm-local up"
+    try:
+        out = subprocess.run([str(REPO / "scripts" / "slurm-local"), "status"],
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, f"scripts/slurm-local status failed: {exc}"
+    if out.returncode != 0:
+        return False, "the local Slurm is not up (scripts/slurm-local status failed); run it with `up`"
+    return True, ""
+
+
+# CI brings Slurm up before the tests (.ci/run): there, a Slurm that is down is a failure.
+SLURM_REQUIRED = os.environ.get("IOLAB_REQUIRE_SLURM") == "1"
+
+
 # IOLAB_REQUIRE_STACK=1 (CI, once scripts/setup --spack-bundle built the stack): every end-to-end
 # test runs the real benchmarks; one that would need a stand-in fails instead of replaying.
 STACK_REQUIRED = os.environ.get("IOLAB_REQUIRE_STACK") == "1"

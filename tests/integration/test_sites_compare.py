@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import have, iolab, make_project, records, reframe, rfm_environment
+from .conftest import (SLURM_REQUIRED, have, iolab, make_project, records, reframe,
+                       rfm_environment, slurm_up)
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not have("mpirun"), reason="mpirun (Open MPI) is not installed")]
@@ -210,3 +211,35 @@ def test_an_imported_run_tables_as_at_home_and_a_page_shows_each_site(away, tmp_
     assert shown == _expected_differences(away["runs"]["north"], run)
     html = (page / "index.html").read_text()
     assert '<section id="sites">' in html and "<th>Site</th>" in html
+
+
+_SLURM_UP, _SLURM_WHY = slurm_up()
+
+
+@pytest.mark.skipif(not _SLURM_UP and not SLURM_REQUIRED, reason=_SLURM_WHY)
+def test_one_sites_study_rerun_on_a_third_system_is_compared_with_it(away):
+    """The issue's end to end: north's bundle (made on `local`), already imported here, is re-run
+    on a third system (`localslurm`: the same IOR through Slurm and srun) and set beside it."""
+    env = {**away["env"], "SLURM_CONF": os.path.join(
+        os.environ.get("IOLAB_SLURM_STATE", "/tmp/iolab-slurm"), "etc", "slurm.conf")}
+    bundle = away["base"] / "north.tar"
+    out = iolab(["reproduce", str(bundle), "--system", "localslurm", "--site", "north"], env)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    # the bundle imported as north before is that run, reused: no second copy of it
+    sites = {p.name for p in (away["results"] / EXPERIMENT).iterdir() if p.name.startswith("@")}
+    assert "@north" in sites and "@local" not in sites
+    assert len(list((away["results"] / EXPERIMENT / "@north").iterdir())) == 1
+    north = away["runs"]["north"]
+    (again,) = [p for p in (away["results"] / EXPERIMENT).iterdir() if not p.name.startswith("@")]
+    theirs, ours = (json.loads((p / "manifest.json").read_text()) for p in (north, again))
+    # the experiment as north ran it: its YAML, profile and order; on this system
+    assert (ours["experiment_sha256"], ours["profile"], ours["order"]) == \
+        (theirs["experiment_sha256"], theirs["profile"], theirs["order"])
+    assert ours["system"].startswith("localslurm:") and theirs["system"] == "local:default"
+    assert [r["status"] for r in records(again)] == ["ok"] * len(records(north))
+    # compared as `iolab compare` compares two sites: the systems' differences first
+    assert f"$ iolab compare {EXPERIMENT} {north.name}@north {again.name}" in out.stdout
+    said = _section(out.stdout, "What differed between the two systems")
+    assert f"- system: {theirs['system']} vs {ours['system']}" in said
+    rows = [line for line in out.stdout.splitlines() if VERDICT.search(line)]
+    assert rows, out.stdout[-3000:]

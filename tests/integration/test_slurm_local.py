@@ -12,27 +12,14 @@ import subprocess
 
 import pytest
 
-from .conftest import REPO, have, iolab, records, reframe
+from .conftest import REPO, SLURM_REQUIRED, have, iolab, records, reframe, slurm_up
 
 SLURM_LOCAL = REPO / "scripts" / "slurm-local"
 SYSTEM = "localslurm:debug"
 
 
-def _slurm_up() -> tuple[bool, str]:
-    if not have("sinfo"):
-        return False, "Slurm is not installed (no sinfo on PATH); run scripts/slurm-local up"
-    try:
-        out = subprocess.run([str(SLURM_LOCAL), "status"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return False, f"scripts/slurm-local status failed: {exc}"
-    if out.returncode != 0:
-        return False, "the local Slurm is not up (scripts/slurm-local status failed); run it with `up`"
-    return True, ""
-
-
-_UP, _WHY = _slurm_up()
-# CI brings Slurm up before the tests (.ci/run): there, a Slurm that is down is a failure.
-_REQUIRED = os.environ.get("IOLAB_REQUIRE_SLURM") == "1"
+_UP, _WHY = slurm_up()
+_REQUIRED = SLURM_REQUIRED
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not _UP and not _REQUIRED, reason=_WHY),
