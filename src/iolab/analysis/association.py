@@ -45,10 +45,15 @@ def metric_spread(groups: list[list[float]]) -> Spread | None:
     k, n = len(groups), sum(len(g) for g in groups)
     if k < 2 or n - k < 1:
         return None
-    grand = math.fsum(math.fsum(g) for g in groups) / n
-    means = [math.fsum(g) / len(g) for g in groups]
-    between = math.fsum(len(g) * (m - grand) ** 2 for g, m in zip(groups, means))
-    within = math.fsum((x - m) ** 2 for g, m in zip(groups, means) for x in g)
+    try:
+        grand = math.fsum(math.fsum(g) for g in groups) / n
+        means = [math.fsum(g) / len(g) for g in groups]
+        between = math.fsum(len(g) * (m - grand) ** 2 for g, m in zip(groups, means))
+        within = math.fsum((x - m) ** 2 for g, m in zip(groups, means) for x in g)
+    except OverflowError:       # values near the float's limit: no sum of squares to compare
+        return None
+    if not (math.isfinite(between) and math.isfinite(within)):
+        return None
     if within == 0:
         # no spread inside any case: the means either are all equal or differ with certainty
         return Spread(0.0 if between == 0 else math.inf, k - 1, n - k, 1.0 if between == 0 else 0.0, k, n)

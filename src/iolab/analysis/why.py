@@ -117,7 +117,12 @@ def explain(run, metric: str | None = None, by: str | None = None,
         chosen = metric or (names[0] if names else None)
         if chosen is None or chosen not in part.present:
             continue
-        out.append(_explain_part(run, part, chosen, by))
+        try:
+            out.append(_explain_part(run, part, chosen, by))
+        except (OverflowError, ValueError) as exc:    # a value past the float's range
+            out.append(Explanation(run.experiment_id, run.run_id, part.part, part.benchmark,
+                                   chosen, part.units.get(chosen, ""), None, CANNOT,
+                                   f"a value too large to compute with ({exc})", [], {}, {}, {}))
     return out
 
 
@@ -148,7 +153,9 @@ def _explain_part(run, part, metric: str, by: str | None) -> Explanation:
         exp.reason = f"{len(order)} case(s) with {metric}: a comparison needs two"
         return exp
     exp.spread = metric_spread([list(values[c].values()) for c in order])
-    if exp.spread is None:
+    if exp.spread is None and max(reps.values()) > 1:
+        exp.reason = f"{metric}'s values are too large to set against each other"
+    elif exp.spread is None:
         exp.reason = "no case has two repetitions: no noise to set the differences against"
     elif not exp.spread.differs:
         exp.verdict = NOTHING

@@ -454,4 +454,5 @@ def publish(experiment_id: str, out: Path, runs: list[str] | None = None, *, for
     notes = [f"run {r.provenance['run_id']}: {n}" for r in reports for n in r.run_notes]
     notes += [n for r in reports for n in r.plot_notes]
     return Published(shown_out, written, [run_name(p) for p in paths],
-                     sum(len(r.plots) for r in reports), notes)
+                     sum(len(r.plots) + sum(w["plot"] is not None for w in r.why) for r in reports),
+                     notes)
