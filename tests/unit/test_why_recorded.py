@@ -145,12 +145,15 @@ def hosts_that_wrote(rec, run) -> set:
 
 def test_cephfs_collective_aggregators_on_four_nodes():
     """cb_nodes 1 and 4 on 4 nodes: the aggregators in effect (ROMIO) and those that wrote
-    (Darshan's DXT) are 1 and 4 in every repetition, and so are the hosts that wrote."""
+    (Darshan's DXT) are 1 and 4 in every repetition, and so are the hosts that wrote, as the
+    recorded summary keeps them (evidence hosts_that_wrote) and as the raw DXT records say."""
     run = check_whole("cephfs-collective", "cluster")
     cases = by_param(run, "mpiio.cb_nodes")
     assert set(cases) == {1, 4}
     for cb, (ev, _) in cases.items():
         assert values(ev, "aggregators_in_effect") == values(ev, "aggregators_that_wrote") == [cb] * 5
+        assert values(ev, "hosts_that_wrote") == [cb] * 5
+        assert ev["hosts_that_wrote"].source == "darshan"
     for rec in run.records:
         cb = rec.params["mpiio.cb_nodes"]
         assert rec.observed.effective("mpiio.cb_nodes") == cb
@@ -158,16 +161,20 @@ def test_cephfs_collective_aggregators_on_four_nodes():
         assert agg["observed"] == cb and agg["verdict"] == "matches"
         assert "(DXT)" in agg["evidence"]
         assert hosts_that_wrote(rec, run) == ({"node1"} if cb == 1 else NODES)
+        kept = rec.observed.get("darshan")["summary"]["hosts"]["write"]
+        assert set(kept["names"]) == hosts_that_wrote(rec, run) and kept["hosts"] == cb
 
 
 # What a recorded path may be: the throwaway directory the runs were made in, the fallback file
 # iolab names beside it, and the system's own (fio, the shell, ROMIO's default hints file, the
 # mounts Darshan lists). A path under a home directory, a checkout or a cache is none of these.
+# The mounts include those of a second cluster and CephFS that were up on the machine under
+# scripts/cluster-local's and ceph-local's default names (README: neutral paths).
 NEUTRAL = re.compile(
     r"/tmp/iolab-why(/[\w.+-]*)*"
     r"|/tmp/iolab-[\w-]+-records\.unsaved-\d+\.jsonl|/tmp"
     r"|/usr/bin/fio|/bin/bash|/dev/null|/dev|/etc/romio-hints"
-    r"|/run/netns(/ih2-\w+)?|/sys/fs/cgroup/unified|/")
+    r"|/run/netns(/ih2-\w+|/iolab-(hub|node\d+))?|/tmp/iolab-ceph/mnt|/sys/fs/cgroup/unified|/")
 # A path starts at a top-level directory of a Unix system; base64 in the digest is no path.
 PATH = re.compile(
     rb"(?<![\w.~+/-])/(?:tmp|usr|bin|sbin|lib|lib64|etc|dev|home|root|work|opt|var|srv|mnt|media"
@@ -198,7 +205,8 @@ def test_no_file_holds_a_path_of_the_recording_machine():
 
 @pytest.mark.parametrize("text", [b"/root/.cache/iolab/spack/envs/x/view/bin/ior",
                                   b" /home/someone/iolab/.venv/bin/python", b"/work/h9/results",
-                                  b"/opt/stack/lib/libdarshan.so", b'"/tmp/other/scratch"'])
+                                  b"/opt/stack/lib/libdarshan.so", b'"/tmp/other/scratch"',
+                                  b"/tmp/iolab-ceph/ceph.conf", b"/run/netns/iolab-nodes/x"])
 def test_the_path_check_catches_a_machine_path(text):
     found = [m.group().decode() for m in PATH.finditer(text)]
     assert any(not NEUTRAL.fullmatch(p) for p in found)
