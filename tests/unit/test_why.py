@@ -99,12 +99,13 @@ def test_aggregators_explain_cb_nodes_on_the_four_node_cluster():
     # the same ranks over the repetitions as the aggregators in effect: the same strength
     assert (moved["hosts_that_wrote"].association.strength
             == moved["aggregators_in_effect"].association.strength)
-    # the page's plot is of the strongest: here the slowest rank's time, which varies by
-    # repetition where the counts above are constant within a case
+    # the slowest rank's time moved most (rho -0.99) but is the job's time, which the
+    # bandwidth is computed over: set apart, so the page plots one of the counts tied at the top
     from iolab.present import why as text
 
-    assert e.moved[0].name == "slowest_rank_time" and text.strongest(e)[0] == e.moved[0].name
-    assert moved["aggregators_in_effect"].association.strength < e.moved[0].association.strength
+    assert "slowest_rank_time" in e.restated and "slowest_rank_time" not in moved
+    assert moved["aggregators_in_effect"].association.strength == e.moved[0].association.strength
+    assert text.strongest(e)[0] == e.moved[0].name
 
 
 def test_evidence_not_recorded_is_named_with_how_to_record_it_never_read_as_zero():

@@ -230,11 +230,12 @@ def _sort_evidence(exp: Explanation, series: dict, values: dict) -> None:
 
 def restates(name: str, metric: str) -> bool:
     """Whether evidence moves with the metric by construction, and so explains nothing: the
-    metric's own time (write_time beside write_bw: the bytes over it), or a share of the job's
-    time (metadata's share grows when the writes get faster)."""
+    metric's own time (write_time beside write_bw: the bytes over it), the job's I/O time (the
+    slowest rank's, which IOR's bandwidth is computed over), or a share of the job's time
+    (metadata's share grows when the writes get faster)."""
     phase = metric.split("_", 1)[0]
     kind = _kinds().get(name)
-    return kind == "time_share" or (kind == "time" and name == f"{phase}_time")
+    return kind in ("time_share", "job_time") or (kind == "time" and name == f"{phase}_time")
 
 
 @functools.cache

@@ -163,11 +163,12 @@ class Evidence:
     why: str | None = None              # why there is no value
 
 
-# What a piece of evidence is, for statistics later: a count, an amount of bytes, a time, a
-# share in percent, a share of the job's own time in percent (which grows when the rest of that
-# time shrinks, so it moves with a rate by construction: `iolab why` sets it apart) or a ratio
-# (1 = even).
-EVIDENCE_KINDS = ("count", "bytes", "time", "share", "time_share", "ratio")
+# What a piece of evidence is, for statistics later: a count, an amount of bytes, a time, the
+# job's own I/O time (its slowest rank's, which a bandwidth is computed over), a share in percent,
+# a share of the job's own time in percent (which grows when the rest of that time shrinks) or a
+# ratio (1 = even). The job's time and its shares move with a rate by construction: `iolab why`
+# sets them apart.
+EVIDENCE_KINDS = ("count", "bytes", "time", "job_time", "share", "time_share", "ratio")
 
 
 @dataclass(frozen=True)

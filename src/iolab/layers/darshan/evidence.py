@@ -179,7 +179,7 @@ SPECS = (
           lambda s: s["shared_files_written"]),
     _spec("fastest_rank_time", "s", "I/O time (read, write, metadata) of the fastest rank on the "
           "largest written shared file", "time", _rank_time("fastest")),
-    _spec("slowest_rank_time", "s", "the same of its slowest rank", "time", _rank_time("slowest")),
+    _spec("slowest_rank_time", "s", "the same of its slowest rank", "job_time", _rank_time("slowest")),
     _spec("rank_time_spread", "ratio", "slowest over fastest rank's I/O time on that file", "ratio",
           _rank_spread),
     _spec("rank_time_imbalance", "%", "slowest minus fastest rank's I/O time over all its ranks' "
