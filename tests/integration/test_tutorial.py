@@ -84,7 +84,7 @@ def _row_shape(line: str) -> str:
 
 def measured_aside(text: str) -> str:
     """What a new run changes: run ids, decimals and versions, durations, seeds, the jobs' order,
-    digests, the cells of table rows."""
+    digests, drift found, the cells of table rows."""
     out = []
     for line in text.splitlines():
         line = re.sub(r"\d{8}T\d{6}Z-[0-9a-f]{6}", "RUN", line)
@@ -93,6 +93,9 @@ def measured_aside(text: str) -> str:
         # the jobs' order is shuffled anew by each run
         line = re.sub(r"%case=[0-9a-f]+ %repetition=\d+ /[0-9a-f]+", "%case=C %repetition=R /H", line)
         line = re.sub(r"\b[0-9a-f]{64}\b", "DIGEST", line)
+        # drift found in a fresh run is measured too (a busy machine drifts; the recorded run
+        # did not): `iolab runs` appends it to the run's line
+        line = re.sub(r"; drift in [^;(]*(?:\([^()]*\)[^;(]*)*", "", line)
         line = re.sub(r"\d+(?:\.\d+)+", "N", line)
         if line.startswith("| "):
             line = _row_shape(line)
