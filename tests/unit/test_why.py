@@ -118,6 +118,16 @@ def test_evidence_not_recorded_is_named_with_how_to_record_it_never_read_as_zero
     assert "Darshan was not enabled" in out and "darshan: {enabled: true}" in out
 
 
+def test_another_site_s_run_is_named_with_its_site(tmp_path):
+    site = tmp_path / "why-control" / "@north"
+    site.mkdir(parents=True)
+    (run,) = (DATA / "why-control").iterdir()
+    shutil.copytree(run, site / run.name)
+    out = cli("why", "why-control", f"{run.name}@north", results=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"why-control run {run.name}@north, main: write_bw")
+
+
 def test_holm_counts_pieces_with_one_rank_pattern_as_one_test():
     # three tests, two of them the same pattern: m = 2, so 0.01 -> 0.02 and 0.04 -> 0.04
     got = why._holm([0.01, 0.01, 0.04, None], [("a",), ("a",), ("b",), ("c",)])

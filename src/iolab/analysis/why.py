@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from ..experiment.matrix import show_value
 from ..results import evidence as evidence_fold
+from ..results.runfiles import run_name
 from . import rules
 from .association import ALPHA, Association, Spread, associate, metric_spread
 from .compare import direction
@@ -120,7 +121,7 @@ def explain(run, metric: str | None = None, by: str | None = None,
         try:
             out.append(_explain_part(run, part, chosen, by))
         except (OverflowError, ValueError) as exc:    # a value past the float's range
-            out.append(Explanation(run.experiment_id, run.run_id, part.part, part.benchmark,
+            out.append(Explanation(run.experiment_id, run_name(run.path), part.part, part.benchmark,
                                    chosen, part.units.get(chosen, ""), None, CANNOT,
                                    f"a value too large to compute with ({exc})", [], {}, {}, {}))
     return out
@@ -143,7 +144,7 @@ def _explain_part(run, part, metric: str, by: str | None) -> Explanation:
             reps[cid] = len(got)
     means = {c: math.fsum(v.values()) / len(v) for c, v in values.items()}
     order = sorted(means, key=lambda c: means[c], reverse=better != "lower")
-    exp = Explanation(run.experiment_id, run.run_id, part.part, part.benchmark, metric, unit,
+    exp = Explanation(run.experiment_id, run_name(run.path), part.part, part.benchmark, metric, unit,
                       better, CANNOT, "", order, {c: _label(part, part.cases[c]) for c in order},
                       means, reps)
     if better is None:

@@ -265,6 +265,7 @@ PAGE_MAX_CASES = 1000
 def section(run, out_dir, prefix: str = "") -> list[dict]:
     """`iolab why`'s explanations of a run for its page: the text and the plot of each part."""
     from ..analysis import why
+    from ..results.runfiles import run_name
 
     out = []
     for part in run.digest.parts.values():
@@ -272,7 +273,7 @@ def section(run, out_dir, prefix: str = "") -> list[dict]:
             out.append({"part": part.part, "metric": "", "verdict": "", "plot": None,
                         "text": f"{part.part}: {len(part.cases):,} cases, past the page's "
                                 f"{PAGE_MAX_CASES:,}: `iolab why {run.experiment_id} "
-                                f"{run.run_id}` prints the explanation."})
+                                f"{run_name(run.path)}` prints the explanation."})
     big = {entry["part"] for entry in out}
     for e in why.explain(run, parts=lambda name: name not in big):
         plot = evidence_plot(run, e, out_dir, prefix)
