@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import pytest
+
 from iolab.results import integrity
 from iolab.layers.mpiio.layer import hint_value
 from iolab.results.record import Manifest, Observed, Record, num_tasks
@@ -74,6 +76,20 @@ def test_run_state_counts_and_missing_jobs(tmp_path):
     assert run.reading.counts["aborted"] == 1 and run_state.of(run).state == "unfinished"
     assert asrun.of(run).experiment is not None and asrun.of(run).experiment.id == exp.id
     assert run.digest.case("main", recs[0].case_id).versions == {"4.0.0"}
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("profile", {"full": {"repetitions": 9}}, "the manifest's profile is not a profile's name"),
+    ("experiment_yaml", ["id: archer-fpp-vs-ssf"], "the manifest's experiment_yaml is not text"),
+])
+def test_a_manifest_field_of_the_wrong_type_is_named_not_a_traceback(tmp_path, field, value, says):
+    """Another site's (or a hand-edited) manifest: a profile that is a mapping ended the loader
+    of the experiment as run in a TypeError under table and compare."""
+    exp = experiment("archer-fpp-vs-ssf")
+    path = make_run(tmp_path / "results", exp, RUN, records(exp, RUN, reps=1), **{field: value})
+    run = load_run(path, REPO)
+    assert asrun.of(run).experiment is None and asrun.of(run).why_not.startswith(says)
+    assert any(says in n for n in run_notes.of(run))
 
 
 def test_a_run_whose_experiment_no_longer_loads_says_so_and_keeps_its_pairing(tmp_path):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from . import cache
 from ..errors import IolabError
+from ..units import QUOTED, shown as shown_value
 from ..experiment import reportspec
 from .run import Run, derived
 from .runfiles import MANIFEST
@@ -43,6 +44,13 @@ class AsRun:
         text = run.manifest.experiment_yaml
         if not text:
             return None, "the manifest has no copy of the experiment"
+        # another site's or a hand-edited manifest: a value of the wrong type is named, never
+        # handed on (a profile that is a mapping ended the loader in a TypeError)
+        if not isinstance(text, str):
+            return None, "the manifest's experiment_yaml is not text"
+        if not isinstance(run.manifest.profile, (str, type(None))):
+            return None, (f"the manifest's profile is not a profile's name: "
+                          f"{shown_value(run.manifest.profile, QUOTED)}")
         shown = f"{run.path / 'manifest.json'}: experiment_yaml"
 
         def loaded():
