@@ -23,6 +23,7 @@ from ..results.runfiles import run_name
 from . import rules
 from .association import ALPHA, Association, Spread, associate, metric_spread
 from .compare import direction
+from .report import default_metrics
 
 NOTHING = "nothing to explain"
 EXPLAINED = "explained"
@@ -99,7 +100,7 @@ def metrics_of(part) -> list[str]:
     """The metrics of a part that have a better side, in its benchmark's table order first."""
     from .. import benchmarks
 
-    known = [m for m in benchmarks.get(part.benchmark).table_metrics if m in part.present] \
+    known = [m for m in default_metrics(part.benchmark) if m in part.present] \
         if part.benchmark in benchmarks.registry() else []
     rest = sorted(m for m in part.present if m not in known)
     return [m for m in known + rest if direction(m, part.units.get(m), part.benchmark)]
@@ -218,10 +219,10 @@ def _sort_evidence(exp: Explanation, series: dict, values: dict) -> None:
         a = associate(metric, aligned, exp.best)
         if a is None:
             continue
-        tested.append((name, some, a, means))
-    holm = _holm([a.p for _n, _s, a, _m in tested], [_pattern(values, series[n]) for n, *_ in tested])
+        tested.append((name, some, a, means, _pattern(aligned)))
+    holm = _holm([t[2].p for t in tested], [t[4] for t in tested])
     worst, best = exp.cases[-1], exp.cases[0]
-    for (name, some, a, means), p in zip(tested, holm):
+    for (name, some, a, means, _pat), p in zip(tested, holm):
         moved = Moved(name, some.unit, some.source, a, p, means.get(worst, math.nan),
                       means.get(best, math.nan), means)
         (exp.moved if moved.moves and exp.verdict == EXPLAINED else exp.still).append(moved)
@@ -244,10 +245,10 @@ def _kinds() -> dict[str, str]:
     return {s.name: s.kind for s in evidence_fold.specs()}
 
 
-def _pattern(values: dict, by_case: dict) -> tuple:
+def _pattern(aligned: dict[str, list[float | None]]) -> tuple:
     """The evidence's ranks over the repetitions, up to reversal: two pieces with one pattern
     (write_ops and mean_write_size over a block-size sweep) give one test, not two."""
-    xs = [x for v in _aligned(values, by_case).values() for x in v]
+    xs = [x for v in aligned.values() for x in v]
     order = {x: i for i, x in enumerate(sorted({x for x in xs if x is not None}))}
     ranks = tuple(None if x is None else order[x] for x in xs)
     flipped = tuple(None if r is None else len(order) - 1 - r for r in ranks)

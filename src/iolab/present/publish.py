@@ -251,8 +251,13 @@ class RunReport:
     why: list[dict] = field(default_factory=list)   # `iolab why` per part, with its plot
 
 
+def relative(files: dict[str, Path], page: Path) -> dict[str, str]:
+    """A plot's files ({format: path}) as the page links them: relative to it."""
+    return {fmt: p.relative_to(page).as_posix() for fmt, p in files.items()}
+
+
 def _plot_entry(plot: plots.Plot, out: Path) -> dict:
-    rel = {fmt: p.relative_to(out).as_posix() for fmt, p in plot.files.items()}
+    rel = relative(plot.files, out)
     return {"title": plot.title, "png": rel.get("png"), "svg": rel.get("svg"), "notes": plot.notes,
             "rule": plot.spec.rule, "part": plot.spec.part, "metric": plot.spec.metric,
             "name": plot.spec.name, "alt": _alt(plot)}
@@ -285,7 +290,7 @@ def search_section(run: Run, staging: Path, prefix: str = "") -> dict | None:
                                       staging / PLOTS_DIR, prefix)
     entry = None
     if plot is not None:
-        rel = {fmt: p.relative_to(staging).as_posix() for fmt, p in plot.files.items()}
+        rel = relative(plot.files, staging)
         entry = {"title": plot.title, "png": rel.get("png"), "svg": rel.get("svg"),
                  "notes": plot.notes, "alt": f"{plot.ylabel} of each job against "
                  "the order the search ran them, with the best mean so far"}
@@ -325,7 +330,7 @@ def why_section(run: Run, staging: Path, prefix: str = "") -> list[dict]:
     for entry in why.section(run, staging / PLOTS_DIR, prefix):
         plot = entry["plot"]
         if plot is not None:
-            rel = {fmt: p.relative_to(staging).as_posix() for fmt, p in plot.pop("files").items()}
+            rel = relative(plot.pop("files"), staging)
             plot.update(png=rel.get("png"), svg=rel.get("svg"))
         out.append(entry)
     return out
